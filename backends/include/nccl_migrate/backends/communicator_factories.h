@@ -1,0 +1,33 @@
+// Factories that make communicators real: Gloo for CPU devices, NCCL for CUDA devices.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "nccl_migrate/backends/communicator.h"
+
+namespace nccl_migrate::backends {
+
+// Creates one torch Gloo backend over the group's store under `storePrefix`. The toolkit does
+// not write its own transport: the Python package supplies this from torch's public
+// ProcessGroupGloo, since the wheel ships no Gloo headers.
+using GlooBackendMaker =
+    std::function<c10::intrusive_ptr<c10d::Backend>(const std::string& storePrefix, int rank, int size)>;
+
+// Every communicator of one group, whatever its device; picks the implementation by device type.
+std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store,
+                                                             GlooBackendMaker makeGloo,
+                                                             std::string groupName,
+                                                             std::chrono::milliseconds timeout);
+
+// Whether this build compiled the NCCL communicator (it always does when NCCL was found).
+bool ncclCompiled();
+// NCCL version this build was compiled against, "2.30.7", or "" without NCCL.
+std::string ncclBuildVersion();
+
+}  // namespace nccl_migrate::backends

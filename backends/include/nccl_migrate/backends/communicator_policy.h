@@ -1,0 +1,42 @@
+// A communicator policy decides when communicators exist and which one an op runs on. Policies
+// are pure logic over keys: the engine creates and caches what they name, so the engine never
+// branches on which behaviour it implements.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+
+#include "nccl_migrate/backends/communicator.h"
+
+namespace nccl_migrate::backends {
+
+class CommunicatorPolicy {
+ public:
+  virtual ~CommunicatorPolicy() = default;
+
+  // Name the backend reports (getBackendName) and registers under.
+  virtual std::string backendName() const = 0;
+
+  // Communicators to create when the group is created (eager policies); empty for lazy ones.
+  // `boundDevice` is the group's device when known at creation.
+  virtual std::vector<CommunicatorRequest> atGroupCreation(std::optional<c10::Device> boundDevice) = 0;
+
+  // The communicator a collective on `device` runs on. Throws (with torch's wording where torch
+  // has one) when the policy forbids the device.
+  virtual CommunicatorRequest forCollective(c10::Device device) = 0;
+
+  // The device the group is bound to, once it is.
+  virtual std::optional<c10::Device> boundDevice() const = 0;
+};
+
+// Legacy (ProcessGroupNCCL): lazy, one communicator per device the group is used on.
+std::unique_ptr<CommunicatorPolicy> makeLegacyPolicy(int groupRank, int groupSize);
+
+// Rewritten (nccl2): exactly one communicator, bound to one device, created eagerly when the
+// device is known at group creation unless `lazyInit`.
+std::unique_ptr<CommunicatorPolicy> makeRewrittenPolicy(int groupRank, int groupSize, bool lazyInit);
+
+}  // namespace nccl_migrate::backends

@@ -1,0 +1,83 @@
+// The per-group factory: CPU communicators through torch's Gloo, CUDA ones through NCCL.
+#include "nccl_migrate/backends/communicator_factories.h"
+
+#include <algorithm>
+#include <map>
+
+#include <c10/util/Exception.h>
+
+#include "cpu/gloo_communicator.h"
+#if NCCL_MIGRATE_HAVE_NCCL
+#include "nccl/nccl_communicator.h"
+#endif
+
+namespace nccl_migrate::backends {
+namespace {
+
+class DeviceCommunicatorFactory final : public CommunicatorFactory {
+ public:
+  DeviceCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store, GlooBackendMaker makeGloo, std::string groupName,
+                            std::chrono::milliseconds timeout)
+      : store_(std::move(store)), makeGloo_(std::move(makeGloo)), groupName_(std::move(groupName)), timeout_(timeout) {}
+
+  std::unique_ptr<Communicator> create(const CommunicatorRequest& request) override {
+    CommunicatorInfo info = describe(request);
+    // A key created again (after abort or shutdown) gets a fresh rendezvous namespace.
+    std::string prefix = "nccl_migrate/" + request.key + "/" + std::to_string(generation_[request.key]++);
+    auto started = std::chrono::steady_clock::now();
+    if (request.device.is_cpu()) {
+      TORCH_CHECK(makeGloo_, "no Gloo maker: CPU communicators are created through the nccl_migrate Python package");
+      auto gloo = makeGloo_(prefix, info.rank, info.size);
+      info.creationTime = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+      info.implementation = "gloo";
+      return std::make_unique<GlooCommunicator>(std::move(info), std::move(gloo));
+    }
+    TORCH_CHECK(request.device.is_cuda(), "nccl_migrate backends run on cpu and cuda devices, not ", request.device.str());
+#if NCCL_MIGRATE_HAVE_NCCL
+    return NcclCommunicator::create(store_, prefix, std::move(info), groupName_);
+#else
+    TORCH_CHECK(false, "this nccl_migrate build has no NCCL: rebuild with the CUDA toolkit and torch's NCCL wheel");
+#endif
+  }
+
+ private:
+  CommunicatorInfo describe(const CommunicatorRequest& request) const {
+    CommunicatorInfo info;
+    info.key = request.key;
+    info.purpose = request.purpose;
+    info.device = request.device;
+    info.groupRanks = request.groupRanks;
+    auto me = std::find(request.groupRanks.begin(), request.groupRanks.end(), request.myGroupRank);
+    TORCH_CHECK(me != request.groupRanks.end(), "rank ", request.myGroupRank, " is not a member of communicator ", request.key);
+    info.rank = static_cast<int>(me - request.groupRanks.begin());
+    info.size = static_cast<int>(request.groupRanks.size());
+    info.createdAt = std::chrono::system_clock::now();
+    return info;
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  GlooBackendMaker makeGloo_;
+  std::string groupName_;
+  std::chrono::milliseconds timeout_;
+  std::map<std::string, int> generation_;
+};
+
+}  // namespace
+
+std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store,
+                                                             GlooBackendMaker makeGloo, std::string groupName,
+                                                             std::chrono::milliseconds timeout) {
+  return std::make_shared<DeviceCommunicatorFactory>(std::move(store), std::move(makeGloo), std::move(groupName), timeout);
+}
+
+bool ncclCompiled() { return NCCL_MIGRATE_HAVE_NCCL != 0; }
+
+std::string ncclBuildVersion() {
+#if NCCL_MIGRATE_HAVE_NCCL
+  return nccl::versionString(NCCL_VERSION_CODE);
+#else
+  return "";
+#endif
+}
+
+}  // namespace nccl_migrate::backends

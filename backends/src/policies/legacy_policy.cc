@@ -1,0 +1,39 @@
+// Legacy (ProcessGroupNCCL) policy: communicators are created lazily, one per device the group
+// is used on; a group eagerly connected to a device (device_id) gets that one up front.
+#include "nccl_migrate/backends/communicator_policy.h"
+#include "policy_requests.h"
+
+namespace nccl_migrate::backends {
+namespace {
+
+class LegacyPolicy final : public CommunicatorPolicy {
+ public:
+  LegacyPolicy(int groupRank, int groupSize) : groupRank_(groupRank), groupSize_(groupSize) {}
+
+  std::string backendName() const override { return "nccl"; }
+
+  std::vector<CommunicatorRequest> atGroupCreation(std::optional<c10::Device> device) override {
+    if (!device) return {};
+    bound_ = device;
+    return {wholeGroupRequest(*device, groupRank_, groupSize_)};
+  }
+
+  CommunicatorRequest forCollective(c10::Device device) override {
+    return wholeGroupRequest(device, groupRank_, groupSize_);
+  }
+
+  std::optional<c10::Device> boundDevice() const override { return bound_; }
+
+ private:
+  int groupRank_;
+  int groupSize_;
+  std::optional<c10::Device> bound_;
+};
+
+}  // namespace
+
+std::unique_ptr<CommunicatorPolicy> makeLegacyPolicy(int groupRank, int groupSize) {
+  return std::make_unique<LegacyPolicy>(groupRank, groupSize);
+}
+
+}  // namespace nccl_migrate::backends

@@ -1,0 +1,175 @@
+// C/C++/CUDA frontend, tier 1: Clang's raw lexer. It needs no headers and no compile database,
+// sees every preprocessor branch, and skips comments and string contents by construction.
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/DiagnosticOptions.h>
+#include <clang/Basic/FileManager.h>
+#include <clang/Basic/LangOptions.h>
+#include <clang/Basic/SourceManager.h>
+#include <clang/Lex/Lexer.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include "frontends.h"
+
+namespace nccl_migrate::lint {
+namespace {
+
+struct Tok {
+  clang::tok::TokenKind kind;
+  std::string text;  // identifier spelling, or punctuation
+  Location where;
+};
+
+std::vector<Tok> tokenize(const std::string& path, const std::string& text) {
+  clang::FileSystemOptions fsOptions;
+  clang::FileManager files(fsOptions);
+  auto diagOptions = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
+  clang::DiagnosticsEngine diags(llvm::makeIntrusiveRefCnt<clang::DiagnosticIDs>(), diagOptions);
+  clang::SourceManager sources(diags, files);
+  auto buffer = llvm::MemoryBuffer::getMemBuffer(text, path, /*RequiresNullTerminator=*/false);
+  clang::FileID file = sources.createFileID(std::move(buffer));
+  clang::LangOptions lang;
+  lang.CPlusPlus = lang.CPlusPlus11 = lang.CPlusPlus14 = lang.CPlusPlus17 = lang.CPlusPlus20 = true;
+  lang.CUDA = true;  // `<<<` launches lex as one token instead of confusing template scanning
+  clang::Lexer lexer(file, sources.getBufferOrFake(file), sources, lang);
+
+  std::vector<Tok> out;
+  clang::Token token;
+  while (!lexer.LexFromRawLexer(token) || token.isNot(clang::tok::eof)) {
+    if (token.is(clang::tok::eof)) break;
+    Tok t{token.getKind(), {}, {}};
+    if (token.is(clang::tok::raw_identifier)) t.text = token.getRawIdentifier().str();
+    else t.text = clang::tok::getPunctuatorSpelling(token.getKind()) ? clang::tok::getPunctuatorSpelling(token.getKind()) : "";
+    clang::PresumedLoc loc = sources.getPresumedLoc(token.getLocation());
+    t.where = {static_cast<int>(loc.getLine()), static_cast<int>(loc.getColumn())};
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+const std::unordered_set<std::string> kCastNames = {
+    "dynamic_cast", "static_cast", "reinterpret_cast",
+    "dynamic_pointer_cast", "static_pointer_cast",
+    "dynamic_intrusive_pointer_cast", "static_intrusive_pointer_cast",
+};
+
+class CppScanner {
+ public:
+  CppScanner(std::vector<Tok> tokens, SourceModel& model) : toks_(std::move(tokens)), model_(model) {}
+
+  void scan() {
+    collectNamespaceFacts();
+    for (size_t i = 0; i < toks_.size(); ++i) {
+      const Tok& t = toks_[i];
+      if (t.kind != clang::tok::raw_identifier) continue;
+      if (kCastNames.contains(t.text) && isPunct(i + 1, "<")) onCast(i);
+      else if ((t.text == "class" || t.text == "struct") && i + 2 < toks_.size()) onClassHead(i);
+    }
+  }
+
+ private:
+  bool isPunct(size_t i, std::string_view p) const {
+    return i < toks_.size() && toks_[i].kind != clang::tok::raw_identifier && toks_[i].text == p;
+  }
+  bool isIdent(size_t i, std::string_view name) const {
+    return i < toks_.size() && toks_[i].kind == clang::tok::raw_identifier && toks_[i].text == name;
+  }
+
+  // Namespace context that decides what an unqualified ProcessGroupNCCL means.
+  void collectNamespaceFacts() {
+    for (size_t i = 0; i + 2 < toks_.size(); ++i) {
+      if (isIdent(i, "using") && isIdent(i + 1, "namespace") && isIdent(i + 2, "c10d")) usesC10d_ = true;
+      if (isIdent(i, "namespace") && isIdent(i + 1, "c10d") && isPunct(i + 2, "{")) usesC10d_ = true;
+      if (isIdent(i, "namespace") && toks_[i + 1].kind == clang::tok::raw_identifier && isPunct(i + 2, "=")) {
+        size_t end = i + 3;
+        std::string target = qualifiedNameAt(end);
+        if (!target.empty()) namespaceAliases_[toks_[i + 1].text] = target;
+      }
+      if ((isIdent(i, "class") || isIdent(i, "struct")) && isIdent(i + 1, "ProcessGroupNCCL") && !usesC10d_) {
+        definesOwnLegacyName_ = true;
+      }
+    }
+  }
+
+  // Reads `a :: b :: C` starting at i (a leading `::` allowed); advances i past it.
+  std::string qualifiedNameAt(size_t& i) const {
+    std::string name;
+    if (isPunct(i, "::")) ++i;
+    while (i < toks_.size() && toks_[i].kind == clang::tok::raw_identifier) {
+      name += toks_[i].text;
+      if (!isPunct(i + 1, "::")) { ++i; break; }
+      name += "::";
+      i += 2;
+    }
+    return resolve(name);
+  }
+
+  std::string resolve(const std::string& name) const {
+    if (name.empty()) return name;
+    size_t sep = name.find("::");
+    std::string head = name.substr(0, sep);
+    if (auto it = namespaceAliases_.find(head); it != namespaceAliases_.end()) {
+      return it->second + (sep == std::string::npos ? "" : name.substr(sep));
+    }
+    if (sep == std::string::npos && usesC10d_ && !definesOwnLegacyName_) return "c10d::" + name;
+    return name;
+  }
+
+  void onCast(size_t i) {
+    const std::string& castName = toks_[i].text;
+    size_t j = i + 2;
+    while (isIdent(j, "const") || isIdent(j, "volatile") || isIdent(j, "class") || isIdent(j, "struct")) ++j;
+    Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
+    std::string spelled;
+    for (size_t k = j; k < toks_.size() && !isPunct(k, "*") && !isPunct(k, "&") && !isPunct(k, ">"); ++k) {
+      spelled += toks_[k].text;
+    }
+    std::string target = qualifiedNameAt(j);
+    if (target.empty()) return;
+    auto kind = castName.starts_with("dynamic") ? TypeCheck::Kind::CheckedCast : TypeCheck::Kind::UncheckedCast;
+    model_.typeChecks.push_back({kind, target, castName + "<" + spelled + ">", where});
+  }
+
+  // `class X : public a::B, private C {` records each base as a Subclass type check.
+  void onClassHead(size_t i) {
+    size_t j = i + 1;
+    while (j < toks_.size() && toks_[j].kind == clang::tok::raw_identifier && !isPunct(j + 1, ":") &&
+           !isPunct(j + 1, "{") && !isPunct(j + 1, ";")) {
+      ++j;  // attributes/macros such as TORCH_API before the class name
+    }
+    if (!isPunct(j + 1, ":")) return;
+    j += 2;
+    while (j < toks_.size() && !isPunct(j, "{") && !isPunct(j, ";")) {
+      while (isIdent(j, "public") || isIdent(j, "private") || isIdent(j, "protected") || isIdent(j, "virtual")) ++j;
+      Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
+      std::string spelled = j < toks_.size() ? toks_[j].text : "";
+      std::string base = qualifiedNameAt(j);
+      if (!base.empty()) model_.typeChecks.push_back({TypeCheck::Kind::Subclass, base, spelled, where});
+      while (j < toks_.size() && !isPunct(j, ",") && !isPunct(j, "{") && !isPunct(j, ";")) ++j;
+      if (isPunct(j, ",")) ++j;
+    }
+  }
+
+  std::vector<Tok> toks_;
+  SourceModel& model_;
+  bool usesC10d_ = false;
+  bool definesOwnLegacyName_ = false;
+  std::unordered_map<std::string, std::string> namespaceAliases_;
+};
+
+}  // namespace
+
+SourceModel lexCpp(const std::string& path, const std::string& text) {
+  SourceModel model;
+  model.path = path;
+  model.language = Language::Cpp;
+  CppScanner(tokenize(path, text), model).scan();
+  return model;
+}
+
+}  // namespace nccl_migrate::lint

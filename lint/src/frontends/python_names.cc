@@ -1,0 +1,61 @@
+// Import and alias bookkeeping for the Python frontend.
+#include "python_names.h"
+
+#include <array>
+#include <string_view>
+
+namespace nccl_migrate::lint {
+namespace {
+
+// Modules whose public names torch.distributed re-exports.
+constexpr std::array<std::string_view, 3> kDistributedAliases = {
+    "torch.distributed.distributed_c10d",
+    "torch._C._distributed_c10d",
+    "torch.distributed.c10d",
+};
+
+std::string_view headOf(std::string_view dotted) {
+  return dotted.substr(0, dotted.find('.'));
+}
+
+}  // namespace
+
+std::string canonicalPythonName(const std::string& qualified) {
+  for (std::string_view alias : kDistributedAliases) {
+    if (qualified == alias) return "torch.distributed";
+    if (qualified.size() > alias.size() && qualified.starts_with(alias) &&
+        qualified[alias.size()] == '.') {
+      return "torch.distributed" + qualified.substr(alias.size());
+    }
+  }
+  return qualified;
+}
+
+void PythonNames::bindImport(const std::string& dottedName, const std::string& alias) {
+  if (!alias.empty()) {
+    bindings_[alias] = canonicalPythonName(dottedName);
+    return;
+  }
+  std::string head(headOf(dottedName));
+  bindings_[head] = head;
+}
+
+void PythonNames::bindFromImport(const std::string& module, const std::string& name,
+                                 const std::string& alias) {
+  bindings_[alias.empty() ? name : alias] = canonicalPythonName(module + "." + name);
+}
+
+void PythonNames::bindAssignment(const std::string& name, const std::string& qualified) {
+  bindings_[name] = qualified;
+}
+
+void PythonNames::bindLocalDefinition(const std::string& name) { bindings_[name] = ""; }
+
+std::string PythonNames::qualify(const std::string& dotted) const {
+  std::string_view head = headOf(dotted);
+  auto it = bindings_.find(std::string(head));
+  if (it == bindings_.end() || it->second.empty()) return "";
+  return canonicalPythonName(it->second + dotted.substr(head.size()));
+}
+
+}  // namespace nccl_migrate::lint

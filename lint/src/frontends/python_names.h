@@ -1,0 +1,35 @@
+// Name resolution for Python sources: which module or object a local name stands for.
+// Modules torch re-exports under several paths map to one canonical spelling, so rules
+// compare against a single qualified name.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+
+namespace nccl_migrate::lint {
+
+class PythonNames {
+ public:
+  // `import a.b` binds `a`; `import a.b as c` binds `c` to `a.b`.
+  void bindImport(const std::string& dottedName, const std::string& alias);
+  // `from m import n as a` binds `a` (or `n`) to `m.n`.
+  void bindFromImport(const std::string& module, const std::string& name, const std::string& alias);
+  // `x = <expr>` where expr qualified to `qualified` (empty: x now shadows whatever it was).
+  void bindAssignment(const std::string& name, const std::string& qualified);
+  // `class X:` or `def X` defined here: X is the project's own, not an imported one.
+  void bindLocalDefinition(const std::string& name);
+
+  // Qualified, canonical name of a dotted reference such as "dist.ProcessGroupNCCL";
+  // empty when its head is not bound to an import (a local variable, a builtin, unknown).
+  std::string qualify(const std::string& dotted) const;
+  bool isBuiltin(const std::string& name) const { return !bindings_.contains(name); }
+
+ private:
+  std::unordered_map<std::string, std::string> bindings_;  // local name -> qualified ("" = local)
+};
+
+// "torch.distributed.distributed_c10d.X" -> "torch.distributed.X", and the same for the
+// C extension module; anything else is returned unchanged.
+std::string canonicalPythonName(const std::string& qualified);
+
+}  // namespace nccl_migrate::lint

@@ -1,0 +1,17 @@
+"""nccl-migrate: the toolkit's NCCL backends for torch.distributed, registered on import.
+
+Importing this package registers, with ``torch.distributed``, the toolkit's own backends:
+
+* ``migrate-legacy``: the legacy behaviour (many communicators per group, created lazily)
+* ``migrate-nccl2``: the rewritten behaviour (one communicator per group, device-bound)
+
+Both run CUDA tensors over NCCL and CPU tensors over torch's own Gloo.
+"""
+
+from ._registration import BACKEND_NAMES, register
+from ._version import __version__
+from .introspection import communicators
+
+register()
+
+__all__ = ["BACKEND_NAMES", "communicators", "register", "__version__"]

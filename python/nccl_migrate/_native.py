@@ -1,0 +1,13 @@
+"""Loads the native module, with a fix-it message when the build is missing."""
+
+import torch  # noqa: F401  (loads libtorch and torch_python before our module links to them)
+
+try:
+    from . import _C as native
+except ImportError as error:  # pragma: no cover - exercised only on a broken install
+    raise ImportError(
+        f"nccl_migrate's native module is not built ({error}). "
+        "Build it with tools/build.sh (or cmake --build build) first."
+    ) from error
+
+__all__ = ["native"]

@@ -1,0 +1,113 @@
+"""The torch-side subcommands of `nccl-migrate`, reached through `python -m nccl_migrate`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .launch import run_job
+
+    command = args.command
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        print("nccl-migrate run: no command given; usage: nccl-migrate run [--nproc N] -- python job.py", file=sys.stderr)
+        return EXIT_ERROR
+    if command[0].endswith(".py"):
+        command = [sys.executable, *command]
+    env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
+    print(f"nccl-migrate run: {args.nproc} ranks: {' '.join(command)}", file=sys.stderr)
+    result = run_job(command, args.nproc, env=env, timeout=args.timeout)
+    if result.ok:
+        print(f"nccl-migrate run: all {args.nproc} ranks finished in {result.seconds:.1f} s", file=sys.stderr)
+        return EXIT_OK
+    print(f"nccl-migrate run: job failed: {result.describe_failure()}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    import torch
+
+    from . import BACKEND_NAMES
+    from ._native import native
+
+    use_nccl2 = os.environ.get("TORCH_DIST_USE_NCCL2")
+    names = {}
+    for name in ("nccl", "nccl2", "nccl-lazy", "nccl-legacy"):
+        names[name] = native.resolve_nccl_name(name, use_nccl2)
+    report = {
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "torch_nccl": ".".join(map(str, torch.cuda.nccl.version())) if torch.version.cuda else None,
+        "toolkit_nccl": native.nccl_build_version() or None,
+        "gpus": torch.cuda.device_count(),
+        "TORCH_DIST_USE_NCCL2": use_nccl2,
+        "names": names,
+        "toolkit_backends": BACKEND_NAMES,
+    }
+    warnings = [r["warning"] for r in names.values() if r and r["warning"]]
+    if args.format == "json":
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"torch            {report['torch']} (CUDA {report['torch_cuda']}, NCCL {report['torch_nccl']})")
+        print(f"toolkit NCCL     {report['toolkit_nccl'] or 'not compiled'}")
+        print(f"GPUs             {report['gpus']}")
+        print(f"TORCH_DIST_USE_NCCL2 = {use_nccl2 if use_nccl2 is not None else '(unset)'}")
+        for name, r in names.items():
+            print(f"  {name:<12} -> {r['behaviour']:<20} {r['why']}")
+        for toolkit_name, behaviour in BACKEND_NAMES.items():
+            print(f"  {toolkit_name:<12} -> {behaviour:<20} the toolkit's own implementation")
+        for warning in warnings:
+            print(f"warning: {warning}")
+    return EXIT_FOUND if warnings else EXIT_OK
+
+
+def _not_yet(name: str):
+    def run(args: argparse.Namespace) -> int:
+        print(f"nccl-migrate {name}: not available in this version of nccl-migrate", file=sys.stderr)
+        return EXIT_ERROR
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nccl-migrate", description="torch-side commands of nccl-migrate")
+    sub = parser.add_subparsers(dest="subcommand", required=True)
+
+    run = sub.add_parser("run", help="run a job as N local ranks with the toolkit's backends importable",
+                         description="Runs COMMAND once per rank with RANK, WORLD_SIZE, LOCAL_RANK and "
+                                     "MASTER_ADDR/PORT set; a failing rank ends the others.")
+    run.add_argument("--nproc", type=int, default=2, help="number of ranks (default 2)")
+    run.add_argument("--timeout", type=float, default=600.0, help="seconds before the whole job is ended (default 600)")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...] (a .py file runs with this Python)")
+    run.set_defaults(handler=_run)
+
+    doctor = sub.add_parser("doctor", help="torch, NCCL, GPUs and what each backend name resolves to here")
+    doctor.add_argument("--format", choices=["text", "json"], default="text")
+    doctor.set_defaults(handler=_doctor)
+
+    for name, text in (("ab", "compare a job's collectives under two backends"), ("fr", "read flight-recorder dumps")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(handler=_not_yet(name))
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return EXIT_OK if exit_.code == 0 else EXIT_ERROR
+    if getattr(args, "nproc", 1) < 1:
+        print("nccl-migrate run: --nproc must be at least 1", file=sys.stderr)
+        return EXIT_ERROR
+    return args.handler(args)

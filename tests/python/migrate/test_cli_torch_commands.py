@@ -1,0 +1,74 @@
+"""The CLI's torch-side commands through the real binary: run and doctor."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+CLI = os.environ.get("NCCL_MIGRATE_CLI", os.path.join(ROOT, "build", "migrate", "nccl-migrate"))
+
+
+@pytest.fixture(scope="module")
+def cli():
+    assert os.access(CLI, os.X_OK), f"{CLI} is not built: run tools/build.sh first (or set NCCL_MIGRATE_CLI)"
+    return CLI
+
+
+def _run(cli, *args, timeout=180, env=None):
+    return subprocess.run([cli, *args], capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
+
+
+def test_run_the_example_job_on_two_cpu_ranks(cli):
+    done = _run(cli, "run", "--nproc", "2", "--", os.path.join(ROOT, "examples", "ddp_job.py"),
+                env={"JOB_STEPS": "2"})
+    assert done.returncode == 0, done.stderr
+    checksums = {line.split("checksum ")[1].split()[0] for line in done.stdout.splitlines() if "checksum" in line}
+    assert len(checksums) == 1, f"ranks disagree after all-reducing gradients: {done.stdout}"
+    assert "all 2 ranks finished" in done.stderr
+
+
+def test_run_reports_a_failing_rank_and_exits_2(cli, tmp_path):
+    job = tmp_path / "fails.py"
+    job.write_text("import os, sys, time\nif os.environ['RANK'] == '1': sys.exit(3)\ntime.sleep(60)\n")
+    started = time.monotonic()
+    done = _run(cli, "run", "--nproc", "2", "--", str(job))
+    assert done.returncode == 2
+    assert "rank 1 exited with status 3" in done.stderr
+    assert time.monotonic() - started < 30, "the surviving rank must be ended, not waited for"
+
+
+def test_run_ends_a_job_that_outlives_its_timeout(cli, tmp_path):
+    job = tmp_path / "hangs.py"
+    job.write_text("import time\ntime.sleep(120)\n")
+    started = time.monotonic()
+    done = _run(cli, "run", "--nproc", "2", "--timeout", "2", "--", str(job))
+    assert done.returncode == 2
+    assert "ran past its timeout" in done.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_run_without_a_command_is_a_usage_error(cli):
+    done = _run(cli, "run", "--nproc", "2")
+    assert done.returncode == 2
+    assert "no command given" in done.stderr
+
+
+def test_doctor_json_resolves_every_name(cli):
+    done = _run(cli, "doctor", "--format", "json", env={"TORCH_DIST_USE_NCCL2": "0"})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["names"]["nccl"]["behaviour"] == "legacy"
+    assert report["names"]["nccl2"]["behaviour"] == "rewritten"
+    assert report["names"]["nccl-lazy"]["behaviour"] == "rewritten-lazy-p2p"
+    assert report["toolkit_nccl"] == report["torch_nccl"], "the toolkit must build against torch's NCCL"
+
+
+def test_doctor_flags_a_mistyped_variable_and_exits_1(cli):
+    done = _run(cli, "doctor", env={"TORCH_DIST_USE_NCCL2": "false"})
+    assert done.returncode == 1
+    assert "keeps the rewritten backend" in done.stdout

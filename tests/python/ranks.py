@@ -1,0 +1,58 @@
+"""Runs a test function in N real processes (spawned, like torch's MultiProcessTestCase) that
+rendezvous through a FileStore, and returns what each rank returned. A rank that raises fails
+the test with its traceback; ranks that outlive `timeout` are killed and the test fails."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import tempfile
+import traceback
+from typing import Any, Callable
+
+
+def _rank_main(fn, rank, world_size, store_path, results, env):
+    os.environ.update(env)
+    try:
+        import torch.distributed as dist
+
+        store = dist.FileStore(store_path, world_size)
+        results.put((rank, "ok", fn(rank, world_size, store)))
+    except BaseException:  # noqa: BLE001 - every failure must reach the parent
+        results.put((rank, "error", traceback.format_exc()))
+
+
+def run_ranks(fn: Callable[[int, int, Any], Any], world_size: int = 2, timeout: float = 120.0,
+              env: dict[str, str] | None = None) -> list[Any]:
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    fd, store_path = tempfile.mkstemp(prefix="nccl_migrate_store_")
+    os.close(fd)
+    os.unlink(store_path)
+    procs = [ctx.Process(target=_rank_main, args=(fn, r, world_size, store_path, results, env or {}))
+             for r in range(world_size)]
+    for p in procs:
+        p.start()
+    collected: dict[int, Any] = {}
+    errors: list[str] = []
+    try:
+        for _ in range(world_size):
+            rank, status, value = results.get(timeout=timeout)
+            if status == "ok":
+                collected[rank] = value
+            else:
+                errors.append(f"rank {rank} raised:\n{value}")
+    except queue.Empty:
+        errors.append(f"ranks {sorted(set(range(world_size)) - set(collected))} did not finish within {timeout} s")
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        if os.path.exists(store_path):
+            os.unlink(store_path)
+    if errors:
+        raise AssertionError("\n".join(errors))
+    return [collected[r] for r in range(world_size)]

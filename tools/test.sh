@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh machine: installs what is missing, builds, then runs the
+# GoogleTest suites (through ctest) and the multi-process pytest suites. Fails when either
+# fails or when either ran no test.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash tools/setup.sh
+bash tools/build.sh
+
+echo "== ctest"
+(cd build && ctest --output-on-failure --no-tests=error -j "$(nproc)")
+
+echo "== pytest"
+set +e
+.venv/bin/python -m pytest tests/python -q -rs -p no:cacheprovider --timeout=300
+status=$?
+set -e
+if [[ $status -eq 5 ]]; then
+  echo "tools/test.sh: pytest collected no tests" >&2
+  exit 1
+fi
+exit $status
