@@ -27,7 +27,7 @@ class DeviceCommunicatorFactory final : public CommunicatorFactory {
     auto started = std::chrono::steady_clock::now();
     if (request.device.is_cpu()) {
       TORCH_CHECK(makeGloo_, "no Gloo maker: CPU communicators are created through the nccl_migrate Python package");
-      auto gloo = makeGloo_(prefix, info.rank, info.size);
+      auto gloo = makeGloo_(store_, prefix, info.rank, info.size, timeout_);
       info.creationTime = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
       info.implementation = "gloo";
       return std::make_unique<GlooCommunicator>(std::move(info), std::move(gloo));

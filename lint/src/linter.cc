@@ -1,116 +1,302 @@
-// File discovery, the cheap text prefilter, frontend dispatch and rule evaluation.
+// The engine: discovery, the text prefilter, frontend dispatch, rules, per-file ignores,
+// suppressions and fingerprints, run in parallel over files.
 #include "nccl_migrate/lint/linter.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 
+#include <llvm/Support/ConvertUTF.h>
+
+#include "engine/file_discovery.h"
+#include "engine/suppressions.h"
 #include "frontends/frontends.h"
 
 namespace nccl_migrate::lint {
 namespace fs = std::filesystem;
 namespace {
 
-bool isSkippedDirectory(const fs::path& dir) {
-  std::string name = dir.filename().string();
-  if (name.size() > 1 && name[0] == '.') return true;  // .git, .venv, .tox ...
-  return name == "__pycache__" || name == "node_modules" || name == "build" || name == "site-packages";
-}
+constexpr size_t kLanguages = 5;
 
-// A file is parsed only if it contains a trigger word of some rule for its language.
-bool passesPrefilter(const std::string& text, Language language) {
-  for (const Rule* rule : allRules()) {
-    const RuleInfo& info = rule->info();
-    if (!info.enabledByDefault) continue;
-    if (std::find(info.languages.begin(), info.languages.end(), language) == info.languages.end()) continue;
-    for (const std::string& word : info.triggers) {
-      if (text.find(word) != std::string::npos) return true;
+// The rules a run uses, per language, with the words that let a file skip parsing.
+struct RulePlan {
+  std::array<std::vector<const Rule*>, kLanguages> rules;
+  std::array<std::vector<std::string>, kLanguages> triggers;
+  bool reportUnused = false;
+  NameEquivalences names;
+
+  explicit RulePlan(const LintConfig& config) {
+    reportUnused = ruleEnabled(config, "NM001", "unused-suppression", true);
+    names.modules = config.equivalentModules;
+    names.groupWrappers = config.groupWrappers;
+    for (const Rule* rule : allRules()) {
+      const RuleInfo& info = rule->info();
+      if (!ruleEnabled(config, info.code, info.slug, info.enabledByDefault)) continue;
+      for (Language language : info.languages) {
+        size_t i = static_cast<size_t>(language);
+        rules[i].push_back(rule);
+        triggers[i].insert(triggers[i].end(), info.triggers.begin(), info.triggers.end());
+      }
+    }
+    // Project wrappers stand for new_group, so their names are trigger words too.
+    for (const std::string& wrapper : config.groupWrappers) {
+      std::string last = wrapper.substr(wrapper.rfind('.') + 1);
+      triggers[static_cast<size_t>(Language::Python)].push_back(last);
+    }
+  }
+};
+
+// A suppression naming one of our codes must be seen even in a file no rule triggers on, to be
+// reported as unused.
+bool mentionsOurCode(const std::string& text) {
+  for (size_t at = text.find("NM"); at != std::string::npos; at = text.find("NM", at + 2)) {
+    if (at + 4 < text.size() && std::isdigit(static_cast<unsigned char>(text[at + 2])) &&
+        std::isdigit(static_cast<unsigned char>(text[at + 3])) && std::isdigit(static_cast<unsigned char>(text[at + 4]))) {
+      return true;
     }
   }
   return false;
 }
 
-void lintOne(const fs::path& path, const std::string& text, Language language, LintReport& report) {
-  ++report.filesScanned;
-  if (!passesPrefilter(text, language)) return;
-  ++report.filesParsed;
-  SourceModel model = language == Language::Python ? parsePython(path.string(), text) : lexCpp(path.string(), text);
-  for (const Rule* rule : allRules()) {
-    const RuleInfo& info = rule->info();
-    if (!info.enabledByDefault) continue;
-    if (std::find(info.languages.begin(), info.languages.end(), language) == info.languages.end()) continue;
-    rule->check(model, report.findings);
+bool passesPrefilter(const std::string& text, const RulePlan& plan, Language language) {
+  for (const std::string& word : plan.triggers[static_cast<size_t>(language)]) {
+    if (text.find(word) != std::string::npos) return true;
+  }
+  return plan.reportUnused && mentionsOurCode(text);
+}
+
+SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan) {
+  std::string name = path.string();
+  switch (language) {
+    case Language::Python:
+      return path.extension() == ".ipynb" ? parseNotebook(name, text, plan.names) : parsePython(name, text, plan.names);
+    case Language::Cpp: return lexCpp(name, text);
+    case Language::Shell: return scanShell(name, text);
+    case Language::Dockerfile: return scanDockerfile(name, text);
+    case Language::Config: return scanConfig(name, text);
+  }
+  return {};
+}
+
+std::string lineText(const std::string& text, int line) {
+  size_t start = 0;
+  for (int i = 1; i < line && start != std::string::npos; ++i) {
+    start = text.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  if (start == std::string::npos || start > text.size()) return "";
+  size_t end = text.find('\n', start);
+  return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// FNV-1a: stable across builds and platforms, unlike std::hash.
+std::string hashHex(const std::string& data) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// The path as the repository knows it (relative to the folder holding .git), so fingerprints do
+// not depend on where the linter was started or how the path was spelled.
+std::string repositoryPath(const std::string& path) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec).lexically_normal();
+  for (fs::path dir = absolute.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    if (fs::exists(dir / ".git", ec)) return absolute.lexically_relative(dir).generic_string();
+  }
+  return fs::path(path).lexically_normal().generic_string();
+}
+
+// Rule, path and the line's text without surrounding blanks, numbered among identical ones, so
+// the fingerprint survives edits elsewhere in the file.
+void fingerprint(std::vector<Finding>& findings, const std::string& text) {
+  std::vector<std::string> seen;
+  std::string path = findings.empty() ? "" : repositoryPath(findings.front().path);
+  for (Finding& f : findings) {
+    std::string line = lineText(text, f.where.line);
+    size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
+    line = a == std::string::npos ? "" : line.substr(a, b - a + 1);
+    std::string base = hashHex(f.code + '\0' + path + '\0' + line);
+    int n = static_cast<int>(std::count(seen.begin(), seen.end(), base));
+    seen.push_back(base);
+    f.fingerprint = base + ":" + std::to_string(n);
   }
 }
 
-void lintFile(const fs::path& path, LintReport& report) {
-  std::optional<Language> language = languageOf(path);
-  if (!language) return;
+bool lessFinding(const Finding& a, const Finding& b) {
+  return std::tie(a.path, a.where.line, a.where.column, a.code, a.message) <
+         std::tie(b.path, b.where.line, b.where.column, b.code, b.message);
+}
+
+struct FileResult {
+  std::vector<Finding> findings;
+  std::vector<std::string> warnings;
+  bool scanned = false;
+  bool parsed = false;
+  int suppressed = 0;
+};
+
+bool ignoredForFile(const LintConfig& config, const std::string& path, const std::string& code) {
+  for (const auto& [glob, codes] : config.perFileIgnores) {
+    if (!globMatchesPath(glob, path)) continue;
+    for (const std::string& c : codes) {
+      const Rule* rule = findRule(code);
+      if (c == "ALL" || code.starts_with(c) || (rule && rule->info().slug == c)) return true;
+    }
+  }
+  return false;
+}
+
+FileResult lintText(const fs::path& path, const std::string& text, Language language, const LintOptions& options,
+                    const RulePlan& plan) {
+  FileResult result;
+  result.scanned = true;
+  if (!passesPrefilter(text, plan, language)) return result;
+  result.parsed = true;
+  SourceModel model;
+  try {
+    model = parse(path, text, language, plan);
+  } catch (const std::exception& e) {
+    result.warnings.push_back(path.string() + ": skipped: " + e.what());
+    return result;
+  }
+  if (language == Language::Cpp && options.cppAst.enabled()) {
+    std::string note = addCppAstFacts(model, text, options.cppAst);
+    if (!note.empty()) result.warnings.push_back(note);
+  }
+  RuleContext context{options.config};
+  for (const Rule* rule : plan.rules[static_cast<size_t>(language)]) rule->check(model, context, result.findings);
+  // Two tiers (lexer and AST) may report the same thing: one finding per line and rule.
+  std::sort(result.findings.begin(), result.findings.end(), lessFinding);
+  result.findings.erase(std::unique(result.findings.begin(), result.findings.end(),
+                                    [](const Finding& a, const Finding& b) {
+                                      return a.where.line == b.where.line && a.code == b.code;
+                                    }),
+                        result.findings.end());
+  std::erase_if(result.findings, [&](const Finding& f) { return ignoredForFile(options.config, f.path, f.code); });
+  result.suppressed = applySuppressions(model, options.config, plan.reportUnused, result.findings);
+  fingerprint(result.findings, text);
+  return result;
+}
+
+bool isValidUtf8(const std::string& text) {
+  const auto* begin = reinterpret_cast<const llvm::UTF8*>(text.data());
+  return llvm::isLegalUTF8String(&begin, begin + text.size());
+}
+
+// Reads a file, or explains in a warning why it is skipped.
+std::optional<std::string> readSource(const fs::path& path, const LintConfig& config, std::string& warning) {
+  std::error_code ec;
+  uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > config.maxFileBytes) {
+    warning = path.string() + ": skipped: " + std::to_string(size / 1024) + " KiB is over the " +
+              std::to_string(config.maxFileBytes / 1024) + " KiB limit (max-file-size-kb in the configuration)";
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    report.notes.push_back(path.string() + ": cannot be read; check its permissions");
-    return;
+    warning = path.string() + ": skipped: cannot be read; check that it exists and its permissions allow reading";
+    return std::nullopt;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  lintOne(path, text.str(), *language, report);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  if (text.find('\0') != std::string::npos) {
+    warning = path.string() + ": skipped: binary file (contains NUL bytes)";
+    return std::nullopt;
+  }
+  if (!isValidUtf8(text)) {
+    warning = path.string() + ": skipped: not valid UTF-8; convert it to UTF-8 to lint it";
+    return std::nullopt;
+  }
+  return text;
 }
 
-void sortFindings(LintReport& report) {
-  std::sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
-    return std::tie(a.path, a.where.line, a.where.column, a.code) <
-           std::tie(b.path, b.where.line, b.where.column, b.code);
-  });
+FileResult lintFile(const fs::path& path, const LintOptions& options, const RulePlan& plan) {
+  std::string warning;
+  std::optional<std::string> text = readSource(path, options.config, warning);
+  std::optional<Language> language = languageOf(path);
+  if (!language) {
+    std::ifstream in(path);
+    std::string first;
+    std::getline(in, first);
+    language = languageByName(path, first);
+  }
+  FileResult result;
+  if (!language) {
+    result.warnings.push_back(path.string() + ": skipped: not a Python, C/C++/CUDA, shell, Dockerfile or config file");
+    return result;
+  }
+  if (!text) {
+    result.warnings.push_back(warning);
+    return result;
+  }
+  return lintText(path, *text, *language, options, plan);
+}
+
+LintReport merge(std::vector<FileResult>& results) {
+  LintReport report;
+  for (FileResult& r : results) {
+    report.filesScanned += r.scanned;
+    report.filesParsed += r.parsed;
+    report.suppressed += r.suppressed;
+    std::move(r.findings.begin(), r.findings.end(), std::back_inserter(report.findings));
+    std::move(r.warnings.begin(), r.warnings.end(), std::back_inserter(report.warnings));
+  }
+  std::stable_sort(report.findings.begin(), report.findings.end(), lessFinding);
+  return report;
 }
 
 }  // namespace
 
-std::optional<Language> languageOf(const fs::path& path) {
-  static const std::vector<std::string> kPython = {".py", ".pyi"};
-  static const std::vector<std::string> kCpp = {".h", ".hh", ".hpp", ".hxx", ".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh"};
-  std::string ext = path.extension().string();
-  if (std::find(kPython.begin(), kPython.end(), ext) != kPython.end()) return Language::Python;
-  if (std::find(kCpp.begin(), kCpp.end(), ext) != kCpp.end()) return Language::Cpp;
-  return std::nullopt;
-}
+std::optional<Language> languageOf(const fs::path& path) { return languageByName(path); }
 
-LintReport lintPaths(const std::vector<fs::path>& paths) {
-  LintReport report;
-  for (const fs::path& root : paths) {
-    std::error_code ec;
-    if (!fs::exists(root, ec)) {
-      throw std::invalid_argument(root.string() + ": no such file or directory");
-    }
-    if (!fs::is_directory(root, ec)) {
-      lintFile(root, report);
-      continue;
-    }
-    std::vector<fs::path> files;
-    for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
-         it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (ec) break;
-      if (it->is_directory(ec) && isSkippedDirectory(it->path())) {
-        it.disable_recursion_pending();
-        continue;
+LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& options) {
+  validateSelectors(options.config);
+  std::vector<fs::path> files = discoverFiles(paths, options.config);
+  RulePlan plan(options.config);
+  std::vector<FileResult> results(files.size());
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex progressMutex;
+  auto worker = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      results[i] = lintFile(files[i], options, plan);
+      size_t finished = ++done;
+      if (options.progress) {
+        std::lock_guard lock(progressMutex);
+        options.progress(finished, files.size());
       }
-      if (it->is_regular_file(ec)) files.push_back(it->path());
     }
-    std::sort(files.begin(), files.end());
-    for (const fs::path& file : files) lintFile(file, report);
-  }
-  sortFindings(report);
-  return report;
+  };
+  unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(files.size(), 1)));
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+  return merge(results);
 }
 
-LintReport lintSource(const fs::path& path, const std::string& text) {
-  LintReport report;
+LintReport lintSource(const fs::path& path, const std::string& text, const LintOptions& options) {
+  validateSelectors(options.config);
   std::optional<Language> language = languageOf(path);
-  if (!language) throw std::invalid_argument(path.string() + ": not a Python or C/C++/CUDA file name");
-  lintOne(path, text, *language, report);
-  sortFindings(report);
-  return report;
+  if (!language) throw std::invalid_argument(path.string() + ": not a Python, C/C++/CUDA, shell, Dockerfile or config file name");
+  RulePlan plan(options.config);
+  std::vector<FileResult> results;
+  results.push_back(lintText(path, text, *language, options, plan));
+  return merge(results);
 }
 
 }  // namespace nccl_migrate::lint

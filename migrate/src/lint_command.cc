@@ -1,26 +1,163 @@
-// `nccl-migrate lint`: option parsing and exit codes around the lint engine.
+// `nccl-migrate lint`: option parsing, configuration, baselines, fixes and exit codes around the
+// lint engine.
+#include <unistd.h>
+
+#include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 #include "commands.h"
+#include "nccl_migrate/lint/baseline.h"
+#include "nccl_migrate/lint/config.h"
+#include "nccl_migrate/lint/fixes.h"
 #include "nccl_migrate/lint/linter.h"
 #include "nccl_migrate/lint/report_format.h"
 
 namespace nccl_migrate::cli {
 namespace {
 
-constexpr const char* kLintUsage = R"(usage: nccl-migrate lint [--format text|json] [--list-rules] PATH...
+constexpr const char* kLintUsage = R"(usage: nccl-migrate lint [options] PATH... [-- COMPILER-FLAGS...]
 
-Finds code that breaks or gets expensive under torch 2.15's rewritten NCCL backend.
-PATH may be files or directories (searched recursively; hidden and build directories skipped).
+Finds code and configuration that breaks or gets expensive under torch 2.15's rewritten NCCL
+backend: Python (.py, .pyi, .ipynb), C/C++/CUDA, shell scripts, Dockerfiles, YAML/TOML/JSON/.env.
+PATH may be files or directories (searched recursively; hidden, build, .gitignore'd and excluded
+paths skipped). Settings come from [tool.nccl-migrate] in pyproject.toml or .nccl-migrate.toml,
+found upward from the first PATH; options below override them.
 
 options:
-  --format text|json   output format (default text: path:line:col: CODE message)
-  --list-rules         print the rule catalogue and exit
-  -h, --help           show this help
+  --format text|json|sarif  output format (default text: path:line:col: CODE message)
+  --select CODES            only these rules (codes, prefixes such as NM2, or slugs; comma-separated)
+  --extend-select CODES     add rules to the selection (e.g. rules that are off by default)
+  --ignore CODES            leave these rules out
+  --exclude GLOB            skip matching paths (repeatable)
+  --config FILE             read settings from FILE instead of searching for one
+  --baseline FILE           report only findings not in FILE (a saved --format json report)
+  --fix                     apply safe fixes to the files, then report what is left
+  --unsafe-fixes            with --fix or --diff, also apply unsafe fixes
+  --diff                    print the fixes as a unified diff; change nothing
+  --exit-zero               exit 0 even when there are findings
+  -p DIR                    parse C/C++/CUDA with Clang's AST using DIR/compile_commands.json
+  -- FLAGS                  parse C/C++/CUDA with Clang's AST using these compiler flags
+  -j, --jobs N              worker threads (default: every core)
+  --list-rules              same as `nccl-migrate rules`
+  -h, --help                show this help
 
-exit status: 0 no findings, 1 findings, 2 usage error or unreadable input
+exit status: 0 no findings, 1 findings (or fixes shown by --diff), 2 usage or configuration error
 )";
+
+std::vector<std::string> splitList(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t a = item.find_first_not_of(' '), b = item.find_last_not_of(' ');
+    if (a != std::string::npos) out.push_back(item.substr(a, b - a + 1));
+  }
+  return out;
+}
+
+struct LintArgs {
+  std::string format = "text";
+  std::vector<std::filesystem::path> paths;
+  std::optional<std::vector<std::string>> select;
+  std::vector<std::string> extendSelect, ignore, exclude;
+  std::filesystem::path configFile, baseline;
+  bool fix = false, unsafeFixes = false, diff = false, exitZero = false;
+  lint::CppAstOptions cppAst;
+  unsigned jobs = 0;
+};
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Value of `--name VALUE` or `--name=VALUE`; advances i.
+std::string valueOf(const std::vector<std::string>& args, size_t& i, const std::string& name) {
+  const std::string& a = args[i];
+  if (a.size() > name.size() && a[name.size()] == '=') return a.substr(name.size() + 1);
+  if (i + 1 >= args.size()) throw UsageError(name + " needs a value");
+  return args[++i];
+}
+
+bool isOption(const std::string& a, const std::string& name) { return a == name || a.starts_with(name + "="); }
+
+LintArgs parseArgs(const std::vector<std::string>& args) {
+  LintArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      out.cppAst.extraFlags.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      if (out.cppAst.extraFlags.empty()) out.cppAst.extraFlags.push_back("-std=c++17");
+      break;
+    }
+    if (isOption(a, "--format")) {
+      out.format = valueOf(args, i, "--format");
+      if (out.format != "text" && out.format != "json" && out.format != "sarif") {
+        throw UsageError("unknown format '" + out.format + "'; use text, json or sarif");
+      }
+    } else if (isOption(a, "--select")) out.select = splitList(valueOf(args, i, "--select"));
+    else if (isOption(a, "--extend-select")) out.extendSelect = splitList(valueOf(args, i, "--extend-select"));
+    else if (isOption(a, "--ignore")) {
+      auto codes = splitList(valueOf(args, i, "--ignore"));
+      out.ignore.insert(out.ignore.end(), codes.begin(), codes.end());
+    } else if (isOption(a, "--exclude")) out.exclude.push_back(valueOf(args, i, "--exclude"));
+    else if (isOption(a, "--config")) out.configFile = valueOf(args, i, "--config");
+    else if (isOption(a, "--baseline")) out.baseline = valueOf(args, i, "--baseline");
+    else if (a == "--fix") out.fix = true;
+    else if (a == "--unsafe-fixes") out.unsafeFixes = true;
+    else if (a == "--diff") out.diff = true;
+    else if (a == "--exit-zero") out.exitZero = true;
+    else if (a == "-p" || a.starts_with("-p=") || isOption(a, "--compile-commands")) {
+      std::string dir = a.starts_with("-p=") ? a.substr(3) : valueOf(args, i, a == "-p" ? "-p" : "--compile-commands");
+      out.cppAst.compileCommandsDir = dir;
+      if (!std::filesystem::exists(out.cppAst.compileCommandsDir / "compile_commands.json")) {
+        throw UsageError("-p " + dir + ": no compile_commands.json there; configure with "
+                         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON or pass compiler flags after --");
+      }
+    } else if (a == "-j" || isOption(a, "--jobs")) {
+      std::string n = valueOf(args, i, a == "-j" ? "-j" : "--jobs");
+      try {
+        out.jobs = static_cast<unsigned>(std::stoul(n));
+      } catch (const std::exception&) {
+        throw UsageError("--jobs needs a number, got '" + n + "'");
+      }
+    } else if (a.starts_with("-") && a != "-") {
+      throw UsageError("unknown option '" + a + "'");
+    } else {
+      out.paths.emplace_back(a);
+    }
+  }
+  if (out.paths.empty()) throw UsageError("no PATH given");
+  return out;
+}
+
+lint::LintConfig configFor(const LintArgs& args) {
+  lint::LintConfig config = args.configFile.empty() ? lint::discoverConfig(args.paths.front())
+                                                    : lint::loadConfigFile(args.configFile);
+  if (!args.configFile.empty() && !std::filesystem::exists(args.configFile)) {
+    throw lint::ConfigError(args.configFile.string() + ": no such configuration file");
+  }
+  if (args.select) config.select = *args.select;
+  config.extendSelect.insert(config.extendSelect.end(), args.extendSelect.begin(), args.extendSelect.end());
+  config.ignore.insert(config.ignore.end(), args.ignore.begin(), args.ignore.end());
+  config.exclude.insert(config.exclude.end(), args.exclude.begin(), args.exclude.end());
+  return config;
+}
+
+// A progress line on a terminal, redrawn at most once per percent.
+std::function<void(size_t, size_t)> progressLine() {
+  if (!isatty(STDERR_FILENO)) return nullptr;
+  return [last = size_t(0)](size_t done, size_t total) mutable {
+    if (total < 200) return;
+    size_t percent = done * 100 / total;
+    if (percent == last && done != total) return;
+    last = percent;
+    std::fprintf(stderr, "\rnccl-migrate lint: %zu/%zu files (%zu%%)%s", done, total, percent, done == total ? "\r\033[K" : "");
+    std::fflush(stderr);
+  };
+}
 
 int listRules() {
   for (const lint::Rule* rule : lint::allRules()) {
@@ -33,47 +170,50 @@ int listRules() {
 }  // namespace
 
 int runLint(const std::vector<std::string>& args) {
-  std::string format = "text";
-  std::vector<std::filesystem::path> paths;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
+  for (const std::string& a : args) {
+    if (a == "--") break;
     if (a == "-h" || a == "--help") {
       std::cout << kLintUsage;
       return 0;
     }
     if (a == "--list-rules") return listRules();
-    if (a == "--format" || a.starts_with("--format=")) {
-      if (a == "--format" && i + 1 >= args.size()) {
-        std::cerr << "nccl-migrate lint: --format needs a value: text or json\n";
-        return 2;
-      }
-      format = a == "--format" ? args[++i] : a.substr(std::string("--format=").size());
-      if (format != "text" && format != "json") {
-        std::cerr << "nccl-migrate lint: unknown format '" << format << "'; use text or json\n";
-        return 2;
-      }
-      continue;
-    }
-    if (a.starts_with("-") && a != "-") {
-      std::cerr << "nccl-migrate lint: unknown option '" << a << "'\n" << kLintUsage;
-      return 2;
-    }
-    paths.emplace_back(a);
   }
-  if (paths.empty()) {
-    std::cerr << "nccl-migrate lint: no PATH given\n" << kLintUsage;
-    return 2;
-  }
+  LintArgs parsed;
+  lint::LintOptions options;
   lint::LintReport report;
   try {
-    report = lint::lintPaths(paths);
+    parsed = parseArgs(args);
+    options.config = configFor(parsed);
+    options.cppAst = parsed.cppAst;
+    options.jobs = parsed.jobs;
+    options.progress = progressLine();
+    report = lint::lintPaths(parsed.paths, options);
+    if (!parsed.baseline.empty()) lint::applyBaseline(report, parsed.baseline);
+  } catch (const UsageError& e) {
+    std::cerr << "nccl-migrate lint: " << e.what() << "\n\n" << kLintUsage;
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "nccl-migrate lint: " << e.what() << '\n';
     return 2;
   }
-  if (format == "json") lint::writeJson(report, std::cout);
-  else lint::writeText(report, std::cout, std::cerr);
-  return report.findings.empty() ? 0 : 1;
+  auto most = parsed.unsafeFixes ? lint::FixSafety::Unsafe : lint::FixSafety::Safe;
+  if (parsed.diff) {
+    int shown = lint::diffFiles(lint::applicableFixes(report, most), std::cout);
+    std::cerr << (shown ? std::to_string(shown) + " fix(es) shown; run with --fix to apply them.\n" : "No fixes available.\n");
+    return shown && !parsed.exitZero ? 1 : 0;
+  }
+  if (parsed.fix) {
+    int fixed = lint::fixFiles(lint::applicableFixes(report, most), std::cerr);
+    if (fixed) {
+      std::cerr << "Fixed " << fixed << (fixed == 1 ? " finding.\n" : " findings.\n");
+      report = lint::lintPaths(parsed.paths, options);  // report what is left, from the new text
+      if (!parsed.baseline.empty()) lint::applyBaseline(report, parsed.baseline);
+    }
+  }
+  if (parsed.format == "json") lint::writeJson(report, std::cout);
+  else if (parsed.format == "sarif") lint::writeSarif(report, NCCL_MIGRATE_VERSION, std::cout);
+  else lint::writeText(report, isatty(STDOUT_FILENO), std::cout, std::cerr);
+  return report.findings.empty() || parsed.exitZero ? 0 : 1;
 }
 
 }  // namespace nccl_migrate::cli

@@ -17,7 +17,8 @@ constexpr std::string_view kUsage = R"(nccl-migrate: move PyTorch jobs across to
 usage: nccl-migrate [--version] [--help] <command> [<args>]
 
 commands:
-  lint PATH...        find migration hazards in Python, C/C++ and CUDA sources (no torch needed)
+  lint PATH...        find migration hazards in Python, C/C++/CUDA, shell, Docker and config files
+  rules               list the lint rules; `rules --explain CODE` documents one
   run [opts] -- CMD   run a job with the toolkit's backends registered (CPU or GPU)
   doctor              show torch, NCCL and GPUs, and what each backend name resolves to here
   ab [opts] -- CMD    run a job under two backends and compare every collective's results
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   std::string command = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (command == "lint") return nccl_migrate::cli::runLint(rest);
+  if (command == "rules") return nccl_migrate::cli::runRules(rest);
   if (command == "run" || command == "doctor" || command == "ab" || command == "fr") {
     return nccl_migrate::cli::runInPython(command, rest);
   }

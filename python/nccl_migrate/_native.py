@@ -1,5 +1,7 @@
 """Loads the native module, with a fix-it message when the build is missing."""
 
+import atexit
+
 import torch  # noqa: F401  (loads libtorch and torch_python before our module links to them)
 
 try:
@@ -9,5 +11,9 @@ except ImportError as error:  # pragma: no cover - exercised only on a broken in
         f"nccl_migrate's native module is not built ({error}). "
         "Build it with tools/build.sh (or cmake --build build) first."
     ) from error
+
+# Pending works hold tensors whose Python objects can be released only while the interpreter
+# lives; atexit hooks run before it starts tearing down.
+atexit.register(native.stop_watchdog)
 
 __all__ = ["native"]

@@ -14,10 +14,12 @@ import torch.distributed as dist
 
 from ._native import native
 
-# Our names, distinct from torch's own ("nccl", "nccl2", "nccl-lazy", "nccl-legacy").
+# Our names, distinct from torch's own ("nccl", "nccl2", "nccl-lazy", "nccl-legacy"), and the
+# behaviour each runs. name() on a backend reports torch's name for the behaviour.
 BACKEND_NAMES = {
     "migrate-legacy": "legacy",
     "migrate-nccl2": "rewritten",
+    "migrate-lazy": "rewritten-lazy-p2p",
 }
 
 
@@ -30,7 +32,7 @@ def _bound_device(opts, behaviour: str) -> torch.device | None:
     """
     group = getattr(opts, "process_group", None)
     device = getattr(group, "bound_device_id", None) if group is not None else None
-    if device is not None or behaviour != "rewritten":
+    if device is not None or behaviour == "legacy":
         return device
     count = torch.cuda.device_count()
     if count == 0:
@@ -46,16 +48,23 @@ def _bound_device(opts, behaviour: str) -> torch.device | None:
     return device
 
 
-def _gloo_maker(store, timeout):
-    def make(prefix: str, rank: int, size: int):
-        return dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, timeout)
+def _make_gloo(store, prefix: str, rank: int, size: int, timeout):
+    """One Gloo context for one communicator, over its own key space of the group's store."""
+    return dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, timeout)
 
-    return make
+
+def _lazy_init(pg_options) -> bool:
+    """Whether the job asked for lazy communicator creation (``pg_options.lazy_init``)."""
+    return bool(getattr(pg_options, "lazy_init", False))
 
 
 def _creator(behaviour: str):
     def create(opts, pg_options):
-        lazy_init = bool(getattr(pg_options, "lazy_init", False))
+        split_from = getattr(opts, "split_from", None)
+        if split_from is not None and _is_ours(split_from):
+            # new_group on a device-bound parent: torch asks the parent to split.
+            return split_from.split(opts.store, list(opts.global_ranks_in_group or []), None)
+        group = getattr(opts, "process_group", None)
         return native.create_backend(
             behaviour=behaviour,
             store=opts.store,
@@ -63,13 +72,22 @@ def _creator(behaviour: str):
             size=opts.group_size,
             timeout=opts.timeout,
             group_name=opts.group_id or "",
+            group_desc=(group.group_desc if group is not None and hasattr(group, "group_desc") else "") or "",
             global_ranks=list(opts.global_ranks_in_group or []),
             bound_device=_bound_device(opts, behaviour),
-            lazy_init=lazy_init,
-            make_gloo=_gloo_maker(opts.store, opts.timeout),
+            lazy_init=_lazy_init(pg_options),
+            make_gloo=_make_gloo,
         )
 
     return create
+
+
+def _is_ours(backend) -> bool:
+    try:
+        native.communicators(backend)
+    except TypeError:
+        return False
+    return True
 
 
 def register() -> None:

@@ -10,7 +10,9 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "nccl_migrate/backends/communicator_factories.h"
+#include "nccl_migrate/backends/flight_recorder.h"
 #include "nccl_migrate/backends/migrate_backend.h"
+#include "nccl_migrate/backends/shutdown.h"
 #include "nccl_migrate/shim/backend_name.h"
 
 namespace py = pybind11;
@@ -35,57 +37,103 @@ c10::intrusive_ptr<T> owned(const py::object& object, const char* what) {
 // A Python callable kept alive by C++ and called from any thread: every touch takes the GIL.
 backends::GlooBackendMaker glooMakerFrom(py::function make) {
   auto callable = std::shared_ptr<py::function>(new py::function(std::move(make)), [](py::function* f) {
+    // A non-Python thread taking the GIL during interpreter shutdown is ended by Python
+    // mid-destructor; the callable is not worth that: leave it to the dying interpreter.
+    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
     py::gil_scoped_acquire gil;
     delete f;
   });
-  return [callable](const std::string& prefix, int rank, int size) {
+  return [callable](const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, int rank, int size,
+                    std::chrono::milliseconds timeout) {
     py::gil_scoped_acquire gil;
-    py::object gloo = (*callable)(prefix, rank, size);
+    py::object gloo = (*callable)(store, prefix, rank, size, timeout);
     return owned<c10d::Backend>(gloo, "Backend (ProcessGroupGloo)");
   };
 }
 
-std::unique_ptr<backends::CommunicatorPolicy> policyFor(const std::string& behaviour, int rank, int size, bool lazyInit) {
-  if (behaviour == "legacy") return backends::makeLegacyPolicy(rank, size);
-  if (behaviour == "rewritten") return backends::makeRewrittenPolicy(rank, size, lazyInit);
-  throw py::value_error("unknown behaviour '" + behaviour + "'; expected legacy or rewritten");
+backends::PolicyMaker policyMakerFor(const std::string& behaviour, bool lazyInit) {
+  if (behaviour == "legacy") return [](int rank, int size) { return backends::makeLegacyPolicy(rank, size); };
+  if (behaviour == "rewritten") {
+    return [lazyInit](int rank, int size) { return backends::makeRewrittenPolicy(rank, size, lazyInit); };
+  }
+  if (behaviour == "rewritten-lazy-p2p") {
+    return [lazyInit](int rank, int size) { return backends::makeRewrittenLazyP2PPolicy(rank, size, lazyInit); };
+  }
+  throw py::value_error("unknown behaviour '" + behaviour + "'; expected legacy, rewritten or rewritten-lazy-p2p");
 }
 
 c10::intrusive_ptr<c10d::Backend> createBackend(const std::string& behaviour, const py::object& store, int rank,
                                                 int size, std::chrono::milliseconds timeout,
-                                                const std::string& groupName, std::vector<uint64_t> globalRanks,
+                                                const std::string& groupName, const std::string& groupDesc,
+                                                std::vector<uint64_t> globalRanks,
                                                 std::optional<at::Device> boundDevice, bool lazyInit,
                                                 py::function makeGloo) {
   auto cppStore = owned<c10d::Store>(store, "Store");
-  backends::GroupOptions options{groupName, timeout, std::move(globalRanks), boundDevice};
-  auto factory = backends::makeCommunicatorFactory(cppStore, glooMakerFrom(std::move(makeGloo)), groupName, timeout);
-  auto policy = policyFor(behaviour, rank, size, lazyInit);
+  backends::GroupOptions options{groupName, groupDesc, timeout, std::move(globalRanks), boundDevice};
+  auto makePolicy = policyMakerFor(behaviour, lazyInit);
+  auto gloo = glooMakerFrom(std::move(makeGloo));
+  backends::FactoryMaker makeFactory = [gloo](const c10::intrusive_ptr<c10d::Store>& s,
+                                              const backends::GroupOptions& o) {
+    return backends::makeCommunicatorFactory(s, gloo, o.groupName, o.timeout);
+  };
   // Eager policies rendezvous with the other ranks here; let their Python threads run.
   py::gil_scoped_release release;
-  return c10::make_intrusive<backends::MigrateBackend>(rank, size, std::move(options), std::move(policy),
-                                                      std::move(factory));
+  return c10::make_intrusive<backends::MigrateBackend>(cppStore, rank, size, std::move(options), std::move(makePolicy),
+                                                      std::move(makeFactory));
+}
+
+py::dict infoDict(const backends::CommunicatorInfo& info) {
+  py::dict d;
+  d["key"] = info.key;
+  d["purpose"] = info.purpose;
+  d["device"] = info.device.str();
+  d["rank"] = info.rank;
+  d["size"] = info.size;
+  d["group_ranks"] = info.groupRanks;
+  d["implementation"] = info.implementation;
+  d["created_at"] = std::chrono::duration<double>(info.createdAt.time_since_epoch()).count();
+  d["creation_seconds"] = std::chrono::duration<double>(info.creationTime).count();
+  d["device_memory_bytes"] = info.deviceMemoryBytes ? py::cast(*info.deviceMemoryBytes) : py::none();
+  return d;
+}
+
+backends::MigrateBackend& ours(const c10::intrusive_ptr<c10d::Backend>& backend) {
+  auto* migrate = dynamic_cast<backends::MigrateBackend*>(backend.get());
+  if (!migrate) throw py::type_error("not an nccl_migrate backend: " + backend->getBackendName());
+  return *migrate;
 }
 
 py::list communicatorsOf(const py::object& backend) {
   auto cpp = owned<c10d::Backend>(backend, "Backend");
-  auto* ours = dynamic_cast<backends::MigrateBackend*>(cpp.get());
-  if (!ours) throw py::type_error("not an nccl_migrate backend: " + cpp->getBackendName());
+  backends::MigrateBackend& migrate = ours(cpp);
   py::list out;
-  for (const backends::CommunicatorInfo& info : ours->communicators()) {
-    py::dict d;
-    d["key"] = info.key;
-    d["purpose"] = info.purpose;
-    d["device"] = info.device.str();
-    d["rank"] = info.rank;
-    d["size"] = info.size;
-    d["group_ranks"] = info.groupRanks;
-    d["implementation"] = info.implementation;
-    d["created_at"] = std::chrono::duration<double>(info.createdAt.time_since_epoch()).count();
-    d["creation_seconds"] = std::chrono::duration<double>(info.creationTime).count();
-    d["device_memory_bytes"] = info.deviceMemoryBytes ? py::cast(*info.deviceMemoryBytes) : py::none();
+  for (const backends::CommunicatorInfo& info : migrate.communicators()) {
+    py::dict d = infoDict(info);
+    d["group"] = migrate.groupName();
+    d["policy"] = migrate.policyName();
     out.append(d);
   }
   return out;
+}
+
+py::list processCommunicators() {
+  py::list out;
+  for (const backends::LiveCommunicator& live : backends::MigrateBackend::processCommunicators()) {
+    py::dict d = infoDict(live.info);
+    d["group"] = live.groupName;
+    d["policy"] = live.policy;
+    out.append(d);
+  }
+  return out;
+}
+
+py::bytes flightRecorderDump() {
+  std::string bytes;
+  {
+    py::gil_scoped_release release;
+    bytes = backends::FlightRecorder::instance().dumpPickle();
+  }
+  return py::bytes(bytes);
 }
 
 py::object resolveNcclName(const std::string& name, std::optional<std::string> useNccl2) {
@@ -103,11 +151,18 @@ py::object resolveNcclName(const std::string& name, std::optional<std::string> u
 PYBIND11_MODULE(_C, m) {
   m.doc() = "nccl-migrate native module: toolkit backends and backend-name resolution";
   m.def("create_backend", &createBackend, py::arg("behaviour"), py::arg("store"), py::arg("rank"), py::arg("size"),
-        py::arg("timeout"), py::arg("group_name"), py::arg("global_ranks"), py::arg("bound_device"),
-        py::arg("lazy_init"), py::arg("make_gloo"));
+        py::arg("timeout"), py::arg("group_name"), py::arg("group_desc"), py::arg("global_ranks"),
+        py::arg("bound_device"), py::arg("lazy_init"), py::arg("make_gloo"));
   m.def("communicators", &communicatorsOf, py::arg("backend"),
         "Live communicators of a toolkit backend: key, purpose, device, ranks, implementation, cost.");
+  m.def("process_communicators", &processCommunicators,
+        "Live communicators of every toolkit backend in this process, with their group and policy.");
+  m.def("flight_recorder_dump", &flightRecorderDump, "The flight recorder's contents in torch's pickle format.");
+  m.def("flight_recorder_dump_to_file", [](uint64_t rank) { return backends::FlightRecorder::instance().dumpToFile(rank); },
+        py::arg("rank"), "Writes the dump where torch writes its own (TORCH_FR_DUMP_TEMP_FILE); returns the path.");
   m.def("resolve_nccl_name", &resolveNcclName, py::arg("name"), py::arg("use_nccl2"));
+  m.def("stop_watchdog", [] { backends::stopWatchdogBeforeExit(); }, py::call_guard<py::gil_scoped_release>(),
+        "Stops the watchdog thread, releasing the works it holds; called at interpreter exit.");
   m.def("nccl_compiled", &backends::ncclCompiled);
   m.def("nccl_build_version", &backends::ncclBuildVersion);
 }

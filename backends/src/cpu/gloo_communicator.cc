@@ -4,6 +4,8 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "common/in_flight_sets.h"
+
 namespace nccl_migrate::backends {
 namespace {
 
@@ -11,6 +13,7 @@ class GlooInFlight final : public InFlight {
  public:
   explicit GlooInFlight(c10::intrusive_ptr<c10d::Work> work) : work_(std::move(work)) {}
   bool isDone() override { return work_->isCompleted(); }
+  std::exception_ptr failure() override { return work_->isCompleted() ? work_->exception() : nullptr; }
   void wait(std::chrono::milliseconds timeout) override { work_->wait(timeout); }
   void onDone(std::function<void(std::exception_ptr)> callback) override {
     work_->getFuture()->addCallback([callback = std::move(callback)](c10::ivalue::Future& future) {
@@ -22,22 +25,177 @@ class GlooInFlight final : public InFlight {
   c10::intrusive_ptr<c10d::Work> work_;
 };
 
+// A member of a batch: the batch's set answers for it.
+class BatchMemberInFlight final : public InFlight {
+ public:
+  bool isDone() override { return false; }
+  std::exception_ptr failure() override { return nullptr; }
+  void wait(std::chrono::milliseconds) override {
+    TORCH_CHECK(false, "an op inside a coalescing batch completes with the batch: wait on endCoalescing's work");
+  }
+  void onDone(std::function<void(std::exception_ptr)>) override {}
+};
+
+c10d::ReduceOp sumOp() { return c10d::ReduceOp(c10d::ReduceOp::SUM); }
+
+double premulFactor(const c10d::ReduceOp& op) {
+  auto supplement = c10::static_intrusive_pointer_cast<c10d::PreMulSumSupplement>(op.supplement_);
+  TORCH_CHECK(supplement, "PREMUL_SUM needs a factor");
+  return supplement->tensor_factor.defined() ? supplement->tensor_factor.item<double>() : supplement->double_factor;
+}
+
 }  // namespace
 
 GlooCommunicator::GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10d::Backend> gloo)
     : info_(std::move(info)), gloo_(std::move(gloo)) {}
 
-std::unique_ptr<InFlight> GlooCommunicator::allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) {
+c10d::Backend& GlooCommunicator::gloo() {
   TORCH_CHECK(gloo_, "communicator ", info_.key, " was aborted");
+  return *gloo_;
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::track(c10::intrusive_ptr<c10d::Work> work) {
+  auto op = std::make_unique<GlooInFlight>(std::move(work));
+  if (!batching_) return op;
+  batch_.push_back(std::move(op));
+  return std::make_unique<BatchMemberInFlight>();
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) {
   std::vector<at::Tensor> tensors{tensor};
   c10d::AllreduceOptions options;
   options.reduceOp = op;
-  return std::make_unique<GlooInFlight>(gloo_->allreduce(tensors, options));
+  if (op == c10d::ReduceOp::PREMUL_SUM) {
+    tensor.mul_(premulFactor(op));
+    options.reduceOp = sumOp();
+  }
+  if (op != c10d::ReduceOp::AVG) return track(gloo().allreduce(tensors, options));
+  // Gloo has no AVG: sum, then divide once the sum is there. Synchronous, so nobody can see
+  // the undivided sum.
+  options.reduceOp = sumOp();
+  gloo().allreduce(tensors, options)->wait();
+  tensor.div_(info_.size);
+  return std::make_unique<FinishedInFlight>();
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::broadcast(at::Tensor& tensor, int root) {
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::BroadcastOptions options;
+  options.rootRank = root;
+  return track(gloo().broadcast(tensors, options));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::reduce(at::Tensor& tensor, int root, const c10d::ReduceOp& op) {
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::ReduceOptions options;
+  options.rootRank = root;
+  options.reduceOp = op;
+  if (op == c10d::ReduceOp::PREMUL_SUM) {
+    tensor.mul_(premulFactor(op));
+    options.reduceOp = sumOp();
+  }
+  if (op != c10d::ReduceOp::AVG) return track(gloo().reduce(tensors, options));
+  options.reduceOp = sumOp();
+  gloo().reduce(tensors, options)->wait();
+  if (info_.rank == root) tensor.div_(info_.size);
+  return std::make_unique<FinishedInFlight>();
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::allGather(std::vector<at::Tensor>& outputs, at::Tensor& input) {
+  std::vector<std::vector<at::Tensor>> outputLists{outputs};
+  std::vector<at::Tensor> inputs{input};
+  return track(gloo().allgather(outputLists, inputs));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::allGatherInto(at::Tensor& output, at::Tensor& input) {
+  return track(gloo()._allgather_base(output, input));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::reduceScatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
+                                                          const c10d::ReduceOp& op) {
+  // Gloo's list form reduce-scatter is a stack of flat buffers; the flat form is all we need.
+  at::Tensor flat = at::cat(inputs).reshape(-1);
+  at::Tensor out = output.reshape(-1);  // a view: results land in output
+  return reduceScatterFrom(out, flat, op);
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::reduceScatterFrom(at::Tensor& output, at::Tensor& input,
+                                                              const c10d::ReduceOp& op) {
+  c10d::ReduceScatterOptions options;
+  options.reduceOp = op;
+  at::Tensor source = input;
+  if (op == c10d::ReduceOp::PREMUL_SUM) {
+    source = input * premulFactor(op);
+    options.reduceOp = sumOp();
+  }
+  if (op != c10d::ReduceOp::AVG) return track(gloo()._reduce_scatter_base(output, source, options));
+  options.reduceOp = sumOp();
+  gloo()._reduce_scatter_base(output, source, options)->wait();
+  output.div_(info_.size);
+  return std::make_unique<FinishedInFlight>();
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::allToAll(std::vector<at::Tensor>& outputs,
+                                                     std::vector<at::Tensor>& inputs) {
+  return track(gloo().alltoall(outputs, inputs));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::allToAllSingle(at::Tensor& output, at::Tensor& input,
+                                                           const std::vector<int64_t>& outputSplits,
+                                                           const std::vector<int64_t>& inputSplits) {
+  std::vector<int64_t> outSplits = outputSplits, inSplits = inputSplits;
+  return track(gloo().alltoall_base(output, input, outSplits, inSplits));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) {
+  std::vector<std::vector<at::Tensor>> outputLists;
+  if (info_.rank == root) outputLists.push_back(outputs);
+  std::vector<at::Tensor> inputs{input};
+  c10d::GatherOptions options;
+  options.rootRank = root;
+  return track(gloo().gather(outputLists, inputs, options));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) {
+  std::vector<at::Tensor> outputs{output};
+  std::vector<std::vector<at::Tensor>> inputLists;
+  if (info_.rank == root) inputLists.push_back(inputs);
+  c10d::ScatterOptions options;
+  options.rootRank = root;
+  return track(gloo().scatter(outputs, inputLists, options));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::send(at::Tensor& tensor, int peer) {
+  std::vector<at::Tensor> tensors{tensor};
+  return track(gloo().send(tensors, peer, /*tag=*/0));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::recv(at::Tensor& tensor, int peer) {
+  std::vector<at::Tensor> tensors{tensor};
+  return track(gloo().recv(tensors, peer, /*tag=*/0));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::barrier() { return track(gloo().barrier(c10d::BarrierOptions())); }
+
+// Gloo ops never block each other at issue, so a batch is issued op by op and completes as a set.
+void GlooCommunicator::beginBatch() {
+  TORCH_CHECK(!batching_, "a coalescing batch is already open on communicator ", info_.key);
+  batching_ = true;
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::endBatch() {
+  TORCH_CHECK(batching_, "endCoalescing without startCoalescing on communicator ", info_.key);
+  batching_ = false;
+  return std::make_unique<InFlightSet>(std::exchange(batch_, {}));
 }
 
 void GlooCommunicator::abort() {
   if (!gloo_) return;
-  gloo_->abort();
+  try {
+    gloo_->abort();
+  } catch (...) {
+    // abort must not throw; the communicator is unusable either way.
+  }
   gloo_.reset();
 }
 

@@ -4,6 +4,10 @@
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 
+#include "nccl_migrate/backends/flight_recorder.h"
+#include "nccl_migrate/backends/migrate_backend.h"
+#include "watchdog.h"
+
 namespace nccl_migrate::backends {
 namespace {
 
@@ -25,22 +29,53 @@ std::string messageOf(const std::exception_ptr& error) {
   }
 }
 
+std::vector<c10::Device> cudaDevicesOf(const std::vector<at::Tensor>& tensors) {
+  std::vector<c10::Device> devices;
+  for (const at::Tensor& t : tensors) {
+    if (t.defined() && t.is_cuda() && std::find(devices.begin(), devices.end(), t.device()) == devices.end()) {
+      devices.push_back(t.device());
+    }
+  }
+  return devices;
+}
+
 }  // namespace
 
-EngineWork::EngineWork(int rank, c10d::OpType type, uint64_t sequence, std::string description,
-                       std::unique_ptr<InFlight> inFlight, std::vector<at::Tensor> outputs,
-                       std::chrono::milliseconds defaultTimeout)
-    : c10d::Work(rank, type),
-      sequence_(sequence),
-      description_(std::move(description)),
+EngineWork::EngineWork(int rank, Identity identity, std::unique_ptr<InFlight> inFlight, std::vector<at::Tensor> outputs,
+                       std::chrono::milliseconds timeout, c10::weak_intrusive_ptr<MigrateBackend> backend)
+    : c10d::Work(rank, identity.type),
+      identity_(std::move(identity)),
       inFlight_(std::move(inFlight)),
       outputs_(std::move(outputs)),
-      defaultTimeout_(defaultTimeout) {}
+      timeout_(timeout),
+      deadline_(std::chrono::steady_clock::now() + timeout),
+      backend_(std::move(backend)) {}
+
+std::exception_ptr EngineWork::withContext(const std::exception_ptr& cause) const {
+  return backendError(identity_.description + " failed: " + messageOf(cause));
+}
+
+void EngineWork::settle(std::exception_ptr error, bool timedOut) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_) return;
+    completed_ = true;
+    exception_ = error ? withContext(error) : nullptr;
+  }
+  cv_.notify_all();
+  if (identity_.flightRecord) FlightRecorder::instance().markCompleted(*identity_.flightRecord);
+  if (!error) return;
+  if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, messageOf(exception()));
+}
 
 bool EngineWork::isCompleted() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (completed_) return true;
-  return inFlight_->isDone();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_) return true;
+  }
+  if (!inFlight_->isDone()) return false;
+  settle(inFlight_->failure(), /*timedOut=*/false);
+  return true;
 }
 
 bool EngineWork::isSuccess() const {
@@ -48,42 +83,54 @@ bool EngineWork::isSuccess() const {
   return completed_ && !exception_;
 }
 
-std::exception_ptr EngineWork::withContext(const std::exception_ptr& cause) const {
-  return backendError(description_ + " failed: " + messageOf(cause));
+std::exception_ptr EngineWork::exception() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return exception_;
 }
 
 bool EngineWork::wait(std::chrono::milliseconds timeout) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (completed_) {
-      if (exception_) std::rethrow_exception(exception_);
-      return true;
-    }
+    if (completed_ && exception_) std::rethrow_exception(exception_);
   }
-  auto limit = timeout == kNoTimeout ? defaultTimeout_ : timeout;
+  auto limit = timeout == kNoTimeout ? timeout_ : timeout;
   try {
+    // Also orders the caller's CUDA stream after the op, even when already settled.
     inFlight_->wait(limit);
   } catch (...) {
-    auto error = withContext(std::current_exception());
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      completed_ = true;
-      exception_ = error;
-    }
-    std::rethrow_exception(error);
+    settle(std::current_exception(), /*timedOut=*/!inFlight_->isDone() && !inFlight_->failure());
+    std::rethrow_exception(exception());
   }
+  settle(nullptr, false);
   std::lock_guard<std::mutex> lock(mutex_);
-  completed_ = true;
+  if (exception_) std::rethrow_exception(exception_);
+  return true;
+}
+
+void EngineWork::synchronize() { wait(timeout_); }
+
+bool EngineWork::watch(std::chrono::steady_clock::time_point now) {
+  if (isCompleted()) return true;
+  if (auto error = inFlight_->failure()) {
+    settle(error, false);
+    return true;
+  }
+  if (now < deadline_) return false;
+  settle(std::make_exception_ptr(std::runtime_error("Watchdog caught collective operation timeout: the op ran longer "
+                                                    "than the group's timeout of " +
+                                                    std::to_string(timeout_.count()) + " ms")),
+         /*timedOut=*/true);
   return true;
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> EngineWork::getFuture() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (future_) return future_;
-  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                     cudaDevicesOf(outputs_));
   auto future = future_;
   auto outputs = outputs_;
-  auto describe = description_;
+  auto describe = identity_.description;
   inFlight_->onDone([future, outputs, describe](std::exception_ptr error) {
     if (error) {
       future->setError(backendError(describe + " failed: " + messageOf(error)));

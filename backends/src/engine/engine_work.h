@@ -1,41 +1,57 @@
 // The Work object every engine op returns: completion, timeout and errors with the op's
-// identity (op, group, rank, sequence number) in every message.
+// identity (op, backend, group, rank, sequence number) in every message.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "nccl_migrate/backends/communicator.h"
+#include "nccl_migrate/backends/migrate_backend.h"
 
 namespace nccl_migrate::backends {
 
 class EngineWork final : public c10d::Work {
  public:
-  EngineWork(int rank, c10d::OpType type, uint64_t sequence, std::string description,
-             std::unique_ptr<InFlight> inFlight, std::vector<at::Tensor> outputs,
-             std::chrono::milliseconds defaultTimeout);
+  struct Identity {
+    c10d::OpType type;
+    uint64_t sequence;
+    std::string description;  // "allreduce (backend nccl2, group '0', rank 1, sequence number 4)"
+    std::optional<uint64_t> flightRecord;
+  };
+
+  EngineWork(int rank, Identity identity, std::unique_ptr<InFlight> inFlight, std::vector<at::Tensor> outputs,
+             std::chrono::milliseconds timeout, c10::weak_intrusive_ptr<MigrateBackend> backend);
 
   bool isCompleted() override;
   bool isSuccess() const override;
+  std::exception_ptr exception() const override;
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  void synchronize() override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
-  uint64_t getSequencenumber() const override { return sequence_; }
-  std::chrono::milliseconds getTimeout() const override { return defaultTimeout_; }
+  uint64_t getSequencenumber() const override { return identity_.sequence; }
+  std::chrono::milliseconds getTimeout() const override { return timeout_; }
+
+  // Watchdog side: true when the work is finished (done, failed or expired) and can be dropped.
+  bool watch(std::chrono::steady_clock::time_point now);
 
  private:
-  // Wraps a failure in an error that names the op; what() keeps the cause's text.
+  // Settles the work once: records completion or the error, tells the flight recorder and,
+  // on failure, the backend.
+  void settle(std::exception_ptr error, bool timedOut);
   std::exception_ptr withContext(const std::exception_ptr& cause) const;
 
-  uint64_t sequence_;
-  std::string description_;
+  Identity identity_;
   std::unique_ptr<InFlight> inFlight_;
   std::vector<at::Tensor> outputs_;
-  std::chrono::milliseconds defaultTimeout_;
+  std::chrono::milliseconds timeout_;
+  std::chrono::steady_clock::time_point deadline_;
+  c10::weak_intrusive_ptr<MigrateBackend> backend_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

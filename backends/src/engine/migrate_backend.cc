@@ -1,37 +1,90 @@
-// MigrateBackend: the engine behind every toolkit backend (see migrate_backend.h).
+// MigrateBackend lifecycle: creation, communicators, issuing ops, coalescing, errors, split,
+// abort and shutdown. The ops themselves are in engine_ops.cc.
 #include "nccl_migrate/backends/migrate_backend.h"
 
-#include <c10/util/Exception.h>
+#include <algorithm>
+#include <set>
 
+#include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
+
+#include "engine_internals.h"
 #include "engine_work.h"
+#include "nccl_migrate/backends/flight_recorder.h"
+#include "watchdog.h"
 
 namespace nccl_migrate::backends {
+namespace {
 
-MigrateBackend::MigrateBackend(int rank, int size, GroupOptions options,
-                               std::unique_ptr<CommunicatorPolicy> policy,
-                               std::shared_ptr<CommunicatorFactory> factory)
+// Every live toolkit backend of the process, for process-wide introspection.
+std::mutex& liveMutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<const MigrateBackend*>& liveBackends() {
+  static std::set<const MigrateBackend*> s;
+  return s;
+}
+
+std::vector<int64_t> sizesOf(const at::Tensor& t) { return t.sizes().vec(); }
+
+std::string dtypeName(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
+
+}  // namespace
+
+MigrateBackend::MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, GroupOptions options,
+                               PolicyMaker makePolicy, FactoryMaker makeFactory)
     : c10d::Backend(rank, size),
+      store_(store),
       options_(std::move(options)),
-      policy_(std::move(policy)),
-      factory_(std::move(factory)),
+      makePolicy_(std::move(makePolicy)),
+      makeFactory_(std::move(makeFactory)),
+      policy_(makePolicy_(rank, size)),
+      factory_(makeFactory_(store_, options_)),
       backendName_(policy_->backendName()) {
+  FlightRecorder::instance().registerGroup(
+      {options_.groupName, options_.groupDesc.empty() ? "undefined" : options_.groupDesc, [&] {
+         if (!options_.globalRanks.empty()) return options_.globalRanks;
+         std::vector<uint64_t> all(size);
+         for (int i = 0; i < size; ++i) all[i] = static_cast<uint64_t>(i);
+         return all;
+       }()});
+  {
+    std::lock_guard<std::mutex> lock(liveMutex());
+    liveBackends().insert(this);
+  }
   for (const CommunicatorRequest& request : policy_->atGroupCreation(options_.boundDevice)) {
     communicatorFor(request);
   }
 }
 
-MigrateBackend::~MigrateBackend() = default;
+MigrateBackend::~MigrateBackend() { release_resources(); }
+
+void MigrateBackend::release_resources() {
+  {
+    std::lock_guard<std::mutex> lock(liveMutex());
+    liveBackends().erase(this);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  communicators_.clear();
+  creationOrder_.clear();
+  factory_.reset();
+  makeFactory_ = nullptr;
+  makePolicy_ = nullptr;
+  store_.reset();
+}
 
 c10::intrusive_ptr<c10d::Backend::Options> MigrateBackend::getBackendOptions() {
   auto opts = c10::make_intrusive<c10d::Backend::Options>(backendName_, options_.timeout);
   opts->group_name = options_.groupName;
+  opts->group_desc = options_.groupDesc;
   opts->global_ranks_in_group = options_.globalRanks;
   return opts;
 }
 
 uint64_t MigrateBackend::getSequenceNumberForGroup() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return sequence_;
+  return collectiveSeq_;
 }
 
 void MigrateBackend::setTimeout(std::chrono::milliseconds timeout) {
@@ -39,12 +92,25 @@ void MigrateBackend::setTimeout(std::chrono::milliseconds timeout) {
   options_.timeout = timeout;
 }
 
+c10d::ErrorType MigrateBackend::getError() { return static_cast<c10d::ErrorType>(error_.load()); }
+
+uint64_t MigrateBackend::globalRank() const {
+  return options_.globalRanks.empty() ? static_cast<uint64_t>(rank_) : options_.globalRanks.at(rank_);
+}
+
+std::string MigrateBackend::policyName() const { return policy_->policyName(); }
+
+void MigrateBackend::checkUsable() const {
+  TORCH_CHECK(!aborted_, "process group '", options_.groupName, "' (", backendName_,
+              ") was aborted; create a new group to communicate again");
+}
+
 Communicator& MigrateBackend::communicatorFor(const CommunicatorRequest& request) {
   // Creation rendezvouses with the other ranks, so it must not hold mutex_ while blocking on
   // them; ops of one group are issued from one thread in order, as in torch.
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    TORCH_CHECK(!aborted_, "process group '", options_.groupName, "' (", backendName_, ") was aborted; create a new group");
+    checkUsable();
     if (auto it = communicators_.find(request.key); it != communicators_.end()) return *it->second;
   }
   std::unique_ptr<Communicator> made = factory_->create(request);
@@ -55,26 +121,155 @@ Communicator& MigrateBackend::communicatorFor(const CommunicatorRequest& request
   return ref;
 }
 
-std::string MigrateBackend::describeOp(const char* op, uint64_t seq) const {
-  return std::string(op) + " (backend " + backendName_ + ", group '" + options_.groupName + "', rank " +
-         std::to_string(rank_) + ", sequence number " + std::to_string(seq) + ")";
+std::string MigrateBackend::describeOp(const std::string& op, uint64_t seq) const {
+  return op + " (backend " + backendName_ + ", group '" + options_.groupName + "', rank " + std::to_string(rank_) +
+         ", sequence number " + std::to_string(seq) + ")";
 }
 
-c10::intrusive_ptr<c10d::Work> MigrateBackend::allreduce(std::vector<at::Tensor>& tensors,
-                                                         const c10d::AllreduceOptions& opts) {
-  TORCH_CHECK(tensors.size() == 1, "allreduce takes exactly one tensor per call, got ", tensors.size());
-  at::Tensor& tensor = tensors[0];
-  TORCH_CHECK(tensor.is_contiguous(), "allreduce needs a contiguous tensor");
-  Communicator& comm = communicatorFor(policy_->forCollective(tensor.device()));
+c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRequest& where, const Run& run) {
+  // Inside a batch every op joins the batch's communicator, whatever the policy would pick alone.
+  CommunicatorRequest target = batch_ ? policy_->forCollective(op.device) : where;
+  Communicator& comm = batch_ && batch_->communicator ? *batch_->communicator : communicatorFor(target);
+  if (batch_ && !batch_->communicator) {
+    comm.beginBatch();
+    batch_->communicator = &comm;
+    batch_->key = target.key;
+  }
+  TORCH_CHECK_VALUE(!batch_ || batch_->key == target.key, "all ops of a coalescing batch must use one device; ",
+                    op.name, " on ", op.device.str(), " joined a batch on ", batch_ ? batch_->key : "");
+
+  uint64_t seq, p2pSeq, opId;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    seq = op.isP2P ? collectiveSeq_ : ++collectiveSeq_;
+    p2pSeq = op.isP2P ? ++p2pSeq_ : p2pSeq_;
+    opId = ++opId_;
+  }
+  FlightEntry entry;
+  entry.groupName = options_.groupName;
+  entry.groupDesc = options_.groupDesc.empty() ? "undefined" : options_.groupDesc;
+  entry.collectiveSeq = seq;
+  entry.p2pSeq = p2pSeq;
+  entry.opId = opId;
+  entry.isP2P = op.isP2P;
+  entry.profilingName = "nccl:" + op.name;
+  if (op.isP2P) {
+    entry.profilingName += op.name == "send" ? " " + std::to_string(rank_) + "->" + std::to_string(op.peer)
+                                             : " " + std::to_string(rank_) + "<-" + std::to_string(op.peer);
+  }
+  entry.createdNs = entry.startedNs = nowNs();
+  entry.timeoutMs = options_.timeout.count();
+  for (const at::Tensor& t : op.inputs) {
+    entry.inputSizes.push_back(sizesOf(t));
+    entry.inputDtypes.push_back(dtypeName(t));
+  }
+  for (const at::Tensor& t : op.outputs) {
+    entry.outputSizes.push_back(sizesOf(t));
+    entry.outputDtypes.push_back(dtypeName(t));
+  }
+  entry.state = "started";
+  std::optional<uint64_t> record = batch_ ? std::nullopt : FlightRecorder::instance().record(std::move(entry));
+
+  uint64_t shownSeq = op.isP2P ? p2pSeq : seq;
+  std::string description = describeOp(op.name, shownSeq);
+  std::unique_ptr<InFlight> inFlight;
+  try {
+    inFlight = run(comm, target);
+  } catch (const c10::Error&) {
+    throw;  // argument errors keep torch's type and text
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, description, " failed: ", e.what());
+  }
+  if (batch_) {
+    ++batch_->ops;
+    batch_->inputs.insert(batch_->inputs.end(), op.inputs.begin(), op.inputs.end());
+    batch_->outputs.insert(batch_->outputs.end(), op.outputs.begin(), op.outputs.end());
+    inFlight = std::make_unique<DeferredInFlight>(batch_->slot);
+  }
+  auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
+  auto work = c10::make_intrusive<EngineWork>(
+      rank_, EngineWork::Identity{op.type, shownSeq, description, record}, std::move(inFlight), op.outputs,
+      options_.timeout, c10::weak_intrusive_ptr<MigrateBackend>(self));
+  if (!batch_) watchUntilSettled(work);
+  return work;
+}
+
+void MigrateBackend::startCoalescing() {
+  TORCH_CHECK(!batch_, "startCoalescing called twice on group '", options_.groupName, "' without endCoalescing");
+  batch_ = std::make_unique<Batch>();
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::endCoalescing() {
+  TORCH_CHECK(batch_, "endCoalescing without startCoalescing on group '", options_.groupName, "'");
+  std::unique_ptr<Batch> batch = std::move(batch_);
   uint64_t seq;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    seq = ++sequence_;
+    seq = ++collectiveSeq_;
   }
-  std::unique_ptr<InFlight> inFlight = comm.allReduce(tensor, opts.reduceOp);
-  return c10::make_intrusive<EngineWork>(rank_, c10d::OpType::ALLREDUCE, seq, describeOp("allreduce", seq),
-                                         std::move(inFlight), std::vector<at::Tensor>{tensor},
-                                         options_.timeout);
+  std::string description = describeOp("coalesced", seq);
+  std::unique_ptr<InFlight> inFlight;
+  if (batch->communicator) {
+    *batch->slot = std::shared_ptr<InFlight>(batch->communicator->endBatch());
+    inFlight = std::make_unique<DeferredInFlight>(batch->slot);
+  } else {
+    inFlight = std::make_unique<FinishedInFlight>();  // an empty batch
+  }
+  FlightEntry entry;
+  entry.groupName = options_.groupName;
+  entry.groupDesc = options_.groupDesc.empty() ? "undefined" : options_.groupDesc;
+  entry.collectiveSeq = seq;
+  entry.profilingName = "nccl:coalesced";
+  entry.createdNs = entry.startedNs = nowNs();
+  entry.timeoutMs = options_.timeout.count();
+  entry.state = "started";
+  auto record = FlightRecorder::instance().record(std::move(entry));
+  auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
+  auto work = c10::make_intrusive<EngineWork>(rank_, EngineWork::Identity{c10d::OpType::COALESCED, seq, description, record},
+                                              std::move(inFlight), batch->outputs, options_.timeout,
+                                              c10::weak_intrusive_ptr<MigrateBackend>(self));
+  watchUntilSettled(work);
+  return work;
+}
+
+void MigrateBackend::onOpFailure(bool timedOut, const std::string& what) {
+  int expected = static_cast<int>(c10d::ErrorType::SUCCESS);
+  error_.compare_exchange_strong(expected, static_cast<int>(timedOut ? c10d::ErrorType::TIMEOUT
+                                                                     : c10d::ErrorType::COMM_ERROR));
+  if (!dumped_.exchange(true) && FlightRecorder::instance().enabled()) {
+    try {
+      std::string path = FlightRecorder::instance().dumpToFile(globalRank());
+      LOG(ERROR) << "[nccl_migrate] " << what << "; flight recorder dumped to " << path;
+    } catch (const std::exception& e) {
+      LOG(ERROR) << "[nccl_migrate] " << what << "; the flight recorder dump failed: " << e.what();
+    }
+  }
+  // A timed-out op leaves its communicator in an unknown state: abort the group so that every
+  // other pending op fails now instead of hanging behind it.
+  if (timedOut) abort();
+}
+
+c10::intrusive_ptr<c10d::Backend> MigrateBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                        const std::vector<int>& ranks,
+                                                        const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  if (me == ranks.end()) return nullptr;  // not a member: torch expects no backend
+  GroupOptions child = options_;
+  if (opts) {
+    child.groupName = opts->group_name;
+    child.groupDesc = opts->group_desc;
+    child.timeout = opts->timeout;
+  }
+  child.globalRanks.clear();
+  for (int r : ranks) child.globalRanks.push_back(options_.globalRanks.empty() ? r : options_.globalRanks.at(r));
+  child.boundDevice = policy_->boundDevice();
+  ++splitCount_;
+  return c10::make_intrusive<MigrateBackend>(store, static_cast<int>(me - ranks.begin()), static_cast<int>(ranks.size()),
+                                             std::move(child), makePolicy_, makeFactory_);
+}
+
+void MigrateBackend::eagerConnectSingleDevice(at::Device device) {
+  communicatorFor(policy_->forCollective(device));
 }
 
 void MigrateBackend::abort() {
@@ -85,6 +280,7 @@ void MigrateBackend::abort() {
 
 void MigrateBackend::shutdown() {
   std::lock_guard<std::mutex> lock(mutex_);
+  aborted_ = true;
   communicators_.clear();
   creationOrder_.clear();
 }
@@ -93,6 +289,17 @@ std::vector<CommunicatorInfo> MigrateBackend::communicators() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<CommunicatorInfo> out;
   for (const std::string& key : creationOrder_) out.push_back(communicators_.at(key)->info());
+  return out;
+}
+
+std::vector<LiveCommunicator> MigrateBackend::processCommunicators() {
+  std::lock_guard<std::mutex> lock(liveMutex());
+  std::vector<LiveCommunicator> out;
+  for (const MigrateBackend* backend : liveBackends()) {
+    for (CommunicatorInfo& info : backend->communicators()) {
+      out.push_back({backend->groupName(), backend->policyName(), std::move(info)});
+    }
+  }
   return out;
 }
 

@@ -56,6 +56,49 @@ void allReduce(const void* send, void* recv, size_t count, ncclDataType_t type, 
   check(ncclAllReduce(send, recv, count, type, op, comm, stream), "ncclAllReduce", site);
 }
 
+void broadcast(void* buffer, size_t count, ncclDataType_t type, int root, ncclComm_t comm, cudaStream_t stream,
+               const CallSite& site) {
+  check(ncclBroadcast(buffer, buffer, count, type, root, comm, stream), "ncclBroadcast", site);
+}
+
+void reduce(void* buffer, size_t count, ncclDataType_t type, ncclRedOp_t op, int root, ncclComm_t comm,
+            cudaStream_t stream, const CallSite& site) {
+  check(ncclReduce(buffer, buffer, count, type, op, root, comm, stream), "ncclReduce", site);
+}
+
+void allGather(const void* send, void* recv, size_t sendCount, ncclDataType_t type, ncclComm_t comm,
+               cudaStream_t stream, const CallSite& site) {
+  check(ncclAllGather(send, recv, sendCount, type, comm, stream), "ncclAllGather", site);
+}
+
+void reduceScatter(const void* send, void* recv, size_t recvCount, ncclDataType_t type, ncclRedOp_t op,
+                   ncclComm_t comm, cudaStream_t stream, const CallSite& site) {
+  check(ncclReduceScatter(send, recv, recvCount, type, op, comm, stream), "ncclReduceScatter", site);
+}
+
+void send(const void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream,
+          const CallSite& site) {
+  check(ncclSend(buffer, count, type, peer, comm, stream), "ncclSend", site);
+}
+
+void recv(void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream,
+          const CallSite& site) {
+  check(ncclRecv(buffer, count, type, peer, comm, stream), "ncclRecv", site);
+}
+
+void groupStart(const CallSite& site) { check(ncclGroupStart(), "ncclGroupStart", site); }
+
+void groupEnd(const CallSite& site) { check(ncclGroupEnd(), "ncclGroupEnd", site); }
+
+ncclRedOp_t createPreMulSum(const void* scalar, ncclDataType_t type, ncclComm_t comm, const CallSite& site) {
+  ncclRedOp_t op;
+  check(ncclRedOpCreatePreMulSum(&op, const_cast<void*>(scalar), type, ncclScalarHostImmediate, comm),
+        "ncclRedOpCreatePreMulSum", site);
+  return op;
+}
+
+void destroyRedOpQuietly(ncclRedOp_t op, ncclComm_t comm) noexcept { (void)ncclRedOpDestroy(op, comm); }
+
 void abortQuietly(ncclComm_t comm) noexcept {
   if (comm) (void)ncclCommAbort(comm);
 }

@@ -40,6 +40,24 @@ void checkCuda(cudaError_t error, std::string_view call, const CallSite& site);
 [[nodiscard]] size_t freeDeviceMemory(const CallSite& site);
 void allReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                cudaStream_t stream, const CallSite& site);
+void broadcast(void* buffer, size_t count, ncclDataType_t type, int root, ncclComm_t comm, cudaStream_t stream,
+               const CallSite& site);
+void reduce(void* buffer, size_t count, ncclDataType_t type, ncclRedOp_t op, int root, ncclComm_t comm,
+            cudaStream_t stream, const CallSite& site);
+void allGather(const void* send, void* recv, size_t sendCount, ncclDataType_t type, ncclComm_t comm,
+               cudaStream_t stream, const CallSite& site);
+void reduceScatter(const void* send, void* recv, size_t recvCount, ncclDataType_t type, ncclRedOp_t op,
+                   ncclComm_t comm, cudaStream_t stream, const CallSite& site);
+void send(const void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream,
+          const CallSite& site);
+void recv(void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream,
+          const CallSite& site);
+void groupStart(const CallSite& site);
+void groupEnd(const CallSite& site);
+// A PREMUL_SUM op for one launch; `scalar` points to one host value of `type`.
+[[nodiscard]] ncclRedOp_t createPreMulSum(const void* scalar, ncclDataType_t type, ncclComm_t comm,
+                                          const CallSite& site);
+void destroyRedOpQuietly(ncclRedOp_t op, ncclComm_t comm) noexcept;
 // Teardown never throws: it runs in destructors and on error paths.
 void abortQuietly(ncclComm_t comm) noexcept;
 void destroyQuietly(ncclComm_t comm) noexcept;

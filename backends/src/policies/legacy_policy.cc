@@ -1,5 +1,6 @@
 // Legacy (ProcessGroupNCCL) policy: communicators are created lazily, one per device the group
 // is used on; a group eagerly connected to a device (device_id) gets that one up front.
+// Non-batched send/recv get a 2-rank communicator per peer pair, as legacy torch does.
 #include "nccl_migrate/backends/communicator_policy.h"
 #include "policy_requests.h"
 
@@ -11,6 +12,7 @@ class LegacyPolicy final : public CommunicatorPolicy {
   LegacyPolicy(int groupRank, int groupSize) : groupRank_(groupRank), groupSize_(groupSize) {}
 
   std::string backendName() const override { return "nccl"; }
+  std::string policyName() const override { return "legacy"; }
 
   std::vector<CommunicatorRequest> atGroupCreation(std::optional<c10::Device> device) override {
     if (!device) return {};
@@ -20,6 +22,10 @@ class LegacyPolicy final : public CommunicatorPolicy {
 
   CommunicatorRequest forCollective(c10::Device device) override {
     return wholeGroupRequest(device, groupRank_, groupSize_);
+  }
+
+  CommunicatorRequest forPeer(c10::Device device, int peer) override {
+    return peerPairRequest(device, groupRank_, groupSize_, peer);
   }
 
   std::optional<c10::Device> boundDevice() const override { return bound_; }

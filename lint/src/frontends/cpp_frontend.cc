@@ -38,13 +38,24 @@ std::vector<Tok> tokenize(const std::string& path, const std::string& text) {
   lang.CUDA = true;  // `<<<` launches lex as one token instead of confusing template scanning
   clang::Lexer lexer(file, sources.getBufferOrFake(file), sources, lang);
 
+  lexer.SetCommentRetentionState(true);  // comments carry NOLINT suppressions
+
   std::vector<Tok> out;
   clang::Token token;
-  while (!lexer.LexFromRawLexer(token) || token.isNot(clang::tok::eof)) {
+  while (true) {
+    lexer.LexFromRawLexer(token);
     if (token.is(clang::tok::eof)) break;
     Tok t{token.getKind(), {}, {}};
-    if (token.is(clang::tok::raw_identifier)) t.text = token.getRawIdentifier().str();
-    else t.text = clang::tok::getPunctuatorSpelling(token.getKind()) ? clang::tok::getPunctuatorSpelling(token.getKind()) : "";
+    if (token.is(clang::tok::raw_identifier)) {
+      t.text = token.getRawIdentifier().str();
+    } else if (token.isLiteral() || token.is(clang::tok::comment)) {
+      t.text = std::string(token.getLiteralData() ? token.getLiteralData() : "", token.getLength());
+      if (token.is(clang::tok::comment)) {
+        t.text = std::string(sources.getCharacterData(token.getLocation()), token.getLength());
+      }
+    } else if (const char* p = clang::tok::getPunctuatorSpelling(token.getKind())) {
+      t.text = p;
+    }
     clang::PresumedLoc loc = sources.getPresumedLoc(token.getLocation());
     t.where = {static_cast<int>(loc.getLine()), static_cast<int>(loc.getColumn())};
     out.push_back(std::move(t));
@@ -63,10 +74,23 @@ class CppScanner {
   CppScanner(std::vector<Tok> tokens, SourceModel& model) : toks_(std::move(tokens)), model_(model) {}
 
   void scan() {
+    // Comments only feed suppressions; token patterns must see through them.
+    std::vector<Tok> code;
+    code.reserve(toks_.size());
+    for (Tok& t : toks_) {
+      if (t.kind == clang::tok::comment) onComment(t);
+      else code.push_back(std::move(t));
+    }
+    toks_ = std::move(code);
     collectNamespaceFacts();
     for (size_t i = 0; i < toks_.size(); ++i) {
       const Tok& t = toks_[i];
+      if (t.kind == clang::tok::string_literal) {
+        model_.strings.push_back({unquote(t.text), t.where});
+        continue;
+      }
       if (t.kind != clang::tok::raw_identifier) continue;
+      if ((t.text == "setenv" || t.text == "putenv" || t.text == "_putenv") && isPunct(i + 1, "(")) onSetenv(i);
       if (kCastNames.contains(t.text) && isPunct(i + 1, "<")) onCast(i);
       else if ((t.text == "class" || t.text == "struct") && i + 2 < toks_.size()) onClassHead(i);
     }
@@ -78,6 +102,55 @@ class CppScanner {
   }
   bool isIdent(size_t i, std::string_view name) const {
     return i < toks_.size() && toks_[i].kind == clang::tok::raw_identifier && toks_[i].text == name;
+  }
+
+  // A comment spanning lines is recorded on each of them, so `NOLINT` works wherever it sits.
+  void onComment(const Tok& t) {
+    int line = t.where.line;
+    size_t start = 0;
+    while (start <= t.text.size()) {
+      size_t end = t.text.find('\n', start);
+      if (end == std::string::npos) end = t.text.size();
+      model_.comments.push_back({line++, t.text.substr(start, end - start)});
+      start = end + 1;
+    }
+  }
+
+  // setenv("NAME", "value", 1) and putenv("NAME=value"): string literal arguments only.
+  void onSetenv(size_t i) {
+    const Tok& callee = toks_[i];
+    // The first string literal of each argument; arguments are split at top-level commas.
+    std::vector<std::string> literals(1);
+    int depth = 0;
+    for (size_t j = i + 2; j < toks_.size() && !isPunct(j, ";"); ++j) {
+      if (isPunct(j, "(")) ++depth;
+      else if (isPunct(j, ")") && depth-- == 0) break;
+      else if (isPunct(j, ",") && depth == 0) literals.emplace_back();
+      else if (toks_[j].kind == clang::tok::string_literal && literals.back().empty()) literals.back() = unquote(toks_[j].text);
+    }
+    model_.calls.push_back({callee.text, callee.text, callee.where, {}, 0});
+    if (callee.text == "setenv" && literals.size() >= 2 && !literals[0].empty()) {
+      model_.settings.push_back({literals[0], literals[1], callee.where, true});
+    } else if (callee.text != "setenv" && !literals.empty()) {
+      size_t eq = literals[0].find('=');
+      if (eq != std::string::npos && eq > 0) {
+        model_.settings.push_back({literals[0].substr(0, eq), literals[0].substr(eq + 1), callee.where, true});
+      }
+    }
+  }
+
+  // "text" -> text; prefixes (u8, L, R) and raw-string delimiters are dropped.
+  static std::string unquote(const std::string& literal) {
+    size_t open = literal.find('"');
+    size_t close = literal.rfind('"');
+    if (open == std::string::npos || close <= open) return "";
+    std::string body = literal.substr(open + 1, close - open - 1);
+    if (open > 0 && literal[open - 1] == 'R') {
+      size_t paren = body.find('(');
+      size_t last = body.rfind(')');
+      if (paren != std::string::npos && last != std::string::npos && last > paren) body = body.substr(paren + 1, last - paren - 1);
+    }
+    return body;
   }
 
   // Namespace context that decides what an unqualified ProcessGroupNCCL means.

@@ -1,9 +1,12 @@
 // Python frontend: walks a tree-sitter-python syntax tree in source order, keeping an import
-// and alias table, and records type checks and calls with their qualified names.
+// and alias table and the string constants assigned so far, and records type checks, calls,
+// comparisons, attribute reads, string literals, environment assignments and comments with their
+// qualified names.
 #include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include <tree_sitter/api.h>
 
@@ -18,25 +21,45 @@ namespace {
 using TreePtr = std::unique_ptr<TSTree, decltype(&ts_tree_delete)>;
 using ParserPtr = std::unique_ptr<TSParser, decltype(&ts_parser_delete)>;
 
+bool isLoop(std::string_view type) {
+  return type == "for_statement" || type == "while_statement" || type == "list_comprehension" ||
+         type == "set_comprehension" || type == "dictionary_comprehension" || type == "generator_expression";
+}
+
 class PythonWalker {
  public:
-  PythonWalker(const std::string& text, SourceModel& model) : text_(text), model_(model) {}
+  PythonWalker(const std::string& text, SourceModel& model, const NameEquivalences& equivalences)
+      : text_(text), model_(model), equivalences_(equivalences) {
+    names_.setEquivalentModules(&equivalences.modules);
+  }
 
   void walk(TSNode node) {
     std::string_view type = ts_node_type(node);
     if (type == "import_statement") return onImport(node);
     if (type == "import_from_statement") return onFromImport(node);
+    if (type == "comment") return onComment(node);
+    if (type == "expression_statement" && isDocstring(node)) return;
     if (type == "class_definition") onClass(node);
-    if (type == "function_definition") onFunction(node);
+    if (type == "function_definition") return onFunction(node);
     if (type == "assignment") onAssignment(node);
     if (type == "call") onCall(node);
     if (type == "comparison_operator") onComparison(node);
+    if (type == "attribute") onAttribute(node);
+    if (type == "string" || type == "concatenated_string") return onString(node);
+    bool loop = isLoop(type);
+    loopDepth_ += loop;
+    walkChildren(node);
+    loopDepth_ -= loop;
+  }
+
+ private:
+  void walkChildren(TSNode node) {
     uint32_t n = ts_node_named_child_count(node);
     for (uint32_t i = 0; i < n; ++i) walk(ts_node_named_child(node, i));
   }
 
- private:
   std::string textOf(TSNode node) const {
+    if (ts_node_is_null(node)) return "";
     uint32_t begin = ts_node_start_byte(node), end = ts_node_end_byte(node);
     return text_.substr(begin, end - begin);
   }
@@ -50,10 +73,17 @@ class PythonWalker {
     return ts_node_child_by_field_name(node, name, static_cast<uint32_t>(std::strlen(name)));
   }
 
+  static std::string_view typeOf(TSNode node) { return ts_node_is_null(node) ? "" : ts_node_type(node); }
+
+  // A string expression statement is a docstring (or an inert string): never a finding.
+  static bool isDocstring(TSNode node) {
+    return ts_node_named_child_count(node) == 1 && typeOf(ts_node_named_child(node, 0)) == "string";
+  }
+
   // Dotted spelling of an identifier or attribute chain ("dist.ProcessGroupNCCL"); empty for
   // anything else (a call, a subscript), which cannot name a module-level object.
   std::string dottedOf(TSNode node) const {
-    std::string_view type = ts_node_type(node);
+    std::string_view type = typeOf(node);
     if (type == "identifier" || type == "dotted_name") return textOf(node);
     if (type != "attribute") return "";
     std::string object = dottedOf(field(node, "object"));
@@ -61,11 +91,46 @@ class PythonWalker {
     return object + "." + textOf(field(node, "attribute"));
   }
 
+  // The value of a string expression as far as it is known here: literals, f-string text parts,
+  // `+` of known pieces and names bound to such strings earlier. Unknown parts are left out.
+  std::optional<std::string> stringValueOf(TSNode node) const {
+    std::string_view type = typeOf(node);
+    if (type == "string") {
+      std::string value;
+      uint32_t n = ts_node_named_child_count(node);
+      for (uint32_t i = 0; i < n; ++i) {
+        TSNode part = ts_node_named_child(node, i);
+        if (typeOf(part) == "string_content") value += textOf(part);
+      }
+      return value;
+    }
+    if (type == "concatenated_string" || type == "binary_operator") {
+      std::string value;
+      bool known = false;
+      uint32_t n = ts_node_named_child_count(node);
+      for (uint32_t i = 0; i < n; ++i) {
+        if (auto part = stringValueOf(ts_node_named_child(node, i))) {
+          value += *part;
+          known = true;
+        }
+      }
+      if (known) return value;
+      return std::nullopt;
+    }
+    if (type == "parenthesized_expression" && ts_node_named_child_count(node) == 1) {
+      return stringValueOf(ts_node_named_child(node, 0));
+    }
+    if (type == "identifier") {
+      if (auto it = constants_.find(textOf(node)); it != constants_.end()) return it->second;
+    }
+    return std::nullopt;
+  }
+
   void onImport(TSNode node) {
     uint32_t n = ts_node_named_child_count(node);
     for (uint32_t i = 0; i < n; ++i) {
       TSNode child = ts_node_named_child(node, i);
-      if (std::string_view(ts_node_type(child)) == "aliased_import") {
+      if (typeOf(child) == "aliased_import") {
         names_.bindImport(textOf(field(child, "name")), textOf(field(child, "alias")));
       } else {
         names_.bindImport(textOf(child), "");
@@ -75,19 +140,23 @@ class PythonWalker {
 
   void onFromImport(TSNode node) {
     TSNode module = field(node, "module_name");
-    if (std::string_view(ts_node_type(module)) == "relative_import") return;  // project-local
+    if (typeOf(module) == "relative_import") return;  // project-local
     std::string moduleName = textOf(module);
     uint32_t n = ts_node_named_child_count(node);
     for (uint32_t i = 0; i < n; ++i) {
       TSNode child = ts_node_named_child(node, i);
       if (ts_node_eq(child, module)) continue;
-      std::string_view type = ts_node_type(child);
+      std::string_view type = typeOf(child);
       if (type == "aliased_import") {
         names_.bindFromImport(moduleName, textOf(field(child, "name")), textOf(field(child, "alias")));
       } else if (type == "dotted_name") {
         names_.bindFromImport(moduleName, textOf(child), "");
       }
     }
+  }
+
+  void onComment(TSNode node) {
+    model_.comments.push_back({locationOf(node).line, textOf(node)});
   }
 
   void onClass(TSNode node) {
@@ -99,46 +168,182 @@ class PythonWalker {
     names_.bindLocalDefinition(textOf(field(node, "name")));
   }
 
-  void onFunction(TSNode node) { names_.bindLocalDefinition(textOf(field(node, "name"))); }
+  // A loop around a `def` does not run the function's body repeatedly, so depth restarts inside.
+  void onFunction(TSNode node) {
+    std::string name = textOf(field(node, "name"));
+    if (!isConfiguredWrapper(name)) names_.bindLocalDefinition(name);
+    int outer = loopDepth_;
+    loopDepth_ = 0;
+    walkChildren(node);
+    loopDepth_ = outer;
+  }
 
-  // `PG = dist.ProcessGroupNCCL` makes PG an alias; any other assignment shadows the name.
+  // `PG = dist.ProcessGroupNCCL` makes PG an alias; `CONF = "..."` a known string; any other
+  // assignment shadows the name. `os.environ["X"] = v` sets an environment variable.
   void onAssignment(TSNode node) {
     TSNode left = field(node, "left");
-    if (std::string_view(ts_node_type(left)) != "identifier") return;
     TSNode right = field(node, "right");
+    if (typeOf(left) == "subscript") return onSubscriptAssignment(left, right);
+    if (typeOf(left) != "identifier") return;
+    std::string name = textOf(left);
     std::string dotted = ts_node_is_null(right) ? "" : dottedOf(right);
-    names_.bindAssignment(textOf(left), dotted.empty() ? "" : names_.qualify(dotted));
+    names_.bindAssignment(name, dotted.empty() ? "" : names_.qualify(dotted));
+    if (auto value = ts_node_is_null(right) ? std::nullopt : stringValueOf(right)) constants_[name] = *value;
+    else constants_.erase(name);
+  }
+
+  void onSubscriptAssignment(TSNode target, TSNode right) {
+    if (!isEnviron(field(target, "value"))) return;
+    auto key = stringValueOf(field(target, "subscript"));
+    if (!key || ts_node_is_null(right)) return;
+    model_.settings.push_back({*key, stringValueOf(right).value_or(""), locationOf(target), true});
+  }
+
+  bool isEnviron(TSNode node) const {
+    std::string dotted = dottedOf(node);
+    return !dotted.empty() && names_.qualify(dotted) == "os.environ";
+  }
+
+  bool isConfiguredWrapper(const std::string& spelling) const {
+    for (const std::string& w : equivalences_.groupWrappers)
+      if (w == spelling) return true;
+    return false;
   }
 
   void onCall(TSNode node) {
     TSNode function = field(node, "function");
     std::string dotted = dottedOf(function);
     if (dotted.empty()) return;
-    model_.calls.push_back({names_.qualify(dotted), dotted, locationOf(node)});
+    Call call;
+    call.spelling = dotted;
+    call.qualifiedName = names_.qualify(dotted);
+    if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted)) {
+      call.qualifiedName = "torch.distributed.new_group";
+    }
+    call.where = locationOf(node);
+    call.loopDepth = loopDepth_;
+    collectArguments(field(node, "arguments"), call);
     if (dotted == "isinstance" && names_.isBuiltin("isinstance")) onIsinstance(field(node, "arguments"));
+    onEnvironmentCall(function, call);
+    model_.calls.push_back(std::move(call));
+  }
+
+  void collectArguments(TSNode list, Call& call) const {
+    if (typeOf(list) != "argument_list") return;
+    uint32_t n = ts_node_named_child_count(list);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode arg = ts_node_named_child(list, i);
+      if (typeOf(arg) == "comment") continue;
+      Argument a;
+      TSNode value = arg;
+      if (typeOf(arg) == "keyword_argument") {
+        a.keyword = textOf(field(arg, "name"));
+        value = field(arg, "value");
+      }
+      a.text = textOf(value);
+      a.stringValue = stringValueOf(value);
+      a.where = locationOf(value);
+      std::string_view valueType = typeOf(value);
+      if (valueType == "list" || valueType == "tuple") {
+        a.isSequenceLiteral = true;
+        uint32_t m = ts_node_named_child_count(value);
+        for (uint32_t j = 0; j < m; ++j) a.elements.push_back(textOf(ts_node_named_child(value, j)));
+      }
+      call.arguments.push_back(std::move(a));
+    }
+  }
+
+  // os.environ.setdefault/update, os.putenv: environment assignments through calls.
+  void onEnvironmentCall(TSNode function, const Call& call) {
+    if (typeOf(function) != "attribute") return;
+    std::string method = textOf(field(function, "attribute"));
+    bool onEnviron = isEnviron(field(function, "object"));
+    if ((onEnviron && method == "setdefault") || call.qualifiedName == "os.putenv") {
+      const Argument* key = call.positional(0);
+      const Argument* value = call.positional(1);
+      if (key && key->stringValue && value) {
+        model_.settings.push_back({*key->stringValue, value->stringValue.value_or(""), key->where, true});
+      }
+    } else if (onEnviron && method == "update") {
+      for (const Argument& a : call.arguments) {
+        if (!a.keyword.empty()) model_.settings.push_back({a.keyword, a.stringValue.value_or(""), a.where, true});
+      }
+    }
   }
 
   void onIsinstance(TSNode arguments) {
     if (ts_node_named_child_count(arguments) < 2) return;
     TSNode classes = ts_node_named_child(arguments, 1);
-    if (std::string_view(ts_node_type(classes)) != "tuple") {
-      return recordTypeCheck(TypeCheck::Kind::Isinstance, classes);
-    }
+    if (typeOf(classes) != "tuple") return recordTypeCheck(TypeCheck::Kind::Isinstance, classes);
     uint32_t n = ts_node_named_child_count(classes);
     for (uint32_t i = 0; i < n; ++i) recordTypeCheck(TypeCheck::Kind::Isinstance, ts_node_named_child(classes, i));
   }
 
-  // `type(x) is C`, `type(x) == C` and the mirrored forms.
   void onComparison(TSNode node) {
     if (ts_node_named_child_count(node) != 2) return;
     TSNode lhs = ts_node_named_child(node, 0), rhs = ts_node_named_child(node, 1);
     if (isTypeCall(lhs)) recordTypeCheck(TypeCheck::Kind::TypeIdentity, rhs);
     else if (isTypeCall(rhs)) recordTypeCheck(TypeCheck::Kind::TypeIdentity, lhs);
+    recordStringComparison(node, lhs, rhs);
+  }
+
+  // `subject OP "lit"` or `subject in ("a", "b")` where the subject is a call.
+  void recordStringComparison(TSNode node, TSNode lhs, TSNode rhs) {
+    if (typeOf(lhs) != "call") std::swap(lhs, rhs);
+    if (typeOf(lhs) != "call") return;
+    StringComparison cmp;
+    if (auto value = stringValueOf(rhs); value && typeOf(rhs) != "identifier") {
+      cmp.literals.push_back(*value);
+    } else if (typeOf(rhs) == "tuple" || typeOf(rhs) == "list" || typeOf(rhs) == "set") {
+      uint32_t n = ts_node_named_child_count(rhs);
+      for (uint32_t i = 0; i < n; ++i) {
+        auto value = stringValueOf(ts_node_named_child(rhs, i));
+        if (!value) return;
+        cmp.literals.push_back(*value);
+      }
+    } else {
+      return;
+    }
+    // The operator is the unnamed child between the operands ("not in" and "is not" are one token).
+    uint32_t n = ts_node_child_count(node);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode child = ts_node_child(node, i);
+      if (!ts_node_is_named(child)) cmp.op = ts_node_type(child);
+    }
+    TSNode callee = field(lhs, "function");
+    std::string dotted = dottedOf(callee);
+    cmp.subjectCallee = dotted.empty() ? "" : names_.qualify(dotted);
+    if (cmp.subjectCallee.empty()) cmp.subjectCallee = dotted;
+    if (cmp.subjectCallee.empty() && typeOf(callee) == "attribute") cmp.subjectCallee = "." + textOf(field(callee, "attribute"));
+    cmp.subjectCallHasArguments = ts_node_named_child_count(field(lhs, "arguments")) > 0;
+    cmp.subjectText = textOf(lhs);
+    cmp.where = locationOf(node);
+    // The fix rewrites from the end of the subject to the end of the comparison; only the
+    // subject-first order is rewritable.
+    if (ts_node_start_byte(lhs) == ts_node_start_byte(node)) {
+      cmp.literalSide = {ts_node_end_byte(lhs), ts_node_end_byte(node)};
+    }
+    model_.comparisons.push_back(std::move(cmp));
   }
 
   bool isTypeCall(TSNode node) const {
-    if (std::string_view(ts_node_type(node)) != "call") return false;
+    if (typeOf(node) != "call") return false;
     return textOf(field(node, "function")) == "type" && names_.isBuiltin("type");
+  }
+
+  void onAttribute(TSNode node) {
+    model_.attributes.push_back(
+        {textOf(field(node, "attribute")), textOf(field(node, "object")), locationOf(field(node, "attribute"))});
+  }
+
+  void onString(TSNode node) {
+    if (auto value = stringValueOf(node)) model_.strings.push_back({*value, locationOf(node)});
+    // f-string interpolations hold code.
+    uint32_t n = ts_node_named_child_count(node);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode part = ts_node_named_child(node, i);
+      if (typeOf(part) == "interpolation" || typeOf(part) == "string") walk(part);
+    }
   }
 
   void recordTypeCheck(TypeCheck::Kind kind, TSNode classExpr) {
@@ -149,12 +354,15 @@ class PythonWalker {
 
   const std::string& text_;
   SourceModel& model_;
+  const NameEquivalences& equivalences_;
   PythonNames names_;
+  std::unordered_map<std::string, std::string> constants_;  // name -> string value known so far
+  int loopDepth_ = 0;
 };
 
 }  // namespace
 
-SourceModel parsePython(const std::string& path, const std::string& text) {
+SourceModel parsePython(const std::string& path, const std::string& text, const NameEquivalences& names) {
   SourceModel model;
   model.path = path;
   model.language = Language::Python;
@@ -165,7 +373,7 @@ SourceModel parsePython(const std::string& path, const std::string& text) {
   if (!tree) return model;
   TSNode root = ts_tree_root_node(tree.get());
   model.hadSyntaxErrors = ts_node_has_error(root);
-  PythonWalker(text, model).walk(root);
+  PythonWalker(text, model, names).walk(root);
   return model;
 }
 

@@ -31,9 +31,23 @@ std::string canonicalPythonName(const std::string& qualified) {
   return qualified;
 }
 
+// Built-in re-export paths first, then the project's equivalences (which may name a path that
+// itself needs canonicalising).
+std::string PythonNames::canonical(const std::string& qualified) const {
+  std::string name = canonicalPythonName(qualified);
+  if (!equivalents_) return name;
+  for (const auto& [from, to] : *equivalents_) {
+    if (name == from) return canonicalPythonName(to);
+    if (name.size() > from.size() && name.starts_with(from) && name[from.size()] == '.') {
+      return canonicalPythonName(to + name.substr(from.size()));
+    }
+  }
+  return name;
+}
+
 void PythonNames::bindImport(const std::string& dottedName, const std::string& alias) {
   if (!alias.empty()) {
-    bindings_[alias] = canonicalPythonName(dottedName);
+    bindings_[alias] = canonical(dottedName);
     return;
   }
   std::string head(headOf(dottedName));
@@ -42,7 +56,7 @@ void PythonNames::bindImport(const std::string& dottedName, const std::string& a
 
 void PythonNames::bindFromImport(const std::string& module, const std::string& name,
                                  const std::string& alias) {
-  bindings_[alias.empty() ? name : alias] = canonicalPythonName(module + "." + name);
+  bindings_[alias.empty() ? name : alias] = canonical(module + "." + name);
 }
 
 void PythonNames::bindAssignment(const std::string& name, const std::string& qualified) {
@@ -55,7 +69,7 @@ std::string PythonNames::qualify(const std::string& dotted) const {
   std::string_view head = headOf(dotted);
   auto it = bindings_.find(std::string(head));
   if (it == bindings_.end() || it->second.empty()) return "";
-  return canonicalPythonName(it->second + dotted.substr(head.size()));
+  return canonical(it->second + dotted.substr(head.size()));
 }
 
 }  // namespace nccl_migrate::lint

@@ -3,6 +3,7 @@
 // compare against a single qualified name.
 #pragma once
 
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -23,9 +24,19 @@ class PythonNames {
   // empty when its head is not bound to an import (a local variable, a builtin, unknown).
   std::string qualify(const std::string& dotted) const;
   bool isBuiltin(const std::string& name) const { return !bindings_.contains(name); }
+  bool isLocalDefinition(const std::string& name) const {
+    auto it = bindings_.find(name);
+    return it != bindings_.end() && it->second.empty();
+  }
+
+  // Modules the project treats as another ("deepspeed.comm" -> "torch.distributed").
+  void setEquivalentModules(const std::map<std::string, std::string>* equivalents) { equivalents_ = equivalents; }
 
  private:
+  std::string canonical(const std::string& qualified) const;
+
   std::unordered_map<std::string, std::string> bindings_;  // local name -> qualified ("" = local)
+  const std::map<std::string, std::string>* equivalents_ = nullptr;
 };
 
 // "torch.distributed.distributed_c10d.X" -> "torch.distributed.X", and the same for the

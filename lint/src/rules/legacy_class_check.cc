@@ -43,7 +43,7 @@ class LegacyClassCheck final : public Rule {
  public:
   const RuleInfo& info() const override { return info_; }
 
-  void check(const SourceModel& model, std::vector<Finding>& out) const override {
+  void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
     for (const TypeCheck& check : model.typeChecks) {
       if (!kLegacyClass.contains(check.qualifiedName)) continue;
       out.push_back(finding(model, check.where,
@@ -64,6 +64,7 @@ class LegacyClassCheck final : public Rule {
           "ProcessGroupNCCL. isinstance checks turn False and dynamic casts return null without any error.",
       .example = "if isinstance(pg._get_backend(torch.device(\"cuda\")), dist.ProcessGroupNCCL): ...",
       .fix = "Compare the backend's name() against (\"nccl\", \"nccl2\", \"nccl-lazy\"), or check both classes.",
+      .fixSafety = FixSafety::None,
       .languages = {Language::Python, Language::Cpp},
       .enabledByDefault = true,
       .triggers = {"ProcessGroupNCCL"},

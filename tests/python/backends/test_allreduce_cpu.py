@@ -141,4 +141,4 @@ def test_dead_peer_fails_with_the_op_identity_instead_of_hanging():
     assert (rank, status) == (0, "ok"), value
     kind, message = value
     assert kind == "DistBackendError", message
-    assert "allreduce" in message and "sequence number 1" in message and "rank 0" in message, message
+    assert "all_reduce" in message and "sequence number 1" in message and "rank 0" in message, message

@@ -21,12 +21,17 @@ namespace nccl_migrate::backends {
 class InFlight {
  public:
   virtual ~InFlight() = default;
-  // Non-blocking: true once the op finished (successfully or not).
+  // Non-blocking: true once the op finished (successfully or not). For CUDA ops: once the
+  // communicator's stream has passed the op.
   virtual bool isDone() = 0;
+  // Non-blocking: the op's error once one is known (NCCL's asynchronous error, Gloo's failure).
+  virtual std::exception_ptr failure() = 0;
   // Blocks until done or `timeout` passes; throws on failure or timeout. For CUDA ops it also
   // makes the caller's current stream wait for the op.
   virtual void wait(std::chrono::milliseconds timeout) = 0;
-  // Runs `callback` once the op is done (nullptr on success), possibly on another thread.
+  // Runs `callback` once the result may be used, with the error (nullptr on success), possibly
+  // on another thread. CUDA ops call it at once after ordering the caller's current stream
+  // after the op: their results are ready in stream order, as torch's CUDA futures are.
   virtual void onDone(std::function<void(std::exception_ptr)> callback) = 0;
 };
 
@@ -44,12 +49,46 @@ struct CommunicatorInfo {
   std::string implementation;  // "nccl" or "gloo"
 };
 
+// Ranks in these calls are communicator ranks (positions in CommunicatorInfo::groupRanks).
+// Tensors are validated by the engine before they arrive here.
 class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual const CommunicatorInfo& info() const = 0;
+
   virtual std::unique_ptr<InFlight> allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) = 0;
-  // Stops outstanding ops and frees the transport; later ops fail.
+  virtual std::unique_ptr<InFlight> broadcast(at::Tensor& tensor, int root) = 0;
+  virtual std::unique_ptr<InFlight> reduce(at::Tensor& tensor, int root, const c10d::ReduceOp& op) = 0;
+  // outputs[i] receives rank i's input.
+  virtual std::unique_ptr<InFlight> allGather(std::vector<at::Tensor>& outputs, at::Tensor& input) = 0;
+  // output is size() inputs laid end to end.
+  virtual std::unique_ptr<InFlight> allGatherInto(at::Tensor& output, at::Tensor& input) = 0;
+  // inputs[i] is reduced into rank i's output.
+  virtual std::unique_ptr<InFlight> reduceScatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
+                                                  const c10d::ReduceOp& op) = 0;
+  // input is size() outputs laid end to end.
+  virtual std::unique_ptr<InFlight> reduceScatterFrom(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceOp& op) = 0;
+  virtual std::unique_ptr<InFlight> allToAll(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs) = 0;
+  // Split sizes count rows (first dimension); empty means equal parts.
+  virtual std::unique_ptr<InFlight> allToAllSingle(at::Tensor& output, at::Tensor& input,
+                                                   const std::vector<int64_t>& outputSplits,
+                                                   const std::vector<int64_t>& inputSplits) = 0;
+  // outputs is empty except on root.
+  virtual std::unique_ptr<InFlight> gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) = 0;
+  // inputs is empty except on root.
+  virtual std::unique_ptr<InFlight> scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) = 0;
+  virtual std::unique_ptr<InFlight> send(at::Tensor& tensor, int peer) = 0;
+  virtual std::unique_ptr<InFlight> recv(at::Tensor& tensor, int peer) = 0;
+  virtual std::unique_ptr<InFlight> barrier() = 0;
+
+  // Ops issued between beginBatch and endBatch form one launch (an NCCL group), so batched
+  // sends and receives cannot deadlock on each other. The InFlight endBatch returns covers
+  // every op of the batch; those returned inside the batch must not be waited on alone.
+  virtual void beginBatch() = 0;
+  virtual std::unique_ptr<InFlight> endBatch() = 0;
+
+  // Stops outstanding ops and frees the transport; later ops fail. Never throws.
   virtual void abort() = 0;
 };
 

@@ -13,11 +13,12 @@
 
 namespace nccl_migrate::backends {
 
-// Creates one torch Gloo backend over the group's store under `storePrefix`. The toolkit does
-// not write its own transport: the Python package supplies this from torch's public
-// ProcessGroupGloo, since the wheel ships no Gloo headers.
-using GlooBackendMaker =
-    std::function<c10::intrusive_ptr<c10d::Backend>(const std::string& storePrefix, int rank, int size)>;
+// Creates one torch Gloo backend over `store` under `storePrefix`. The toolkit does not write its
+// own transport: the Python package supplies this from torch's public ProcessGroupGloo, since
+// the wheel ships no Gloo headers.
+using GlooBackendMaker = std::function<c10::intrusive_ptr<c10d::Backend>(
+    const c10::intrusive_ptr<c10d::Store>& store, const std::string& storePrefix, int rank, int size,
+    std::chrono::milliseconds timeout)>;
 
 // Every communicator of one group, whatever its device; picks the implementation by device type.
 std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store,

@@ -1,9 +1,12 @@
 // The engine: one c10d::Backend for every behaviour. It owns Work objects, sequence numbers,
-// timeouts and error context; a CommunicatorPolicy decides which communicator an op runs on
-// and a CommunicatorFactory makes communicators real (NCCL for CUDA, Gloo for CPU).
+// timeouts, error state, coalescing and the flight recorder; a CommunicatorPolicy decides which
+// communicator an op runs on and a CommunicatorFactory makes communicators real (NCCL for
+// CUDA, Gloo for CPU). The engine never asks which behaviour it runs.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,37 +23,120 @@ namespace nccl_migrate::backends {
 
 struct GroupOptions {
   std::string groupName;
+  std::string groupDesc;
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
-  std::vector<uint64_t> globalRanks;
-  std::optional<c10::Device> boundDevice;  // explicit device_id, when the job gave one
+  std::vector<uint64_t> globalRanks;       // empty: the group is the world, in rank order
+  std::optional<c10::Device> boundDevice;  // explicit device_id (or the policy's fallback)
 };
+
+// Makes the policy of a new group (split children get a fresh one of the same behaviour).
+using PolicyMaker = std::function<std::unique_ptr<CommunicatorPolicy>(int groupRank, int groupSize)>;
+// Makes the communicator factory of a new group over its store.
+using FactoryMaker = std::function<std::shared_ptr<CommunicatorFactory>(const c10::intrusive_ptr<c10d::Store>& store,
+                                                                        const GroupOptions& options)>;
+
+// One live communicator, as seen from the process: which group and policy made it.
+struct LiveCommunicator {
+  std::string groupName;
+  std::string policy;
+  CommunicatorInfo info;
+};
+
+class EngineWork;
 
 class MigrateBackend final : public c10d::Backend {
  public:
-  MigrateBackend(int rank, int size, GroupOptions options, std::unique_ptr<CommunicatorPolicy> policy,
-                 std::shared_ptr<CommunicatorFactory> factory);
+  MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, GroupOptions options,
+                 PolicyMaker makePolicy, FactoryMaker makeFactory);
   ~MigrateBackend() override;
+  // Runs when the last strong reference goes, on that thread (usually the job's, holding the
+  // GIL): frees communicators and the Python callables behind them there, not later on the
+  // watchdog thread that may hold the last weak reference.
+  void release_resources() override;
 
   const std::string getBackendName() const override { return backendName_; }
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
   uint64_t getSequenceNumberForGroup() override;
   void setTimeout(std::chrono::milliseconds timeout) override;
+  c10d::ErrorType getError() override;
 
-  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
-                                           const c10d::AllreduceOptions& opts) override;
+  bool supportsSplitting() const override { return true; }
+  bool supportsCoalescing() const override { return true; }
+  bool supportsAbortHooks() const override { return false; }
 
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> all_gather_single(at::Tensor& output, at::Tensor& input,
+                                                   const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> all_gather_single_coalesced(std::vector<at::Tensor>& outputs,
+                                                             std::vector<at::Tensor>& inputs,
+                                                             const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather_single(at::Tensor& output, at::Tensor& input,
+                                               const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_single(at::Tensor& output, at::Tensor& input,
+                                                       const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_single_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> all_to_all_single(at::Tensor& output, at::Tensor& input,
+                                                   std::vector<int64_t>& outputSplits,
+                                                   std::vector<int64_t>& inputSplits,
+                                                   const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
+  void eagerConnectSingleDevice(at::Device device) override;
   void abort() override;
   void shutdown() override;
 
   // Live communicators of this group, in creation order.
   std::vector<CommunicatorInfo> communicators() const;
+  std::string policyName() const;
+  const GroupOptions& groupOptions() const { return options_; }
   const std::string& groupName() const { return options_.groupName; }
+  uint64_t globalRank() const;
+
+  // Every live communicator of every toolkit backend in this process.
+  static std::vector<LiveCommunicator> processCommunicators();
+
+  // Called by the watchdog when an op of this group timed out or failed: records the error,
+  // dumps the flight recorder once, and on timeout aborts the group's communicators so that
+  // every other pending op fails too instead of hanging.
+  void onOpFailure(bool timedOut, const std::string& what);
 
  private:
-  Communicator& communicatorFor(const CommunicatorRequest& request);
-  std::string describeOp(const char* op, uint64_t seq) const;
+  struct Op;  // what one call issues: name, type, tensors, peer
+  using Run = std::function<std::unique_ptr<InFlight>(Communicator&, const CommunicatorRequest&)>;
 
+  c10::intrusive_ptr<c10d::Work> issue(Op op, const CommunicatorRequest& where, const Run& run);
+  Communicator& communicatorFor(const CommunicatorRequest& request);
+  std::string describeOp(const std::string& op, uint64_t seq) const;
+  void checkUsable() const;
+
+  c10::intrusive_ptr<c10d::Store> store_;
   GroupOptions options_;
+  PolicyMaker makePolicy_;
+  FactoryMaker makeFactory_;
   std::unique_ptr<CommunicatorPolicy> policy_;
   std::shared_ptr<CommunicatorFactory> factory_;
   std::string backendName_;
@@ -58,8 +144,17 @@ class MigrateBackend final : public c10d::Backend {
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Communicator>> communicators_;
   std::vector<std::string> creationOrder_;
-  uint64_t sequence_ = 0;
+  uint64_t collectiveSeq_ = 0;
+  uint64_t p2pSeq_ = 0;
+  uint64_t opId_ = 0;
   bool aborted_ = false;
+  std::atomic<int> error_{0};  // c10d::ErrorType
+  std::atomic<bool> dumped_{false};
+  int splitCount_ = 0;
+
+  // The open coalescing batch, if any.
+  struct Batch;
+  std::unique_ptr<Batch> batch_;
 };
 
 }  // namespace nccl_migrate::backends

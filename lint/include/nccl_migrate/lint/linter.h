@@ -2,29 +2,47 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "nccl_migrate/lint/config.h"
 #include "nccl_migrate/lint/rule.h"
 
 namespace nccl_migrate::lint {
 
 struct LintReport {
-  std::vector<Finding> findings;   // sorted by path, line, column, code
-  std::vector<std::string> notes;  // files that could not be read or parsed at all
-  int filesScanned = 0;            // files of a known language that passed the prefilter or not
-  int filesParsed = 0;             // files that passed the prefilter and reached a frontend
+  std::vector<Finding> findings;      // sorted by path, line, column, code
+  std::vector<std::string> warnings;  // files skipped (unreadable, binary, not UTF-8, too large)
+  int filesScanned = 0;               // files of a known language
+  int filesParsed = 0;                // files that passed the prefilter and reached a frontend
+  int suppressed = 0;                 // findings silenced by noqa/NOLINT comments
+};
+
+// C/C++/CUDA parsing with Clang's AST (tier 2) instead of only the raw lexer.
+struct CppAstOptions {
+  std::filesystem::path compileCommandsDir;  // `-p DIR`: a directory with compile_commands.json
+  std::vector<std::string> extraFlags;       // flags after `--` (a fixed compilation database)
+  bool enabled() const { return !compileCommandsDir.empty() || !extraFlags.empty(); }
+};
+
+struct LintOptions {
+  LintConfig config;
+  CppAstOptions cppAst;
+  unsigned jobs = 0;  // worker threads; 0 = every core
+  // Called after each file with (done, total); for a progress line.
+  std::function<void(size_t, size_t)> progress;
 };
 
 // Language of a file by its name, or nullopt when the linter does not handle it.
 std::optional<Language> languageOf(const std::filesystem::path& path);
 
-// Lints files and directories (recursively; hidden and build directories are skipped).
-// Throws std::invalid_argument naming the path when one does not exist.
-LintReport lintPaths(const std::vector<std::filesystem::path>& paths);
+// Lints files and directories (recursively; hidden and build directories, .gitignore'd and
+// excluded paths are skipped). Throws std::invalid_argument naming the path when one does not exist.
+LintReport lintPaths(const std::vector<std::filesystem::path>& paths, const LintOptions& options = {});
 
 // Lints one in-memory source; the path only names it and picks the language.
-LintReport lintSource(const std::filesystem::path& path, const std::string& text);
+LintReport lintSource(const std::filesystem::path& path, const std::string& text, const LintOptions& options = {});
 
 }  // namespace nccl_migrate::lint

@@ -1,17 +1,26 @@
 // The one representation every frontend produces and every rule reads. Rules never see a parser:
-// they ask a SourceModel what was checked, called or assigned, already qualified by name.
+// they ask a SourceModel what was checked, called, compared or assigned, already qualified by name.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace nccl_migrate::lint {
 
-enum class Language { Python, Cpp };
+// Python covers .py/.pyi and notebooks; Config covers YAML, TOML, JSON and .env files.
+enum class Language { Python, Cpp, Shell, Dockerfile, Config };
 
 struct Location {
   int line = 0;    // 1-based
   int column = 0;  // 1-based, in bytes
+};
+
+// A byte range of the file's text, for fixes.
+struct Range {
+  size_t begin = 0;
+  size_t end = 0;
 };
 
 // A runtime type test against a named class: Python isinstance / `type(x) is`, C++ casts and
@@ -27,11 +36,81 @@ struct TypeCheck {
   Location where;
 };
 
+// One argument of a call as written.
+struct Argument {
+  std::string keyword;                     // empty for a positional argument
+  std::string text;                        // source text of the value
+  std::optional<std::string> stringValue;  // the value when it is a string known at this point
+  std::vector<std::string> elements;       // source text of each element of a list/tuple literal
+  bool isSequenceLiteral = false;
+  Location where;
+};
+
 // A call whose callee the frontend could name.
 struct Call {
-  std::string qualifiedName;  // "torch.distributed.new_group", "setenv"
-  std::string spelling;
+  std::string qualifiedName;  // "torch.distributed.new_group", "setenv"; empty if unresolved
+  std::string spelling;       // callee as written: "dist.new_group", "pg.name"
   Location where;
+  std::vector<Argument> arguments;
+  int loopDepth = 0;  // enclosing for/while loops and comprehensions in the same function
+
+  const Argument* keyword(const std::string& name) const {
+    for (const Argument& a : arguments)
+      if (a.keyword == name) return &a;
+    return nullptr;
+  }
+  const Argument* positional(size_t index) const {
+    size_t seen = 0;
+    for (const Argument& a : arguments) {
+      if (!a.keyword.empty()) continue;
+      if (seen++ == index) return &a;
+    }
+    return nullptr;
+  }
+  // The keyword argument `name`, else the positional one at `index`.
+  const Argument* argument(const std::string& name, size_t index) const {
+    if (const Argument* a = keyword(name)) return a;
+    return positional(index);
+  }
+};
+
+// `<subject> == "literal"` and friends, where the subject is a call such as `pg.name()`.
+struct StringComparison {
+  std::string subjectCallee;       // qualified callee, else as spelled ("backend.name")
+  bool subjectCallHasArguments = false;
+  std::string op;                  // "==", "!=", "in", "not in"
+  std::vector<std::string> literals;
+  Location where;
+  Range literalSide;  // operator and literal side, which a fix may rewrite
+  std::string subjectText;
+};
+
+// `x.attr` reads of an attribute (the object is unknown: attribute names are what rules test).
+struct AttributeUse {
+  std::string name;
+  std::string objectText;
+  Location where;
+};
+
+// A string literal in code (never a comment or a docstring).
+struct StringLiteral {
+  std::string value;
+  Location where;
+};
+
+// A key set to a value: environment variables (Python os.environ, shell export, Dockerfile ENV,
+// C++ setenv/putenv) and keys of configuration files (YAML, TOML, JSON, .env).
+struct Setting {
+  std::string key;
+  std::string value;  // the value as far as it is known; unknown parts are left out
+  Location where;
+  bool isEnvironment = false;  // set in the environment (not only a config key)
+};
+
+// A comment, for suppressions; frontends collect them, the linter interprets them.
+struct Comment {
+  int line = 0;
+  std::string text;
 };
 
 struct SourceModel {
@@ -39,6 +118,11 @@ struct SourceModel {
   Language language = Language::Python;
   std::vector<TypeCheck> typeChecks;
   std::vector<Call> calls;
+  std::vector<StringComparison> comparisons;
+  std::vector<AttributeUse> attributes;
+  std::vector<StringLiteral> strings;
+  std::vector<Setting> settings;
+  std::vector<Comment> comments;
   bool hadSyntaxErrors = false;  // the tree was kept; findings still come
 };
 

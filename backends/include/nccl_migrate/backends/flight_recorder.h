@@ -1,0 +1,70 @@
+// A flight recorder for every toolkit backend: the last TORCH_FR_BUFFER_SIZE ops of the
+// process in a ring buffer, with torch's entry fields, dumped as torch's pickle format so that
+// torch's own analyzer (torchfrtrace) reads it. Process-wide, like torch's, so one dump holds
+// every group of the rank.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nccl_migrate::backends {
+
+struct FlightGroup {
+  std::string name;  // pg uid ("0", "1", ...)
+  std::string desc;  // "default_pg", "undefined", ...
+  std::vector<uint64_t> globalRanks;
+};
+
+struct FlightEntry {
+  uint64_t recordId = 0;
+  std::string groupName, groupDesc;
+  uint64_t collectiveSeq = 0, p2pSeq = 0, opId = 0;
+  bool isP2P = false;
+  std::string profilingName;  // "nccl:all_reduce", "nccl:send 0->1"
+  int64_t createdNs = 0, startedNs = 0, completedNs = 0;
+  int64_t timeoutMs = 0;
+  std::vector<std::vector<int64_t>> inputSizes, outputSizes;
+  std::vector<std::string> inputDtypes, outputDtypes;
+  std::string state = "scheduled";  // scheduled | started | completed
+  bool retired = false;
+};
+
+class FlightRecorder {
+ public:
+  static FlightRecorder& instance();
+
+  // Capacity from TORCH_FR_BUFFER_SIZE (alias TORCH_NCCL_TRACE_BUFFER_SIZE), default 2000;
+  // 0 disables recording.
+  bool enabled() const { return capacity_ > 0; }
+  void registerGroup(const FlightGroup& group);
+  // Returns the entry's id, or nullopt when disabled.
+  std::optional<uint64_t> record(FlightEntry entry);
+  void markCompleted(uint64_t recordId);
+
+  std::vector<FlightEntry> entries() const;
+  // torch's dump: {"version", "pg_config", "pg_status", "entries", "comm_lib_version"}, pickled.
+  std::string dumpPickle() const;
+  // Writes the dump to `<prefix><rank>`; the prefix comes from TORCH_FR_DUMP_TEMP_FILE (alias
+  // TORCH_NCCL_DEBUG_INFO_TEMP_FILE), else ~/.cache/torch/comm_lib_trace_rank_. Returns the path.
+  std::string dumpToFile(uint64_t globalRank) const;
+
+  // Test seam: capacity and contents start over.
+  void resetForTesting(size_t capacity);
+
+ private:
+  FlightRecorder();
+
+  mutable std::mutex mutex_;
+  size_t capacity_;
+  uint64_t nextId_ = 0;
+  std::vector<FlightEntry> ring_;  // ring_[id % capacity_]
+  std::vector<FlightGroup> groups_;
+};
+
+// Nanoseconds since the epoch, the clock torch's entries use.
+int64_t nowNs();
+
+}  // namespace nccl_migrate::backends

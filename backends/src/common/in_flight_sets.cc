@@ -1,0 +1,73 @@
+// InFlightSet: see in_flight_sets.h.
+#include "in_flight_sets.h"
+
+#include <atomic>
+#include <mutex>
+
+#include <c10/util/Exception.h>
+
+namespace nccl_migrate::backends {
+
+InFlightSet::InFlightSet(std::vector<std::unique_ptr<InFlight>> members) : members_(std::move(members)) {}
+
+bool InFlightSet::isDone() {
+  for (auto& m : members_) {
+    if (!m->isDone()) return false;
+  }
+  return true;
+}
+
+std::exception_ptr InFlightSet::failure() {
+  for (auto& m : members_) {
+    if (auto error = m->failure()) return error;
+  }
+  return nullptr;
+}
+
+void InFlightSet::wait(std::chrono::milliseconds timeout) {
+  // One deadline for the whole set: waiting member by member must not multiply the timeout.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto& m : members_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    m->wait(std::max(left, std::chrono::milliseconds(1)));
+  }
+}
+
+void InFlightSet::onDone(std::function<void(std::exception_ptr)> callback) {
+  if (members_.empty()) return callback(nullptr);
+  struct Countdown {
+    std::atomic<size_t> left;
+    std::mutex mutex;
+    std::exception_ptr firstError;
+    std::function<void(std::exception_ptr)> callback;
+  };
+  auto state = std::make_shared<Countdown>();
+  state->left = members_.size();
+  state->callback = std::move(callback);
+  for (auto& m : members_) {
+    m->onDone([state](std::exception_ptr error) {
+      if (error) {
+        std::lock_guard<std::mutex> lock(state->mutex);
+        if (!state->firstError) state->firstError = error;
+      }
+      if (--state->left == 0) state->callback(state->firstError);
+    });
+  }
+}
+
+}  // namespace nccl_migrate::backends
+
+namespace nccl_migrate::backends {
+
+void DeferredInFlight::wait(std::chrono::milliseconds timeout) {
+  TORCH_CHECK(*slot_, "this op belongs to a coalescing batch that has not been issued yet: it completes with the "
+                      "batch, after endCoalescing");
+  (*slot_)->wait(timeout);
+}
+
+void DeferredInFlight::onDone(std::function<void(std::exception_ptr)> callback) {
+  TORCH_CHECK(*slot_, "this op belongs to a coalescing batch that has not been issued yet; call endCoalescing first");
+  (*slot_)->onDone(std::move(callback));
+}
+
+}  // namespace nccl_migrate::backends

@@ -1,0 +1,55 @@
+// InFlight building blocks shared by both communicator implementations and the engine: an op
+// that already finished, and a set of ops that finish together.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "nccl_migrate/backends/communicator.h"
+
+namespace nccl_migrate::backends {
+
+// An op that completed (or failed) before it was returned.
+class FinishedInFlight final : public InFlight {
+ public:
+  explicit FinishedInFlight(std::exception_ptr error = nullptr) : error_(std::move(error)) {}
+  bool isDone() override { return true; }
+  std::exception_ptr failure() override { return error_; }
+  void wait(std::chrono::milliseconds) override {
+    if (error_) std::rethrow_exception(error_);
+  }
+  void onDone(std::function<void(std::exception_ptr)> callback) override { callback(error_); }
+
+ private:
+  std::exception_ptr error_;
+};
+
+// Several ops seen as one: done when all are, failed when any is.
+class InFlightSet final : public InFlight {
+ public:
+  explicit InFlightSet(std::vector<std::unique_ptr<InFlight>> members);
+  bool isDone() override;
+  std::exception_ptr failure() override;
+  void wait(std::chrono::milliseconds timeout) override;
+  void onDone(std::function<void(std::exception_ptr)> callback) override;
+
+ private:
+  std::vector<std::unique_ptr<InFlight>> members_;
+};
+
+// An op whose tracker arrives later: the members of a coalescing batch, which complete with
+// the batch once endCoalescing issued it.
+class DeferredInFlight final : public InFlight {
+ public:
+  using Slot = std::shared_ptr<std::shared_ptr<InFlight>>;
+  explicit DeferredInFlight(Slot slot) : slot_(std::move(slot)) {}
+  bool isDone() override { return *slot_ && (*slot_)->isDone(); }
+  std::exception_ptr failure() override { return *slot_ ? (*slot_)->failure() : nullptr; }
+  void wait(std::chrono::milliseconds timeout) override;
+  void onDone(std::function<void(std::exception_ptr)> callback) override;
+
+ private:
+  Slot slot_;
+};
+
+}  // namespace nccl_migrate::backends

@@ -1,0 +1,288 @@
+// The c10d operations of MigrateBackend: argument checks, then one issue() call that names
+// the op and runs it on the communicator the policy chose.
+#include <numeric>
+
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+
+#include "engine_internals.h"
+#include "nccl_migrate/backends/migrate_backend.h"
+#include "tensor_checks.h"
+
+namespace nccl_migrate::backends {
+namespace {
+
+// A group rank's position in a communicator's member list: its rank in that communicator.
+int commRankOf(const CommunicatorRequest& request, int groupRank) {
+  auto it = std::find(request.groupRanks.begin(), request.groupRanks.end(), groupRank);
+  TORCH_CHECK(it != request.groupRanks.end(), "rank ", groupRank, " is not a member of communicator ", request.key);
+  return static_cast<int>(it - request.groupRanks.begin());
+}
+
+std::vector<at::Tensor> carried(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> out;
+  out.reserve(tensors.size());
+  for (const at::Tensor& t : tensors) out.push_back(checks::asCarried(t));
+  return out;
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::broadcast(std::vector<at::Tensor>& tensors,
+                                                         const c10d::BroadcastOptions& opts) {
+  const at::Tensor& t = checks::singleTensor(tensors);
+  checks::rootRank(opts.rootRank, size_);
+  int root = static_cast<int>(opts.rootRank);
+  return issue({"broadcast", c10d::OpType::BROADCAST, t.device(), {t}, {t}}, policy_->forCollective(t.device()),
+               [&](Communicator& c, const CommunicatorRequest& r) {
+                 at::Tensor x = checks::asCarried(t);
+                 return c.broadcast(x, commRankOf(r, root));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::allreduce(std::vector<at::Tensor>& tensors,
+                                                         const c10d::AllreduceOptions& opts) {
+  const at::Tensor& t = checks::singleTensor(tensors);
+  c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, t, "all_reduce");
+  return issue({"all_reduce", c10d::OpType::ALLREDUCE, t.device(), {t}, {t}}, policy_->forCollective(t.device()),
+               [&](Communicator& c, const CommunicatorRequest&) {
+                 at::Tensor x = checks::asCarried(t);
+                 return c.allReduce(x, op);
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                   const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK_VALUE(!tensors.empty(), "allreduce_coalesced needs at least one tensor");
+  for (const at::Tensor& t : tensors) {
+    checks::usableTensor(t);
+    checks::sameDevice(tensors[0], t);
+  }
+  // One batch: the tensors travel in one launch, as in torch's NCCL backends.
+  bool ownBatch = !batch_;
+  if (ownBatch) startCoalescing();
+  for (const at::Tensor& t : tensors) {
+    std::vector<at::Tensor> one{t};
+    c10d::AllreduceOptions single;
+    single.reduceOp = opts.reduceOp;
+    single.timeout = opts.timeout;
+    allreduce(one, single);
+  }
+  return ownBatch ? endCoalescing() : c10::intrusive_ptr<c10d::Work>();
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
+  const at::Tensor& t = checks::singleTensor(tensors);
+  checks::rootRank(opts.rootRank, size_);
+  c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, t, "reduce");
+  int root = static_cast<int>(opts.rootRank);
+  return issue({"reduce", c10d::OpType::REDUCE, t.device(), {t}, {t}}, policy_->forCollective(t.device()),
+               [&](Communicator& c, const CommunicatorRequest& r) {
+                 at::Tensor x = checks::asCarried(t);
+                 return c.reduce(x, commRankOf(r, root), op);
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                         std::vector<at::Tensor>& inputs,
+                                                         const c10d::AllgatherOptions&) {
+  const at::Tensor& in = checks::singleTensor(inputs);
+  TORCH_CHECK_VALUE(outputs.size() == 1, "Only single tensor / single list supported (got ", outputs.size(), " lists)");
+  std::vector<at::Tensor>& outs = outputs[0];
+  checks::tensorListLike(outs, in, size_, "all_gather");
+  return issue({"all_gather", c10d::OpType::ALLGATHER, in.device(), {in}, outs}, policy_->forCollective(in.device()),
+               [&](Communicator& c, const CommunicatorRequest&) {
+                 at::Tensor x = checks::asCarried(in);
+                 std::vector<at::Tensor> ys = carried(outs);
+                 return c.allGather(ys, x);
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::all_gather_single(at::Tensor& output, at::Tensor& input,
+                                                                 const c10d::AllgatherOptions&) {
+  checks::usableTensor(input);
+  checks::flatOutputOfGather(output, input, size_);
+  return issue({"_all_gather_base", c10d::OpType::_ALLGATHER_BASE, input.device(), {input}, {output}},
+               policy_->forCollective(input.device()), [&](Communicator& c, const CommunicatorRequest&) {
+                 at::Tensor x = checks::asCarried(input), y = checks::asCarried(output);
+                 return c.allGatherInto(y, x);
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::all_gather_single_coalesced(std::vector<at::Tensor>& outputs,
+                                                                           std::vector<at::Tensor>& inputs,
+                                                                           const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "allgather_into_tensor_coalesced needs as many outputs as inputs, got ",
+                    outputs.size(), " and ", inputs.size());
+  bool ownBatch = !batch_;
+  if (ownBatch) startCoalescing();
+  for (size_t i = 0; i < inputs.size(); ++i) all_gather_single(outputs[i], inputs[i], opts);
+  return ownBatch ? endCoalescing() : c10::intrusive_ptr<c10d::Work>();
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                      std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
+  const at::Tensor& in = checks::singleTensor(inputs);
+  checks::rootRank(opts.rootRank, size_);
+  int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> outs;
+  if (rank_ == root) {
+    TORCH_CHECK_VALUE(outputs.size() == 1, "gather: the root needs exactly one output list, got ", outputs.size());
+    outs = outputs[0];
+    checks::tensorListLike(outs, in, size_, "gather");
+  } else {
+    TORCH_CHECK_VALUE(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
+                      "gather: only the root (rank ", root, ") takes output tensors");
+  }
+  return issue({"gather", c10d::OpType::GATHER, in.device(), {in}, outs}, policy_->forCollective(in.device()),
+               [&](Communicator& c, const CommunicatorRequest& r) {
+                 at::Tensor x = checks::asCarried(in);
+                 std::vector<at::Tensor> ys = carried(outs);
+                 return c.gather(ys, x, commRankOf(r, root));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::gather_single(at::Tensor& output, at::Tensor& input,
+                                                             const c10d::GatherOptions& opts) {
+  std::vector<at::Tensor> inputs{input};
+  std::vector<std::vector<at::Tensor>> outputs;
+  if (rank_ == opts.rootRank) {
+    checks::flatOutputOfGather(output, input, size_);
+    outputs.push_back(output.reshape({size_, -1}).unbind(0));
+    for (at::Tensor& view : outputs[0]) view = view.view(input.sizes());
+  }
+  return gather(outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::scatter(std::vector<at::Tensor>& outputs,
+                                                       std::vector<std::vector<at::Tensor>>& inputs,
+                                                       const c10d::ScatterOptions& opts) {
+  const at::Tensor& out = checks::singleTensor(outputs);
+  checks::rootRank(opts.rootRank, size_);
+  int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> ins;
+  if (rank_ == root) {
+    TORCH_CHECK_VALUE(inputs.size() == 1, "scatter: the root needs exactly one input list, got ", inputs.size());
+    ins = inputs[0];
+    checks::tensorListLike(ins, out, size_, "scatter");
+  } else {
+    TORCH_CHECK_VALUE(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
+                      "scatter: only the root (rank ", root, ") takes input tensors");
+  }
+  return issue({"scatter", c10d::OpType::SCATTER, out.device(), ins, {out}}, policy_->forCollective(out.device()),
+               [&](Communicator& c, const CommunicatorRequest& r) {
+                 at::Tensor y = checks::asCarried(out);
+                 std::vector<at::Tensor> xs = carried(ins);
+                 return c.scatter(y, xs, commRankOf(r, root));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                              std::vector<std::vector<at::Tensor>>& inputs,
+                                                              const c10d::ReduceScatterOptions& opts) {
+  const at::Tensor& out = checks::singleTensor(outputs);
+  TORCH_CHECK_VALUE(inputs.size() == 1, "Only single tensor / single list supported (got ", inputs.size(), " lists)");
+  std::vector<at::Tensor>& ins = inputs[0];
+  checks::tensorListLike(ins, out, size_, "reduce_scatter");
+  c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, out, "reduce_scatter");
+  return issue({"reduce_scatter", c10d::OpType::REDUCE_SCATTER, out.device(), ins, {out}},
+               policy_->forCollective(out.device()), [&](Communicator& c, const CommunicatorRequest&) {
+                 at::Tensor y = checks::asCarried(out);
+                 std::vector<at::Tensor> xs = carried(ins);
+                 return c.reduceScatter(y, xs, op);
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter_single(at::Tensor& output, at::Tensor& input,
+                                                                     const c10d::ReduceScatterOptions& opts) {
+  checks::usableTensor(output);
+  checks::flatInputOfReduceScatter(output, input, size_);
+  c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, output, "reduce_scatter");
+  return issue({"_reduce_scatter_base", c10d::OpType::_REDUCE_SCATTER_BASE, output.device(), {input}, {output}},
+               policy_->forCollective(output.device()), [&](Communicator& c, const CommunicatorRequest&) {
+                 at::Tensor x = checks::asCarried(input), y = checks::asCarried(output);
+                 return c.reduceScatterFrom(y, x, op);
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter_single_coalesced(std::vector<at::Tensor>& outputs,
+                                                                               std::vector<at::Tensor>& inputs,
+                                                                               const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "reduce_scatter_tensor_coalesced needs as many outputs as inputs, got ",
+                    outputs.size(), " and ", inputs.size());
+  bool ownBatch = !batch_;
+  if (ownBatch) startCoalescing();
+  for (size_t i = 0; i < inputs.size(); ++i) reduce_scatter_single(outputs[i], inputs[i], opts);
+  return ownBatch ? endCoalescing() : c10::intrusive_ptr<c10d::Work>();
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::all_to_all_single(at::Tensor& output, at::Tensor& input,
+                                                                 std::vector<int64_t>& outputSplits,
+                                                                 std::vector<int64_t>& inputSplits,
+                                                                 const c10d::AllToAllOptions&) {
+  checks::usableTensor(input);
+  checks::usableTensor(output);
+  checks::sameDevice(input, output);
+  TORCH_CHECK_VALUE(input.scalar_type() == output.scalar_type(), "all_to_all: input and output must have the same type");
+  checks::splitSizes(inputSplits, input, size_, "input");
+  checks::splitSizes(outputSplits, output, size_, "output");
+  return issue({"all_to_all", c10d::OpType::ALLTOALL_BASE, input.device(), {input}, {output}},
+               policy_->forCollective(input.device()), [&](Communicator& c, const CommunicatorRequest&) {
+                 at::Tensor x = checks::asCarried(input), y = checks::asCarried(output);
+                 return c.allToAllSingle(y, x, outputSplits, inputSplits);
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                                        const c10d::AllToAllOptions&) {
+  TORCH_CHECK_VALUE(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
+                    "all_to_all expects ", size_, " input and ", size_, " output tensors (one per rank), got ",
+                    inputs.size(), " and ", outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checks::usableTensor(inputs[i]);
+    checks::usableTensor(outputs[i]);
+    checks::sameDevice(inputs[0], inputs[i]);
+    checks::sameDevice(inputs[0], outputs[i]);
+    TORCH_CHECK_VALUE(inputs[i].scalar_type() == inputs[0].scalar_type() &&
+                          outputs[i].scalar_type() == inputs[0].scalar_type(),
+                      "all_to_all: all tensors must have the same type");
+  }
+  return issue({"all_to_all", c10d::OpType::ALLTOALL, inputs[0].device(), inputs, outputs},
+               policy_->forCollective(inputs[0].device()), [&](Communicator& c, const CommunicatorRequest&) {
+                 std::vector<at::Tensor> xs = carried(inputs), ys = carried(outputs);
+                 return c.allToAll(ys, xs);
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int /*tag*/) {
+  const at::Tensor& t = checks::singleTensor(tensors);
+  // Inside a batch p2p joins the batch's communicator; alone it goes where the policy says.
+  CommunicatorRequest where = batch_ ? policy_->forCollective(t.device()) : policy_->forPeer(t.device(), dstRank);
+  Op op{"send", c10d::OpType::SEND, t.device(), {t}, {}, /*isP2P=*/true, dstRank};
+  return issue(std::move(op), where, [&](Communicator& c, const CommunicatorRequest& r) {
+    at::Tensor x = checks::asCarried(t);
+    return c.send(x, commRankOf(r, dstRank));
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> MigrateBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int /*tag*/) {
+  const at::Tensor& t = checks::singleTensor(tensors);
+  CommunicatorRequest where = batch_ ? policy_->forCollective(t.device()) : policy_->forPeer(t.device(), srcRank);
+  Op op{"recv", c10d::OpType::RECV, t.device(), {}, {t}, /*isP2P=*/true, srcRank};
+  return issue(std::move(op), where, [&](Communicator& c, const CommunicatorRequest& r) {
+    at::Tensor x = checks::asCarried(t);
+    return c.recv(x, commRankOf(r, srcRank));
+  });
+}
+
+// The device a barrier runs on: the one asked for, else the group's, else the CPU.
+c10::intrusive_ptr<c10d::Work> MigrateBackend::barrier(const c10d::BarrierOptions& opts) {
+  c10::Device device = opts.device ? *opts.device
+                       : !opts.device_ids.empty() ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(opts.device_ids[0]))
+                       : policy_->boundDevice() ? *policy_->boundDevice()
+                                                : c10::Device(c10::kCPU);
+  return issue({"barrier", c10d::OpType::BARRIER, device, {}, {}}, policy_->forCollective(device),
+               [&](Communicator& c, const CommunicatorRequest&) { return c.barrier(); });
+}
+
+}  // namespace nccl_migrate::backends

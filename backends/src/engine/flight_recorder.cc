@@ -1,0 +1,219 @@
+// FlightRecorder: see flight_recorder.h. The pickle goes through torch's own pickler, the same
+// one torch's recorder uses, so the analyzer's plain pickle.load reads it.
+#include "nccl_migrate/backends/flight_recorder.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/ivalue.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+namespace nccl_migrate::backends {
+namespace {
+
+// torch's dump format version this writer follows.
+constexpr const char* kDumpVersion = "2.10";
+constexpr size_t kDefaultCapacity = 2000;
+
+const char* firstEnv(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (const char* value = std::getenv(name); value && *value) return value;
+  }
+  return nullptr;
+}
+
+size_t capacityFromEnv() {
+  const char* value = firstEnv({"TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"});
+  if (!value) return kDefaultCapacity;
+  try {
+    long long n = std::stoll(value);
+    return n < 0 ? 0 : static_cast<size_t>(n);
+  } catch (const std::exception&) {
+    TORCH_WARN("TORCH_FR_BUFFER_SIZE='", value, "' is not a number; using ", kDefaultCapacity);
+    return kDefaultCapacity;
+  }
+}
+
+// Dicts keyed by strings holding anything, as torch's own recorder builds them.
+c10::impl::GenericDict newDict() { return c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get()); }
+
+c10::IValue sizesOf(const std::vector<std::vector<int64_t>>& sizes) {
+  c10::impl::GenericList out(c10::ListType::create(c10::ListType::ofInts()));
+  for (const auto& s : sizes) out.push_back(c10::IValue(s));
+  return out;
+}
+
+c10::IValue stringsOf(const std::vector<std::string>& values) {
+  c10::impl::GenericList out(c10::StringType::get());
+  for (const auto& v : values) out.push_back(v);
+  return out;
+}
+
+std::string rankListText(const std::vector<uint64_t>& ranks) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  out << ']';
+  return out.str();
+}
+
+c10::IValue entryValue(const FlightEntry& e) {
+  auto d = newDict();
+  d.insert("record_id", static_cast<int64_t>(e.recordId));
+  d.insert("pg_id", static_cast<int64_t>(std::strtoll(e.groupName.c_str(), nullptr, 10)));
+  d.insert("process_group", c10::ivalue::Tuple::create(e.groupName, e.groupDesc));
+  d.insert("collective_seq_id", static_cast<int64_t>(e.collectiveSeq));
+  d.insert("p2p_seq_id", static_cast<int64_t>(e.p2pSeq));
+  d.insert("op_id", static_cast<int64_t>(e.opId));
+  d.insert("is_p2p", e.isP2P);
+  d.insert("profiling_name", e.profilingName);
+  d.insert("time_created_ns", e.createdNs);
+  d.insert("timeout_ms", e.timeoutMs);
+  d.insert("input_sizes", sizesOf(e.inputSizes));
+  d.insert("input_dtypes", stringsOf(e.inputDtypes));
+  d.insert("output_sizes", sizesOf(e.outputSizes));
+  d.insert("output_dtypes", stringsOf(e.outputDtypes));
+  d.insert("state", e.state);
+  d.insert("time_discovered_started_ns", e.startedNs ? c10::IValue(e.startedNs) : c10::IValue());
+  d.insert("time_discovered_completed_ns", e.completedNs ? c10::IValue(e.completedNs) : c10::IValue());
+  d.insert("retired", e.retired);
+  d.insert("frames", c10::impl::GenericList(c10::AnyType::get()));
+  if (e.completedNs && e.startedNs) d.insert("duration_ms", static_cast<double>(e.completedNs - e.startedNs) / 1e6);
+  return d;
+}
+
+}  // namespace
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+FlightRecorder& FlightRecorder::instance() {
+  static FlightRecorder recorder;
+  return recorder;
+}
+
+FlightRecorder::FlightRecorder() : capacity_(capacityFromEnv()) {}
+
+void FlightRecorder::registerGroup(const FlightGroup& group) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (FlightGroup& g : groups_) {
+    if (g.name == group.name) {
+      g = group;
+      return;
+    }
+  }
+  groups_.push_back(group);
+}
+
+std::optional<uint64_t> FlightRecorder::record(FlightEntry entry) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (capacity_ == 0) return std::nullopt;
+  entry.recordId = nextId_++;
+  if (ring_.size() < capacity_) {
+    ring_.push_back(std::move(entry));
+  } else {
+    ring_[entry.recordId % capacity_] = std::move(entry);
+  }
+  return nextId_ - 1;
+}
+
+void FlightRecorder::markCompleted(uint64_t recordId) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (capacity_ == 0 || recordId + capacity_ < nextId_) return;  // already overwritten
+  FlightEntry& e = ring_[recordId % capacity_];
+  if (e.recordId != recordId) return;
+  e.state = "completed";
+  e.retired = true;
+  e.completedNs = nowNs();
+}
+
+std::vector<FlightEntry> FlightRecorder::entries() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<FlightEntry> out;
+  if (ring_.size() < capacity_) return ring_;
+  for (size_t i = 0; i < capacity_; ++i) out.push_back(ring_[(nextId_ + i) % capacity_]);
+  return out;
+}
+
+std::string FlightRecorder::dumpPickle() const {
+  std::vector<FlightEntry> all = entries();
+  std::vector<FlightGroup> groups;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    groups = groups_;
+  }
+  auto pgConfig = newDict();
+  auto pgStatus = newDict();
+  for (const FlightGroup& g : groups) {
+    auto config = newDict();
+    config.insert("name", g.name);
+    config.insert("desc", g.desc);
+    config.insert("ranks", rankListText(g.globalRanks));
+    pgConfig.insert(g.name, config);
+    auto status = newDict();
+    int64_t enqueued = -1, completed = -1;
+    for (const FlightEntry& e : all) {
+      if (e.groupName != g.name || e.isP2P) continue;
+      enqueued = std::max<int64_t>(enqueued, static_cast<int64_t>(e.collectiveSeq));
+      if (e.state == "completed") completed = std::max<int64_t>(completed, static_cast<int64_t>(e.collectiveSeq));
+    }
+    status.insert("last_enqueued_collective", enqueued);
+    status.insert("last_started_collective", enqueued);
+    status.insert("last_completed_collective", completed);
+    pgStatus.insert(g.name, status);
+  }
+  c10::impl::GenericList entryList(c10::AnyType::get());
+  for (const FlightEntry& e : all) entryList.push_back(entryValue(e));
+  auto dump = newDict();
+  dump.insert("version", kDumpVersion);
+  dump.insert("comm_lib_version", "nccl_migrate");
+  dump.insert("pg_config", pgConfig);
+  dump.insert("pg_status", pgStatus);
+  dump.insert("entries", entryList);
+  std::vector<char> bytes = torch::jit::pickle(c10::IValue(dump));
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::string FlightRecorder::dumpToFile(uint64_t globalRank) const {
+  std::string prefix;
+  if (const char* p = firstEnv({"TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"})) {
+    prefix = p;
+  } else {
+    const char* cache = firstEnv({"XDG_CACHE_HOME"});
+    std::string base = cache ? cache : std::string(firstEnv({"HOME"}) ? firstEnv({"HOME"}) : "/tmp") + "/.cache";
+    prefix = base + "/torch/comm_lib_trace_rank_";
+  }
+  std::string path = prefix + std::to_string(globalRank);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  // Write then rename, so a reader never sees half a dump.
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    TORCH_CHECK(out, "cannot write the flight recorder dump to ", tmp,
+                "; set TORCH_FR_DUMP_TEMP_FILE to a writable path prefix");
+    std::string bytes = dumpPickle();
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  std::filesystem::rename(tmp, path, ec);
+  TORCH_CHECK(!ec, "cannot move the flight recorder dump into place at ", path, ": ", ec.message());
+  return path;
+}
+
+void FlightRecorder::resetForTesting(size_t capacity) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capacity_ = capacity;
+  nextId_ = 0;
+  ring_.clear();
+  groups_.clear();
+}
+
+}  // namespace nccl_migrate::backends

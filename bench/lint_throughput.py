@@ -1,0 +1,85 @@
+"""Lint throughput on the installed torch package, against ruff and clang-tidy in the same run.
+
+Python part: every .py/.pyi under torch/, `nccl-migrate lint --select NM201` and all default rules
+against `ruff check --select E711` (one rule, no cache). C++ part: torch's C++ headers in
+nccl-migrate's default mode (raw lexer, all rules) against clang-tidy-19 running one check
+(`-checks=-*,bugprone-use-after-move`) on a sample of headers, extrapolated per file.
+Lines and files per second, and the ratios nccl-migrate/peer.
+
+    .venv/bin/python bench/lint_throughput.py [--cli build-lint/migrate/nccl-migrate] [--tidy-sample 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def files_under(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.suffix in suffixes and p.is_file())
+
+
+def count_lines(files: list[Path]) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in files)
+
+
+def timed(cmd: list[str], ok=(0, 1)) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in ok:
+        sys.exit(f"{' '.join(cmd[:3])} ... exited {proc.returncode}: {proc.stderr.decode()[-400:]}")
+    return elapsed
+
+
+def row(name: str, files: int, lines: int, seconds: float, peer: float | None = None) -> None:
+    ratio = f"{peer / seconds:8.2f}x" if peer else f"{'':>9}"
+    print(f"{name:<44} {files:>7} {lines:>9} {seconds:>8.2f} {files / seconds:>10.0f} {lines / seconds:>11.0f} {ratio}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cli", default="build-lint/migrate/nccl-migrate")
+    parser.add_argument("--tidy-sample", type=int, default=12)
+    args = parser.parse_args()
+    import torch  # only to find the installed tree
+
+    root = Path(torch.__file__).parent
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    tidy = shutil.which("clang-tidy-19") or "/usr/lib/llvm-19/bin/clang-tidy"
+    py_files = files_under(root, (".py", ".pyi"))
+    py_lines = count_lines(py_files)
+    include = root / "include"
+    cpp_files = files_under(include, (".h", ".hpp", ".cuh"))
+    cpp_lines = count_lines(cpp_files)
+    print(f"torch tree: {root}")
+    print(f"{'run':<44} {'files':>7} {'lines':>9} {'seconds':>8} {'files/s':>10} {'lines/s':>11} {'vs peer':>9}")
+
+    ruff_s = timed([ruff, "check", "--no-cache", "--select", "E711", "--exit-zero", "--quiet", str(root)])
+    row("ruff check --select E711 (peer)", len(py_files), py_lines, ruff_s)
+    nm_one = timed([args.cli, "lint", "--select", "NM201", "--exclude", "include", str(root)])
+    row("nccl-migrate lint --select NM201 (Python)", len(py_files), py_lines, nm_one, ruff_s)
+    nm_all = timed([args.cli, "lint", "--select", "NM1,NM2,NM4,NM5", "--exclude", "include", str(root)])
+    row("nccl-migrate lint, every Python rule", len(py_files), py_lines, nm_all, ruff_s)
+
+    sample = cpp_files[:: max(1, len(cpp_files) // args.tidy_sample)][: args.tidy_sample]
+    flags = ["--", "-x", "c++", "-std=c++17", f"-I{include}", f"-I{include}/torch/csrc/api/include"]
+    tidy_s = 0.0
+    for header in sample:
+        tidy_s += timed([tidy, "--quiet", "-checks=-*,bugprone-use-after-move", str(header)] + flags, ok=(0, 1))
+    tidy_per_file = tidy_s / len(sample)
+    tidy_lines = count_lines(sample)
+    row(f"clang-tidy-19, 1 check, {len(sample)} headers (peer)", len(sample), tidy_lines, tidy_s)
+    nm_cpp = timed([args.cli, "lint", str(include)])
+    # Same per-file basis: clang-tidy's time for the whole header set, extrapolated from its sample.
+    row("nccl-migrate lint torch/include (lexer)", len(cpp_files), cpp_lines, nm_cpp, tidy_per_file * len(cpp_files))
+    print("ratios: peer time / nccl-migrate time for the same files (clang-tidy extrapolated per file)")
+
+
+if __name__ == "__main__":
+    main()

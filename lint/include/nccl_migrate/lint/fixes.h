@@ -1,0 +1,26 @@
+// Applying fixes and showing them as a diff; one engine for every rule's edits.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "nccl_migrate/lint/linter.h"
+
+namespace nccl_migrate::lint {
+
+// The text with the given findings' fixes applied (overlapping edits: the first one wins).
+std::string applyFixes(const std::string& text, const std::vector<const Finding*>& findings);
+
+// A unified diff between two versions of a file.
+std::string unifiedDiff(const std::string& path, const std::string& before, const std::string& after);
+
+// Findings whose fix may be applied: safe ones, and unsafe ones too when `most` is Unsafe.
+std::vector<const Finding*> applicableFixes(const LintReport& report, FixSafety most);
+
+// fixFiles rewrites each file with its fixes (problems go to `out`); diffFiles writes the same
+// changes as a unified diff to `out` and touches nothing. Both return how many findings they cover.
+int fixFiles(const std::vector<const Finding*>& fixes, std::ostream& out);
+int diffFiles(const std::vector<const Finding*>& fixes, std::ostream& out);
+
+}  // namespace nccl_migrate::lint

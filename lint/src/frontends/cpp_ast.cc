@@ -1,0 +1,202 @@
+// C/C++/CUDA frontend, tier 2: Clang's AST with the project's compile commands (`-p DIR`) or
+// flags after `--`. Matchers compare canonical types, so typedefs, `using` aliases, namespace
+// aliases and templates resolve to the class they name. torch's headers may be missing: a
+// forced-include stub declares the few torch names we match, and fatal errors (missing includes)
+// are demoted so Clang keeps going. CUDA files parse host-side without the CUDA SDK.
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <clang/AST/ASTContext.h>
+#include <clang/ASTMatchers/ASTMatchFinder.h>
+#include <clang/ASTMatchers/ASTMatchers.h>
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/SourceManager.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/FrontendActions.h>
+#include <clang/Tooling/ArgumentsAdjusters.h>
+#include <clang/Tooling/CompilationDatabase.h>
+#include <clang/Tooling/JSONCompilationDatabase.h>
+#include <clang/Tooling/Tooling.h>
+#include <llvm/Support/Path.h>
+
+#include "frontends.h"
+
+namespace nccl_migrate::lint {
+namespace {
+using namespace clang::ast_matchers;
+
+// Declares torch's classes only where the real headers are not on the include path, so with
+// real headers the AST is torch's own.
+constexpr const char* kTorchStub = R"(
+#pragma once
+#if !__has_include(<torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>)
+namespace c10 {
+template <class T> class intrusive_ptr {
+ public:
+  T* get() const; T* operator->() const; explicit operator bool() const;
+};
+template <class T, class U> intrusive_ptr<T> dynamic_intrusive_pointer_cast(const intrusive_ptr<U>&);
+template <class T, class U> intrusive_ptr<T> static_intrusive_pointer_cast(const intrusive_ptr<U>&);
+}
+namespace c10d {
+class Backend { public: virtual ~Backend(); };
+class ProcessGroup { public: virtual ~ProcessGroup(); };
+class ProcessGroupNCCL : public Backend { public: class Options; };
+namespace nccl2 { class ProcessGroupNCCL : public ::c10d::Backend {}; }
+}
+#endif
+)";
+
+// Host-side CUDA without the SDK: the attributes and launch hook Clang needs for `<<<>>>`.
+constexpr const char* kCudaStub = R"(
+#pragma once
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __host__ __attribute__((host))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#include <__clang_cuda_builtin_vars.h>
+struct dim3 { unsigned x, y, z; dim3(unsigned x = 1, unsigned y = 1, unsigned z = 1) : x(x), y(y), z(z) {} };
+typedef struct CUstream_st* cudaStream_t;
+extern "C" int __cudaPushCallConfiguration(dim3, dim3, unsigned long = 0, cudaStream_t = 0);
+)";
+
+constexpr const char* kStubPath = "/nccl-migrate-stubs/torch_stub.h";
+constexpr const char* kCudaStubPath = "/nccl-migrate-stubs/cuda_stub.h";
+
+const auto kLegacy = cxxRecordDecl(hasName("::c10d::ProcessGroupNCCL"));
+
+class Collector : public MatchFinder::MatchCallback {
+ public:
+  Collector(SourceModel& model, const std::string& mainFile) : model_(model), mainFile_(mainFile) {}
+
+  void run(const MatchFinder::MatchResult& result) override {
+    const clang::SourceManager& sm = *result.SourceManager;
+    if (const auto* cast = result.Nodes.getNodeAs<clang::ExplicitCastExpr>("cast")) {
+      auto kind = llvm::isa<clang::CXXDynamicCastExpr>(cast) ? TypeCheck::Kind::CheckedCast : TypeCheck::Kind::UncheckedCast;
+      record(sm, cast->getBeginLoc(), kind, std::string(cast->getCastKindName()) + " to " +
+                                                cast->getTypeAsWritten().getAsString());
+    } else if (const auto* call = result.Nodes.getNodeAs<clang::CallExpr>("pointerCast")) {
+      const auto* fn = call->getDirectCallee();
+      std::string name = fn ? fn->getNameAsString() : "pointer cast";
+      auto kind = name.find("dynamic") != std::string::npos ? TypeCheck::Kind::CheckedCast : TypeCheck::Kind::UncheckedCast;
+      record(sm, call->getBeginLoc(), kind, name + "<c10d::ProcessGroupNCCL>");
+    } else if (const auto* derived = result.Nodes.getNodeAs<clang::CXXRecordDecl>("derived")) {
+      record(sm, derived->getLocation(), TypeCheck::Kind::Subclass, derived->getNameAsString() + "'s base ProcessGroupNCCL");
+    }
+  }
+
+ private:
+  void record(const clang::SourceManager& sm, clang::SourceLocation loc, TypeCheck::Kind kind, std::string spelling) {
+    loc = sm.getFileLoc(loc);
+    if (!sm.isWrittenInMainFile(loc)) return;  // headers are linted as files of their own
+    clang::PresumedLoc p = sm.getPresumedLoc(loc);
+    if (p.isInvalid()) return;
+    model_.typeChecks.push_back({kind, "c10d::ProcessGroupNCCL", std::move(spelling),
+                                 {static_cast<int>(p.getLine()), static_cast<int>(p.getColumn())}});
+  }
+
+  SourceModel& model_;
+  std::string mainFile_;
+};
+
+// Errors are expected (missing headers); keep them out of the user's terminal and never stop.
+class QuietDiagnostics : public clang::DiagnosticConsumer {
+ public:
+  void HandleDiagnostic(clang::DiagnosticsEngine::Level level, const clang::Diagnostic& info) override {
+    clang::DiagnosticConsumer::HandleDiagnostic(level, info);
+  }
+};
+
+class KeepGoingAction : public clang::ASTFrontendAction {
+ public:
+  explicit KeepGoingAction(MatchFinder& finder) : finder_(finder) {}
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance& ci, llvm::StringRef) override {
+    // A missing include would otherwise stop template instantiation, hiding pointer casts.
+    ci.getDiagnostics().setFatalsAsError(true);
+    ci.getDiagnostics().setErrorLimit(0);
+    return finder_.newASTConsumer();
+  }
+
+ private:
+  MatchFinder& finder_;
+};
+
+class ActionFactory : public clang::tooling::FrontendActionFactory {
+ public:
+  explicit ActionFactory(MatchFinder& finder) : finder_(finder) {}
+  std::unique_ptr<clang::FrontendAction> create() override { return std::make_unique<KeepGoingAction>(finder_); }
+
+ private:
+  MatchFinder& finder_;
+};
+
+bool isCuda(const std::string& path) {
+  llvm::StringRef ext = llvm::sys::path::extension(path);
+  return ext == ".cu" || ext == ".cuh";
+}
+
+std::unique_ptr<clang::tooling::CompilationDatabase> databaseFor(const CppAstOptions& options, std::string& error) {
+  if (!options.compileCommandsDir.empty()) {
+    auto db = clang::tooling::JSONCompilationDatabase::loadFromDirectory(options.compileCommandsDir.string(), error);
+    if (!db) return nullptr;
+    // Headers and files missing from the database borrow the flags of their nearest neighbour.
+    return clang::tooling::inferMissingCompileCommands(std::move(db));
+  }
+  return std::make_unique<clang::tooling::FixedCompilationDatabase>(".", options.extraFlags);
+}
+
+}  // namespace
+
+std::string addCppAstFacts(SourceModel& model, const std::string& text, const CppAstOptions& options) {
+  std::string error;
+  auto db = databaseFor(options, error);
+  if (!db) return options.compileCommandsDir.string() + ": " + error;
+
+  MatchFinder finder;
+  Collector collector(model, model.path);
+  auto toLegacy = hasCanonicalType(hasDeclaration(kLegacy));
+  auto pointerOrRefToLegacy = anyOf(pointsTo(toLegacy), references(toLegacy), toLegacy);
+  finder.addMatcher(cxxDynamicCastExpr(hasDestinationType(pointerOrRefToLegacy)).bind("cast"), &collector);
+  finder.addMatcher(cxxStaticCastExpr(hasDestinationType(pointerOrRefToLegacy)).bind("cast"), &collector);
+  finder.addMatcher(cxxReinterpretCastExpr(hasDestinationType(pointerOrRefToLegacy)).bind("cast"), &collector);
+  finder.addMatcher(
+      callExpr(callee(functionDecl(hasAnyName("dynamic_pointer_cast", "static_pointer_cast",
+                                              "dynamic_intrusive_pointer_cast", "static_intrusive_pointer_cast"),
+                                   hasTemplateArgument(0, refersToType(toLegacy)))))
+          .bind("pointerCast"),
+      &collector);
+  finder.addMatcher(cxxRecordDecl(isDefinition(), isDerivedFrom(kLegacy), unless(isImplicit())).bind("derived"),
+                    &collector);
+
+  std::string file = model.path;
+  clang::tooling::ClangTool tool(*db, {file});
+  tool.mapVirtualFile(file, text);
+  tool.mapVirtualFile(kStubPath, kTorchStub);
+  tool.mapVirtualFile(kCudaStubPath, kCudaStub);
+  using clang::tooling::ArgumentInsertPosition;
+  clang::tooling::CommandLineArguments extra = {"-fsyntax-only", "-Wno-everything", "-ferror-limit=0",
+                                                "-resource-dir=" NCCL_MIGRATE_CLANG_RESOURCE_DIR};
+  // `-x` applies to inputs after it, hence the arguments go first.
+  if (isCuda(file)) {
+    for (const char* a : {"-x", "cuda", "--cuda-host-only", "-nocudainc", "-nocudalib", "-include", kCudaStubPath}) extra.push_back(a);
+  }
+  extra.push_back("-include");
+  extra.push_back(kStubPath);
+  tool.appendArgumentsAdjuster(clang::tooling::getInsertArgumentAdjuster(extra, ArgumentInsertPosition::BEGIN));
+  // Output flags of the real build (-o, -M*) mean nothing to a syntax-only parse.
+  tool.appendArgumentsAdjuster(clang::tooling::getClangStripOutputAdjuster());
+  tool.appendArgumentsAdjuster(clang::tooling::getClangStripDependencyFileAdjuster());
+  QuietDiagnostics quiet;
+  tool.setDiagnosticConsumer(&quiet);
+  ActionFactory factory(finder);
+  int rc = tool.run(&factory);
+  // rc is non-zero for any compile error, which missing headers make routine; only a file Clang
+  // could not start on at all is worth a note.
+  if (rc != 0 && quiet.getNumErrors() == 0) return file + ": Clang could not parse this file with the given compile commands";
+  return "";
+}
+
+}  // namespace nccl_migrate::lint

@@ -1,0 +1,75 @@
+// NM202 backend-name-comparison: code that recognises the NCCL backend by the name "nccl" alone.
+#include <algorithm>
+#include <string>
+
+#include "nccl_migrate/lint/rule.h"
+#include "registry.h"
+#include "torch_names.h"
+
+namespace nccl_migrate::lint {
+namespace {
+
+constexpr const char* kNames = "(\"nccl\", \"nccl2\", \"nccl-lazy\")";
+
+bool namesOnlyLegacyNccl(const std::vector<std::string>& literals) {
+  bool nccl = std::find(literals.begin(), literals.end(), "nccl") != literals.end();
+  bool nccl2 = std::find(literals.begin(), literals.end(), "nccl2") != literals.end();
+  return nccl && !nccl2;
+}
+
+class BackendNameComparison final : public Rule {
+ public:
+  const RuleInfo& info() const override { return info_; }
+
+  void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
+    for (const StringComparison& cmp : model.comparisons) {
+      if (!namesOnlyLegacyNccl(cmp.literals)) continue;
+      bool backendName = cmp.subjectCallee.ends_with(".name") && !cmp.subjectCallHasArguments;
+      bool getBackend = isDistributed(cmp.subjectCallee, "get_backend");
+      if (!backendName && !getBackend) continue;
+      if (backendName) {
+        Finding f = finding(model, cmp.where,
+                            cmp.subjectText + " is \"nccl2\" for the backend torch 2.15 builds for \"nccl\", so this "
+                            "comparison no longer recognises it; compare against " + std::string(kNames));
+        if (cmp.literalSide.end > cmp.literalSide.begin && (cmp.op == "==" || cmp.op == "!=")) {
+          std::string op = cmp.op == "==" ? " in " : " not in ";
+          f.fix = Fix{"Compare against every NCCL backend name", FixSafety::Safe,
+                      {{cmp.literalSide, op + kNames}}};
+        }
+        out.push_back(std::move(f));
+      } else {
+        out.push_back(finding(model, cmp.where,
+                              cmp.subjectText + " returns the backend string the group was created with, which may be "
+                              "device-qualified and compound (\"cpu:gloo,cuda:nccl\") or \"nccl2\"/\"nccl-lazy\"; check "
+                              "group._get_backend(torch.device(\"cuda\")).name() in " + std::string(kNames)));
+      }
+    }
+  }
+
+ private:
+  RuleInfo info_{
+      .code = "NM202",
+      .slug = "backend-name-comparison",
+      .summary = "Backend recognised by comparing its name with \"nccl\" alone",
+      .rationale = "A group created with backend \"nccl\" that resolves to torch 2.15's rewritten backend reports "
+                   "name() == \"nccl2\"; nccl-lazy reports \"nccl-lazy\". Code that tests name() == \"nccl\" silently "
+                   "takes its non-NCCL branch. dist.get_backend() returns the requested string, which can be compound "
+                   "(\"cpu:gloo,cuda:nccl2\").",
+      .example = "if pg._get_backend(torch.device(\"cuda\")).name() == \"nccl\": ...",
+      .fix = "Test membership in (\"nccl\", \"nccl2\", \"nccl-lazy\"). The fix is safe: legacy backends still report "
+             "\"nccl\", so the test keeps its result there and recognises the new backends.",
+      .fixSafety = FixSafety::Safe,
+      .languages = {Language::Python},
+      .enabledByDefault = true,
+      .triggers = {"\"nccl\"", "'nccl'"},
+  };
+};
+
+}  // namespace
+
+const Rule& backendNameComparisonRule() {
+  static const BackendNameComparison rule;
+  return rule;
+}
+
+}  // namespace nccl_migrate::lint

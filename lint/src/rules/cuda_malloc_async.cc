@@ -1,0 +1,83 @@
+// NM301 cuda-malloc-async: the cudaMallocAsync allocator backend configured for a job.
+#include <string>
+
+#include "nccl_migrate/lint/rule.h"
+#include "registry.h"
+
+namespace nccl_migrate::lint {
+namespace {
+
+bool isAllocatorVariable(const std::string& key) {
+  return key == "PYTORCH_CUDA_ALLOC_CONF" || key == "PYTORCH_ALLOC_CONF";
+}
+
+// "backend:cudaMallocAsync" among comma-separated options, spaces allowed around the colon.
+bool selectsCudaMallocAsync(const std::string& value) {
+  size_t at = value.find("backend");
+  while (at != std::string::npos) {
+    size_t colon = value.find_first_not_of(" \t", at + 7);
+    if (colon != std::string::npos && value[colon] == ':') {
+      size_t name = value.find_first_not_of(" \t", colon + 1);
+      if (name != std::string::npos && value.compare(name, 15, "cudaMallocAsync") == 0) return true;
+    }
+    at = value.find("backend", at + 7);
+  }
+  return false;
+}
+
+bool isAllocatorSettingsCall(const std::string& q) {
+  return q == "torch.cuda.memory._set_allocator_settings" || q == "torch.cuda._set_allocator_settings" ||
+         q == "torch._C._accelerator_setAllocatorSettings" || q == "torch._C._cuda_cudaCachingAllocator_set_allocator_settings";
+}
+
+constexpr const char* kWhy =
+    "torch 2.15's rewritten NCCL backend always installs its caching-allocator registration hook (it registers "
+    "allocator memory with NCCL), and its pairing with the cudaMallocAsync backend is unverified; test the job with "
+    "this setting on torch 2.15 before upgrading, or drop it";
+
+class CudaMallocAsync final : public Rule {
+ public:
+  const RuleInfo& info() const override { return info_; }
+
+  void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
+    for (const Setting& s : model.settings) {
+      if (!isAllocatorVariable(s.key) || !selectsCudaMallocAsync(s.value)) continue;
+      out.push_back(finding(model, s.where, s.key + "=" + s.value + " selects the cudaMallocAsync allocator: " + kWhy));
+    }
+    for (const Call& call : model.calls) {
+      if (!isAllocatorSettingsCall(call.qualifiedName)) continue;
+      const Argument* value = call.positional(0);
+      if (!value || !value->stringValue || !selectsCudaMallocAsync(*value->stringValue)) continue;
+      out.push_back(finding(model, call.where, call.spelling + "(\"" + *value->stringValue +
+                                                   "\") selects the cudaMallocAsync allocator: " + kWhy));
+    }
+  }
+
+ private:
+  RuleInfo info_{
+      .code = "NM301",
+      .slug = "cuda-malloc-async",
+      .summary = "cudaMallocAsync allocator backend configured for a job that uses NCCL",
+      .rationale = "torch 2.15's rewritten NCCL backend installs an allocator hook unconditionally (\"the allocator "
+                   "registration hook remains unconditional because nccl2 needs it for custom mempool growth and "
+                   "symmetric windows\") and registers caching-allocator segments with NCCL. Jobs that set "
+                   "backend:cudaMallocAsync in PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF run a different allocator "
+                   "under that hook; the combination should be tested before the upgrade.",
+      .example = "os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"backend:cudaMallocAsync\"",
+      .fix = "Test the job on torch 2.15 with this allocator, or use the native caching allocator (drop "
+             "backend:cudaMallocAsync).",
+      .fixSafety = FixSafety::None,
+      .languages = {Language::Python, Language::Cpp, Language::Shell, Language::Dockerfile, Language::Config},
+      .enabledByDefault = true,
+      .triggers = {"cudaMallocAsync"},
+  };
+};
+
+}  // namespace
+
+const Rule& cudaMallocAsyncRule() {
+  static const CudaMallocAsync rule;
+  return rule;
+}
+
+}  // namespace nccl_migrate::lint

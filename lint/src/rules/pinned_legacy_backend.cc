@@ -1,0 +1,70 @@
+// NM501 pinned-legacy-backend: code or configuration that pins the legacy NCCL backend.
+#include <string>
+
+#include "nccl_migrate/lint/rule.h"
+#include "registry.h"
+
+namespace nccl_migrate::lint {
+namespace {
+
+constexpr const char* kAdvice =
+    "it is a rollback path, not a migration: torch has not committed to keeping it, and pinning hides what the "
+    "rewritten backend changes. Run the job under both behaviours with `nccl-migrate ab`, or select the behaviour "
+    "per run through nccl-migrate's shim (`nccl-migrate run`), then drop the pin";
+
+// "nccl-legacy" or a device map entry "cuda:nccl-legacy".
+bool namesLegacyBackend(const std::string& value) {
+  size_t at = value.find("nccl-legacy");
+  if (at == std::string::npos) return false;
+  bool startsWord = at == 0 || value[at - 1] == ':' || value[at - 1] == ',' || value[at - 1] == ' ';
+  size_t end = at + 11;
+  bool endsWord = end == value.size() || value[end] == ',' || value[end] == ' ';
+  return startsWord && endsWord;
+}
+
+class PinnedLegacyBackend final : public Rule {
+ public:
+  const RuleInfo& info() const override { return info_; }
+
+  void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
+    for (const Setting& s : model.settings) {
+      if (s.key == "TORCH_DIST_USE_NCCL2" && s.value == "0") {
+        out.push_back(finding(model, s.where, "TORCH_DIST_USE_NCCL2=0 makes backend \"nccl\" build the legacy "
+                                              "ProcessGroupNCCL; " + std::string(kAdvice)));
+      } else if (!s.isEnvironment && namesLegacyBackend(s.value)) {
+        out.push_back(finding(model, s.where, s.key + ": \"" + s.value + "\" pins the legacy NCCL backend; " + kAdvice));
+      }
+    }
+    for (const StringLiteral& str : model.strings) {
+      if (!namesLegacyBackend(str.value)) continue;
+      out.push_back(finding(model, str.where, "\"" + str.value + "\" pins the legacy NCCL backend; " + kAdvice));
+    }
+  }
+
+ private:
+  RuleInfo info_{
+      .code = "NM501",
+      .slug = "pinned-legacy-backend",
+      .summary = "Legacy NCCL backend pinned with nccl-legacy or TORCH_DIST_USE_NCCL2=0",
+      .rationale = "In torch 2.15, TORCH_DIST_USE_NCCL2=0 and the explicit \"nccl-legacy\" name are the rollback "
+                   "paths to the legacy ProcessGroupNCCL; only the exact value \"0\" selects legacy. A pin left in "
+                   "code, scripts or images keeps a job on the old backend without anyone deciding it again, and no "
+                   "release has promised to keep the legacy backend.",
+      .example = "dist.init_process_group(backend=\"nccl-legacy\")",
+      .fix = "Compare both behaviours with `nccl-migrate ab`, fix what differs, and remove the pin; where a choice per "
+             "run is needed, use nccl-migrate's shim instead of a hard-coded name.",
+      .fixSafety = FixSafety::None,
+      .languages = {Language::Python, Language::Cpp, Language::Shell, Language::Dockerfile, Language::Config},
+      .enabledByDefault = true,
+      .triggers = {"nccl-legacy", "TORCH_DIST_USE_NCCL2"},
+  };
+};
+
+}  // namespace
+
+const Rule& pinnedLegacyBackendRule() {
+  static const PinnedLegacyBackend rule;
+  return rule;
+}
+
+}  // namespace nccl_migrate::lint
