@@ -10,7 +10,7 @@ say() { printf '[setup] %s\n' "$*"; }
 apt_packages=(cmake ninja-build g++ pkg-config
               llvm-19-dev libclang-19-dev clang-19 libclang-cpp19-dev
               libgtest-dev libgmock-dev libbenchmark-dev
-              libtomlplusplus-dev clang-tidy-19)
+              libtomlplusplus-dev clang-tidy-19 nlohmann-json3-dev)
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -39,13 +39,15 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$python" -m venv "$venv"
 fi
 stamp="$venv/.requirements.sha256"
-want=$(sha256sum "$root/python/requirements.txt" | cut -d' ' -f1)
+want=$(cat "$root/python/requirements.txt" "$root/python/pyproject.toml" | sha256sum | cut -d' ' -f1)
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   say "Python packages present (.venv matches python/requirements.txt)"
 else
   say "installing Python packages into .venv (torch with its CUDA wheels is several GiB; first run takes minutes)"
   "$venv/bin/python" -m pip install -q --upgrade pip
   "$venv/bin/python" -m pip install -q --progress-bar off -r "$root/python/requirements.txt"
+  # The package itself, editable: torch finds its backends through the entry points.
+  "$venv/bin/python" -m pip install -q --progress-bar off --no-deps --no-build-isolation -e "$root/python"
   echo "$want" > "$stamp"
 fi
 "$venv/bin/python" - <<'PY'

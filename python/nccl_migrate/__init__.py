@@ -4,14 +4,17 @@ Importing this package registers, with ``torch.distributed``, the toolkit's own 
 
 * ``migrate-legacy``: the legacy behaviour (many communicators per group, created lazily)
 * ``migrate-nccl2``: the rewritten behaviour (one communicator per group, device-bound)
+* ``migrate-lazy``: the rewritten behaviour plus lazy per-peer-pair p2p communicators
 
-Both run CUDA tensors over NCCL and CPU tensors over torch's own Gloo.
+All run CUDA tensors over NCCL and CPU tensors over torch's own Gloo. Installed packages also
+register through torch's ``torch.distributed.backends`` entry points, without an import.
 """
 
+from . import flight_recorder
 from ._registration import BACKEND_NAMES, register
 from ._version import __version__
-from .introspection import communicators
+from .introspection import communicators, process_communicators
 
 register()
 
-__all__ = ["BACKEND_NAMES", "communicators", "register", "__version__"]
+__all__ = ["BACKEND_NAMES", "communicators", "flight_recorder", "process_communicators", "register", "__version__"]

@@ -53,9 +53,27 @@ def _make_gloo(store, prefix: str, rank: int, size: int, timeout):
     return dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, timeout)
 
 
-def _lazy_init(pg_options) -> bool:
-    """Whether the job asked for lazy communicator creation (``pg_options.lazy_init``)."""
-    return bool(getattr(pg_options, "lazy_init", False))
+EAGER_SUBGROUPS_VARIABLE = "NCCL_MIGRATE_EAGER_SUBGROUPS"
+
+
+def _lazy_init(pg_options, is_subgroup: bool) -> bool:
+    """Whether the rewritten behaviour defers creating this group's communicator to first use.
+
+    An explicit ``pg_options.lazy_init`` wins. Otherwise the world group connects eagerly, as
+    torch 2.15's nccl2 does, while subgroups wait for their first op: a group that never runs a
+    collective then costs no communicator and no device memory. ``NCCL_MIGRATE_EAGER_SUBGROUPS=1``
+    restores torch's eager subgroups.
+    """
+    explicit = getattr(pg_options, "lazy_init", None)
+    if explicit is not None:
+        return bool(explicit)
+    if not is_subgroup:
+        return False
+    value = os.environ.get(EAGER_SUBGROUPS_VARIABLE, "0")
+    if value not in ("0", "1"):
+        raise ValueError(f"{EAGER_SUBGROUPS_VARIABLE}={value!r} is not valid; use 1 (eager subgroups, as torch) "
+                         "or 0 (lazy subgroups, the default)")
+    return value == "0"
 
 
 def _creator(behaviour: str):
@@ -64,7 +82,6 @@ def _creator(behaviour: str):
         if split_from is not None and _is_ours(split_from):
             # new_group on a device-bound parent: torch asks the parent to split.
             return split_from.split(opts.store, list(opts.global_ranks_in_group or []), None)
-        group = getattr(opts, "process_group", None)
         return native.create_backend(
             behaviour=behaviour,
             store=opts.store,
@@ -72,10 +89,12 @@ def _creator(behaviour: str):
             size=opts.group_size,
             timeout=opts.timeout,
             group_name=opts.group_id or "",
-            group_desc=(group.group_desc if group is not None and hasattr(group, "group_desc") else "") or "",
+            # torch names the world "default_pg" and other groups "undefined" unless told; its
+            # flight-recorder analyzer relies on the first.
+            group_desc="undefined" if opts.global_ranks_in_group else "default_pg",
             global_ranks=list(opts.global_ranks_in_group or []),
             bound_device=_bound_device(opts, behaviour),
-            lazy_init=_lazy_init(pg_options),
+            lazy_init=_lazy_init(pg_options, is_subgroup=bool(opts.global_ranks_in_group)),
             make_gloo=_make_gloo,
         )
 
@@ -90,9 +109,28 @@ def _is_ours(backend) -> bool:
     return True
 
 
+def register_one(name: str) -> None:
+    """Registers one toolkit backend by name; the entry point torch calls for that name."""
+    if name.upper() in dist.Backend._plugins:
+        return
+    dist.Backend.register_backend(name, _creator(BACKEND_NAMES[name]), extended_api=True, devices=["cpu", "cuda"])
+
+
 def register() -> None:
     """Registers every toolkit backend with torch.distributed; safe to call more than once."""
-    for name, behaviour in BACKEND_NAMES.items():
-        if name.upper() in dist.Backend._plugins:
-            continue
-        dist.Backend.register_backend(name, _creator(behaviour), extended_api=True, devices=["cpu", "cuda"])
+    for name in BACKEND_NAMES:
+        register_one(name)
+
+
+# Entry points (group "torch.distributed.backends"): torch >= 2.14 loads the one named like the
+# requested backend and calls it, so an installed package works without an import.
+def register_migrate_legacy() -> None:
+    register_one("migrate-legacy")
+
+
+def register_migrate_nccl2() -> None:
+    register_one("migrate-nccl2")
+
+
+def register_migrate_lazy() -> None:
+    register_one("migrate-lazy")

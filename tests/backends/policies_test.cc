@@ -70,3 +70,42 @@ TEST(RewrittenPolicy, FirstUseBindsWhenNoDeviceWasKnown) {
 
 }  // namespace
 }  // namespace nccl_migrate::backends
+
+namespace nccl_migrate::backends {
+namespace {
+
+TEST(LegacyPolicy, NonBatchedP2PGetsAPairCommunicatorKeyedLowHigh) {
+  auto policy = makeLegacyPolicy(3, 4);
+  auto pair = policy->forPeer(kCuda0, 1);
+  EXPECT_EQ(pair.key, "cuda:0/p2p:1:3");
+  EXPECT_EQ(pair.groupRanks, (std::vector<int>{1, 3}));
+  EXPECT_EQ(pair.purpose, "p2p");
+  // the peer computes the same key
+  EXPECT_EQ(makeLegacyPolicy(1, 4)->forPeer(kCuda0, 3).key, pair.key);
+}
+
+TEST(LegacyPolicy, InvalidPeerIsAValueError) {
+  auto policy = makeLegacyPolicy(0, 2);
+  EXPECT_THROW((void)policy->forPeer(kCuda0, 2), c10::ValueError);
+  EXPECT_THROW((void)policy->forPeer(kCuda0, -1), c10::ValueError);
+  EXPECT_THROW((void)policy->forPeer(kCuda0, 0), c10::ValueError);
+}
+
+TEST(RewrittenPolicy, P2PRunsOnTheGroupCommunicator) {
+  auto policy = makeRewrittenPolicy(0, 4, false);
+  (void)policy->atGroupCreation(kCuda0);
+  EXPECT_EQ(policy->forPeer(kCuda0, 2).key, "cuda:0");
+  EXPECT_THROW((void)policy->forPeer(kCuda0, 9), c10::ValueError);
+}
+
+TEST(RewrittenLazyP2PPolicy, PairCommunicatorsForP2PAndTheBindingStillHolds) {
+  auto policy = makeRewrittenLazyP2PPolicy(2, 4, false);
+  ASSERT_EQ(policy->atGroupCreation(kCuda0).size(), 1u);
+  EXPECT_EQ(policy->backendName(), "nccl-lazy");
+  EXPECT_EQ(policy->forCollective(kCuda0).key, "cuda:0");
+  EXPECT_EQ(policy->forPeer(kCuda0, 0).key, "cuda:0/p2p:0:2");
+  EXPECT_THROW((void)policy->forPeer(kCuda1, 0), c10::Error);
+}
+
+}  // namespace
+}  // namespace nccl_migrate::backends

@@ -22,7 +22,7 @@ inline constexpr std::string_view kUseNccl2Variable = "TORCH_DIST_USE_NCCL2";
 struct NameResolution {
   Behaviour behaviour;
   std::string why;                     // one sentence a user can read in `doctor`
-  std::optional<std::string> warning;  // set when the variable's value looks like a typo
+  std::optional<std::string> warning;  // set when the variable's value is neither 0 nor 1
 };
 
 // Resolves `name` ("nccl", "nccl2", "nccl-lazy", "nccl-legacy"; case-insensitive like torch's
@@ -31,7 +31,8 @@ struct NameResolution {
 //
 // torch 2.15 selects legacy for "nccl" only when the variable is exactly "0"; every other
 // value, including "false" or "off", silently keeps the rewritten backend. We match that and
-// warn about values that look like an attempt to turn it off.
+// warn about every value other than 0 and 1, most firmly about those that look like an attempt
+// to turn the rewritten backend off. Explicit names do not read the variable, so never warn.
 std::optional<NameResolution> resolveNcclName(std::string_view name,
                                               std::optional<std::string_view> useNccl2);
 

@@ -1,0 +1,26 @@
+// Reads JobSettings from the process environment; the only place the shim calls getenv.
+#include "nccl_migrate/shim/job_settings.h"
+
+#include <cstdlib>
+
+namespace nccl_migrate::shim {
+namespace {
+
+std::optional<std::string> variable(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+}  // namespace
+
+JobSettings settingsFromEnvironment() {
+  return JobSettings{
+      .useNccl2 = variable("TORCH_DIST_USE_NCCL2"),
+      .implementation = variable("NCCL_MIGRATE_IMPL"),
+      .allocConf = variable("PYTORCH_ALLOC_CONF"),
+      .cudaAllocConf = variable("PYTORCH_CUDA_ALLOC_CONF"),
+  };
+}
+
+}  // namespace nccl_migrate::shim

@@ -1,0 +1,91 @@
+"""A peer that dies or stops answering: every survivor's pending op fails within the group's
+timeout plus a small margin, with the op's identity in the error and the flight recorder dumped;
+no process hangs."""
+
+import os
+import pickle
+import time
+
+import pytest
+
+from ranks import _rank_main
+
+TIMEOUT_S = 3
+MARGIN_S = 2.0
+
+
+def _peer_trouble(mode):
+    def run(rank, world, store):
+        from datetime import timedelta
+
+        import torch
+        import torch.distributed as dist
+
+        import nccl_migrate  # noqa: F401
+
+        dist.init_process_group("migrate-nccl2", store=store, rank=rank, world_size=world,
+                                timeout=timedelta(seconds=TIMEOUT_S))
+        t = torch.ones(1 << 22)  # large enough that the next all_reduce is still moving data
+        dist.all_reduce(t)  # everyone is connected and healthy
+        if rank == world - 1:
+            if mode == "killed":
+                dist.all_reduce(t, async_op=True)  # joins the same collective, then dies mid-way
+                time.sleep(0.01)
+                os._exit(0)
+            time.sleep(60)  # alive, but never joins again
+            os._exit(0)
+        started = time.monotonic()
+        try:
+            dist.all_reduce(t)
+            outcome = ("no error", "")
+        except Exception as error:  # noqa: BLE001
+            outcome = (type(error).__name__, str(error).split("\n")[0])
+        elapsed = time.monotonic() - started
+        return outcome, elapsed
+
+    return run
+
+
+def _killed(r, w, s): return _peer_trouble("killed")(r, w, s)
+def _silent(r, w, s): return _peer_trouble("silent")(r, w, s)
+
+
+def _run_survivors(fn, world, env):
+    import multiprocessing as mp
+    import tempfile
+
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    store_path = tempfile.mktemp(prefix="nccl_migrate_store_")
+    procs = [ctx.Process(target=_rank_main, args=(fn, r, world, store_path, results, env)) for r in range(world)]
+    for p in procs:
+        p.start()
+    try:
+        collected = dict(results.get(timeout=60)[::2] for _ in range(world - 1))
+        # _rank_main puts (rank, status, value); keep status errors visible
+    finally:
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        if os.path.exists(store_path):
+            os.unlink(store_path)
+    return collected
+
+
+@pytest.mark.parametrize("runner", [_killed, _silent], ids=["killed", "silent"])
+def test_survivors_fail_within_timeout_with_the_flight_recorder_dumped(runner, tmp_path):
+    prefix = str(tmp_path / "fr_rank_")
+    survivors = _run_survivors(runner, 3, {"TORCH_FR_DUMP_TEMP_FILE": prefix})
+    assert sorted(survivors) == [0, 1], survivors
+    for rank, value in survivors.items():
+        assert isinstance(value, tuple), f"rank {rank} raised: {value}"
+        (kind, message), elapsed = value
+        assert kind == "DistBackendError", message
+        assert "all_reduce" in message and f"rank {rank}" in message and "sequence number 2" in message, message
+        assert elapsed < TIMEOUT_S + MARGIN_S, f"rank {rank} took {elapsed:.1f} s"
+        dump = pickle.load(open(prefix + str(rank), "rb"))
+        names = [e["profiling_name"] for e in dump["entries"]]
+        assert names.count("nccl:all_reduce") == 2, names
+        assert dump["entries"][-1]["state"] != "completed" or "failed" in message
