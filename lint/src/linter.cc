@@ -16,8 +16,10 @@
 #include <llvm/Support/ConvertUTF.h>
 
 #include "engine/file_discovery.h"
+#include "engine/prefilter.h"
 #include "engine/suppressions.h"
 #include "frontends/frontends.h"
+#include "rules/registry.h"
 
 namespace nccl_migrate::lint {
 namespace fs = std::filesystem;
@@ -25,52 +27,54 @@ namespace {
 
 constexpr size_t kLanguages = 5;
 
-// The rules a run uses, per language, with the words that let a file skip parsing.
+// Configured group wrappers stand for torch.distributed.new_group (the frontend names their calls
+// so), so a trigger on new_group also fires on their names, wherever they come from.
+void addWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<std::string>& wrappers) {
+  if (wrappers.empty()) return;
+  std::vector<Trigger> added;
+  for (const Trigger& t : triggers) {
+    if (std::find(t.anyOf.begin(), t.anyOf.end(), "new_group") == t.anyOf.end()) continue;
+    Trigger byWrapper{{}, t.andAnyOf, ""};
+    for (const std::string& w : wrappers) byWrapper.anyOf.push_back(w.substr(w.rfind('.') + 1));
+    added.push_back(std::move(byWrapper));
+  }
+  triggers.insert(triggers.end(), added.begin(), added.end());
+}
+
+// The rules a run uses, per language, each behind the prefilter that decides which of them a
+// file needs.
 struct RulePlan {
-  std::array<std::vector<const Rule*>, kLanguages> rules;
-  std::array<std::vector<std::string>, kLanguages> triggers;
+  std::vector<std::optional<Prefilter>> prefilters;
   bool reportUnused = false;
   NameEquivalences names;
 
   explicit RulePlan(const LintConfig& config) {
-    reportUnused = ruleEnabled(config, "NM001", "unused-suppression", true);
+    const Rule& unused = unusedSuppressionRule();
+    reportUnused = ruleEnabled(config, unused.info().code, unused.info().slug, unused.info().enabledByDefault);
     names.modules = config.equivalentModules;
     names.groupWrappers = config.groupWrappers;
+    std::vector<const Rule*> enabled;
     for (const Rule* rule : allRules()) {
       const RuleInfo& info = rule->info();
-      if (!ruleEnabled(config, info.code, info.slug, info.enabledByDefault)) continue;
-      for (Language language : info.languages) {
-        size_t i = static_cast<size_t>(language);
-        rules[i].push_back(rule);
-        triggers[i].insert(triggers[i].end(), info.triggers.begin(), info.triggers.end());
-      }
+      if (ruleEnabled(config, info.code, info.slug, info.enabledByDefault)) enabled.push_back(rule);
     }
-    // Project wrappers stand for new_group, so their names are trigger words too.
-    for (const std::string& wrapper : config.groupWrappers) {
-      std::string last = wrapper.substr(wrapper.rfind('.') + 1);
-      triggers[static_cast<size_t>(Language::Python)].push_back(last);
+    // An unused suppression names an enabled rule by code or slug, so those are NM001's words.
+    Trigger suppressionWords;
+    for (const Rule* rule : enabled) {
+      suppressionWords.anyOf.push_back(rule->info().code);
+      suppressionWords.anyOf.push_back(rule->info().slug);
     }
+    std::array<std::vector<RuleTriggers>, kLanguages> perLanguage;
+    for (const Rule* rule : enabled) {
+      RuleTriggers r{rule, rule == &unused ? std::vector<Trigger>{suppressionWords} : rule->info().triggers};
+      addWrapperTriggers(r.triggers, config.groupWrappers);
+      for (Language language : rule->info().languages) perLanguage[static_cast<size_t>(language)].push_back(r);
+    }
+    for (std::vector<RuleTriggers>& rules : perLanguage) prefilters.emplace_back(std::in_place, std::move(rules), config.equivalentModules);
   }
+
+  const Prefilter& prefilter(Language language) const { return *prefilters[static_cast<size_t>(language)]; }
 };
-
-// A suppression naming one of our codes must be seen even in a file no rule triggers on, to be
-// reported as unused.
-bool mentionsOurCode(const std::string& text) {
-  for (size_t at = text.find("NM"); at != std::string::npos; at = text.find("NM", at + 2)) {
-    if (at + 4 < text.size() && std::isdigit(static_cast<unsigned char>(text[at + 2])) &&
-        std::isdigit(static_cast<unsigned char>(text[at + 3])) && std::isdigit(static_cast<unsigned char>(text[at + 4]))) {
-      return true;
-    }
-  }
-  return false;
-}
-
-bool passesPrefilter(const std::string& text, const RulePlan& plan, Language language) {
-  for (const std::string& word : plan.triggers[static_cast<size_t>(language)]) {
-    if (text.find(word) != std::string::npos) return true;
-  }
-  return plan.reportUnused && mentionsOurCode(text);
-}
 
 SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan) {
   std::string name = path.string();
@@ -163,7 +167,8 @@ FileResult lintText(const fs::path& path, const std::string& text, Language lang
                     const RulePlan& plan) {
   FileResult result;
   result.scanned = true;
-  if (!passesPrefilter(text, plan, language)) return result;
+  std::vector<const Rule*> rules = plan.prefilter(language).triggeredRules(text);
+  if (rules.empty()) return result;
   result.parsed = true;
   SourceModel model;
   try {
@@ -177,7 +182,7 @@ FileResult lintText(const fs::path& path, const std::string& text, Language lang
     if (!note.empty()) result.warnings.push_back(note);
   }
   RuleContext context{options.config};
-  for (const Rule* rule : plan.rules[static_cast<size_t>(language)]) rule->check(model, context, result.findings);
+  for (const Rule* rule : rules) rule->check(model, context, result.findings);
   // Two tiers (lexer and AST) may report the same thing: one finding per line and rule.
   std::sort(result.findings.begin(), result.findings.end(), lessFinding);
   result.findings.erase(std::unique(result.findings.begin(), result.findings.end(),

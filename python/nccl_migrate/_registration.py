@@ -12,6 +12,7 @@ import os
 import torch
 import torch.distributed as dist
 
+from . import report
 from ._native import native
 
 # Our names, distinct from torch's own ("nccl", "nccl2", "nccl-lazy", "nccl-legacy"), and the
@@ -76,29 +77,37 @@ def _lazy_init(pg_options, is_subgroup: bool) -> bool:
     return value == "0"
 
 
-def _creator(behaviour: str):
+def _creator(behaviour: str, requested: str):
     def create(opts, pg_options):
-        split_from = getattr(opts, "split_from", None)
-        if split_from is not None and _is_ours(split_from):
-            # new_group on a device-bound parent: torch asks the parent to split.
-            return split_from.split(opts.store, list(opts.global_ranks_in_group or []), None)
-        return native.create_backend(
-            behaviour=behaviour,
-            store=opts.store,
-            rank=opts.group_rank,
-            size=opts.group_size,
-            timeout=opts.timeout,
-            group_name=opts.group_id or "",
-            # torch names the world "default_pg" and other groups "undefined" unless told; its
-            # flight-recorder analyzer relies on the first.
-            group_desc="undefined" if opts.global_ranks_in_group else "default_pg",
-            global_ranks=list(opts.global_ranks_in_group or []),
-            bound_device=_bound_device(opts, behaviour),
-            lazy_init=_lazy_init(pg_options, is_subgroup=bool(opts.global_ranks_in_group)),
-            make_gloo=_make_gloo,
-        )
+        backend = _create(behaviour, opts, pg_options)
+        if backend is not None:
+            report.record_group(requested, behaviour, backend)
+        return backend
 
     return create
+
+
+def _create(behaviour: str, opts, pg_options):
+    """The backend of one new group (a split of its parent when torch asks for one)."""
+    split_from = getattr(opts, "split_from", None)
+    if split_from is not None and _is_ours(split_from):
+        # new_group on a device-bound parent: torch asks the parent to split.
+        return split_from.split(opts.store, list(opts.global_ranks_in_group or []), None)
+    return native.create_backend(
+        behaviour=behaviour,
+        store=opts.store,
+        rank=opts.group_rank,
+        size=opts.group_size,
+        timeout=opts.timeout,
+        group_name=opts.group_id or "",
+        # torch names the world "default_pg" and other groups "undefined" unless told; its
+        # flight-recorder analyzer relies on the first.
+        group_desc="undefined" if opts.global_ranks_in_group else "default_pg",
+        global_ranks=list(opts.global_ranks_in_group or []),
+        bound_device=_bound_device(opts, behaviour),
+        lazy_init=_lazy_init(pg_options, is_subgroup=bool(opts.global_ranks_in_group)),
+        make_gloo=_make_gloo,
+    )
 
 
 def _is_ours(backend) -> bool:
@@ -109,11 +118,17 @@ def _is_ours(backend) -> bool:
     return True
 
 
+def creator_for(name: str, requested: str | None = None):
+    """The backend creator of toolkit backend `name` (torch's extended creator API); `requested`
+    is the name the job used, when the shim routes one of torch's names here."""
+    return _creator(BACKEND_NAMES[name], requested or name)
+
+
 def register_one(name: str) -> None:
     """Registers one toolkit backend by name; the entry point torch calls for that name."""
     if name.upper() in dist.Backend._plugins:
         return
-    dist.Backend.register_backend(name, _creator(BACKEND_NAMES[name]), extended_api=True, devices=["cpu", "cuda"])
+    dist.Backend.register_backend(name, creator_for(name), extended_api=True, devices=["cpu", "cuda"])
 
 
 def register() -> None:

@@ -24,6 +24,8 @@ def _run(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
+    if args.activate:
+        env["NCCL_MIGRATE_ACTIVATE"] = "1"  # the shim, in jobs that never import nccl_migrate
     print(f"nccl-migrate run: {args.nproc} ranks: {' '.join(command)}", file=sys.stderr)
     result = run_job(command, args.nproc, env=env, timeout=args.timeout)
     if result.ok:
@@ -34,40 +36,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    import torch
+    from .doctor import examine, render_text
 
-    from . import BACKEND_NAMES
-    from ._native import native
-
-    use_nccl2 = os.environ.get("TORCH_DIST_USE_NCCL2")
-    names = {}
-    for name in ("nccl", "nccl2", "nccl-lazy", "nccl-legacy"):
-        names[name] = native.resolve_nccl_name(name, use_nccl2)
-    report = {
-        "torch": torch.__version__,
-        "torch_cuda": torch.version.cuda,
-        "torch_nccl": ".".join(map(str, torch.cuda.nccl.version())) if torch.version.cuda else None,
-        "toolkit_nccl": native.nccl_build_version() or None,
-        "gpus": torch.cuda.device_count(),
-        "TORCH_DIST_USE_NCCL2": use_nccl2,
-        "names": names,
-        "toolkit_backends": BACKEND_NAMES,
-    }
-    warnings = [r["warning"] for r in names.values() if r and r["warning"]]
-    if args.format == "json":
-        print(json.dumps(report, indent=2))
-    else:
-        print(f"torch            {report['torch']} (CUDA {report['torch_cuda']}, NCCL {report['torch_nccl']})")
-        print(f"toolkit NCCL     {report['toolkit_nccl'] or 'not compiled'}")
-        print(f"GPUs             {report['gpus']}")
-        print(f"TORCH_DIST_USE_NCCL2 = {use_nccl2 if use_nccl2 is not None else '(unset)'}")
-        for name, r in names.items():
-            print(f"  {name:<12} -> {r['behaviour']:<20} {r['why']}")
-        for toolkit_name, behaviour in BACKEND_NAMES.items():
-            print(f"  {toolkit_name:<12} -> {behaviour:<20} the toolkit's own implementation")
-        for warning in warnings:
-            print(f"warning: {warning}")
-    return EXIT_FOUND if warnings else EXIT_OK
+    try:
+        report = examine()
+    except Exception as error:  # noqa: BLE001 - doctor must say why it could not run
+        print(f"nccl-migrate doctor: could not examine this environment: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    print(json.dumps(report, indent=2) if args.format == "json" else render_text(report))
+    return EXIT_FOUND if report["conflicts"] else EXIT_OK
 
 
 def _not_yet(name: str):
@@ -87,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "MASTER_ADDR/PORT set; a failing rank ends the others.")
     run.add_argument("--nproc", type=int, default=2, help="number of ranks (default 2)")
     run.add_argument("--timeout", type=float, default=600.0, help="seconds before the whole job is ended (default 600)")
+    run.add_argument("--no-activate", dest="activate", action="store_false",
+                     help="do not activate the shim in the job (torch then behaves as without nccl-migrate)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...] (a .py file runs with this Python)")
     run.set_defaults(handler=_run)
 

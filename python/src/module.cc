@@ -14,6 +14,7 @@
 #include "nccl_migrate/backends/migrate_backend.h"
 #include "nccl_migrate/backends/shutdown.h"
 #include "nccl_migrate/shim/backend_name.h"
+#include "shim_bindings.h"
 
 namespace py = pybind11;
 using namespace nccl_migrate;
@@ -116,9 +117,9 @@ py::list communicatorsOf(const py::object& backend) {
   return out;
 }
 
-py::list processCommunicators() {
+py::list listOf(const std::vector<backends::LiveCommunicator>& communicators) {
   py::list out;
-  for (const backends::LiveCommunicator& live : backends::MigrateBackend::processCommunicators()) {
+  for (const backends::LiveCommunicator& live : communicators) {
     py::dict d = infoDict(live.info);
     d["group"] = live.groupName;
     d["policy"] = live.policy;
@@ -155,7 +156,9 @@ PYBIND11_MODULE(_C, m) {
         py::arg("bound_device"), py::arg("lazy_init"), py::arg("make_gloo"));
   m.def("communicators", &communicatorsOf, py::arg("backend"),
         "Live communicators of a toolkit backend: key, purpose, device, ranks, implementation, cost.");
-  m.def("process_communicators", &processCommunicators,
+  m.def("created_communicators", [] { return listOf(backends::MigrateBackend::createdCommunicators()); },
+        "Every communicator toolkit backends of this process created, including destroyed groups'.");
+  m.def("process_communicators", [] { return listOf(backends::MigrateBackend::processCommunicators()); },
         "Live communicators of every toolkit backend in this process, with their group and policy.");
   m.def("flight_recorder_dump", &flightRecorderDump, "The flight recorder's contents in torch's pickle format.");
   m.def("flight_recorder_dump_to_file", [](uint64_t rank) { return backends::FlightRecorder::instance().dumpToFile(rank); },
@@ -164,5 +167,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("stop_watchdog", [] { backends::stopWatchdogBeforeExit(); }, py::call_guard<py::gil_scoped_release>(),
         "Stops the watchdog thread, releasing the works it holds; called at interpreter exit.");
   m.def("nccl_compiled", &backends::ncclCompiled);
+  nccl_migrate::python::bindShim(m);
   m.def("nccl_build_version", &backends::ncclBuildVersion);
 }

@@ -26,6 +26,11 @@ std::set<const MigrateBackend*>& liveBackends() {
   return s;
 }
 
+std::vector<LiveCommunicator>& creationHistory() {
+  static std::vector<LiveCommunicator> history;
+  return history;
+}
+
 std::vector<int64_t> sizesOf(const at::Tensor& t) { return t.sizes().vec(); }
 
 std::string dtypeName(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
@@ -114,6 +119,10 @@ Communicator& MigrateBackend::communicatorFor(const CommunicatorRequest& request
     if (auto it = communicators_.find(request.key); it != communicators_.end()) return *it->second;
   }
   std::unique_ptr<Communicator> made = factory_->create(request);
+  {
+    std::lock_guard<std::mutex> lock(liveMutex());
+    creationHistory().push_back({options_.groupName, policy_->policyName(), made->info()});
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   Communicator& ref = *made;
   communicators_.emplace(request.key, std::move(made));
@@ -301,6 +310,15 @@ std::vector<LiveCommunicator> MigrateBackend::processCommunicators() {
     }
   }
   return out;
+}
+
+}  // namespace nccl_migrate::backends
+
+namespace nccl_migrate::backends {
+
+std::vector<LiveCommunicator> MigrateBackend::createdCommunicators() {
+  std::lock_guard<std::mutex> lock(liveMutex());
+  return creationHistory();
 }
 
 }  // namespace nccl_migrate::backends

@@ -61,7 +61,7 @@ class BackendNameComparison final : public Rule {
       .fixSafety = FixSafety::Safe,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {"\"nccl\"", "'nccl'"},
+      .triggers = {{.anyOf = {"\"nccl\"", "'nccl'"}}},
   };
 };
 

@@ -69,7 +69,7 @@ class CudaMallocAsync final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python, Language::Cpp, Language::Shell, Language::Dockerfile, Language::Config},
       .enabledByDefault = true,
-      .triggers = {"cudaMallocAsync"},
+      .triggers = {{.anyOf = {"cudaMallocAsync*"}}},
   };
 };
 

@@ -68,7 +68,7 @@ class EagerGroupCreation final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {"new_group", "split_group", "new_subgroups"},
+      .triggers = {{.anyOf = {"new_group", "split_group", "new_subgroups*"}, .module = "torch.distributed"}},
   };
 };
 

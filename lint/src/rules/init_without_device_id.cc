@@ -58,7 +58,7 @@ class InitWithoutDeviceId final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {"init_process_group"},
+      .triggers = {{.anyOf = {"init_process_group"}, .andAnyOf = {"set_device*"}, .module = "torch.distributed"}},
   };
 };
 

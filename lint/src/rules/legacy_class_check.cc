@@ -67,7 +67,7 @@ class LegacyClassCheck final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python, Language::Cpp},
       .enabledByDefault = true,
-      .triggers = {"ProcessGroupNCCL"},
+      .triggers = {{.anyOf = {"ProcessGroupNCCL"}}},
   };
 };
 

@@ -63,7 +63,7 @@ class LegacyOnlyAttribute final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {"perform_nocolor_split", "_group_start", "_group_end", "_comm_ptr"},
+      .triggers = {{.anyOf = {"perform_nocolor_split", "_group_start", "_group_end", "_comm_ptr"}}},
   };
 };
 

@@ -93,7 +93,10 @@ class MultiGpuProcessGroup final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {"device_ids", "_multigpu", "DataParallel", "cuda:", ".cuda("},
+      .triggers = {{.anyOf = {"DistributedDataParallel"}},
+                   {.anyOf = {"DataParallel", "*_multigpu", "*cuda:#", ".cuda(#", "\"cuda\", #", "\"cuda\",#",
+                              "'cuda', #", "'cuda',#"},
+                    .module = "torch.distributed"}},
   };
 };
 

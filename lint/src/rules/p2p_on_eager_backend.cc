@@ -48,7 +48,8 @@ class P2pOnEagerBackend final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {"send(", "recv(", "P2POp"},
+      .triggers = {{.anyOf = {"send(", "recv(", "isend(", "irecv(", "batch_isend_irecv(", "P2POp"},
+                    .module = "torch.distributed"}},
   };
 };
 

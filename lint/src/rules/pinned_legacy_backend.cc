@@ -56,7 +56,7 @@ class PinnedLegacyBackend final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python, Language::Cpp, Language::Shell, Language::Dockerfile, Language::Config},
       .enabledByDefault = true,
-      .triggers = {"nccl-legacy", "TORCH_DIST_USE_NCCL2"},
+      .triggers = {{.anyOf = {"nccl-legacy", "TORCH_DIST_USE_NCCL2"}}},
   };
 };
 

@@ -24,7 +24,6 @@ class UnusedSuppression final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python, Language::Cpp, Language::Shell, Language::Dockerfile, Language::Config},
       .enabledByDefault = true,
-      .triggers = {},
   };
 };
 

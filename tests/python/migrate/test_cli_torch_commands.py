@@ -65,10 +65,12 @@ def test_doctor_json_resolves_every_name(cli):
     assert report["names"]["nccl"]["behaviour"] == "legacy"
     assert report["names"]["nccl2"]["behaviour"] == "rewritten"
     assert report["names"]["nccl-lazy"]["behaviour"] == "rewritten-lazy-p2p"
-    assert report["toolkit_nccl"] == report["torch_nccl"], "the toolkit must build against torch's NCCL"
+    assert report["toolkit"]["nccl"] == report["torch"]["nccl"], "the toolkit must build against torch's NCCL"
+    assert report["conflicts"] == []
 
 
 def test_doctor_flags_a_mistyped_variable_and_exits_1(cli):
     done = _run(cli, "doctor", env={"TORCH_DIST_USE_NCCL2": "false"})
     assert done.returncode == 1
-    assert "keeps the rewritten backend" in done.stdout
+    assert "TORCH_DIST_USE_NCCL2" in done.stdout and "conflicts:" in done.stdout
+

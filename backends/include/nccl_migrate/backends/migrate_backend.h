@@ -118,6 +118,9 @@ class MigrateBackend final : public c10d::Backend {
 
   // Every live communicator of every toolkit backend in this process.
   static std::vector<LiveCommunicator> processCommunicators();
+  // Every communicator any toolkit backend of this process ever created, in creation order,
+  // including those of groups since destroyed: what a job cost, for reports and A/B runs.
+  static std::vector<LiveCommunicator> createdCommunicators();
 
   // Called by the watchdog when an op of this group timed out or failed: records the error,
   // dumps the flight recorder once, and on timeout aborts the group's communicators so that

@@ -15,6 +15,21 @@ namespace nccl_migrate::lint {
 // every torch version and `--fix` applies it; an unsafe one needs `--unsafe-fixes`.
 enum class FixSafety { None, Safe, Unsafe };
 
+// Text a file must contain for a rule to be able to report there. Words match as tokens: where a
+// word starts or ends with an identifier character, the text may not continue the identifier
+// there ("send(" matches `dist.send(` but not `resend(`; "new_group" not `new_groups`). A `*` at
+// either end lets the identifier continue ("*_multigpu" matches `all_reduce_multigpu`); `#`
+// stands for one digit ("cuda:#").
+struct Trigger {
+  std::vector<std::string> anyOf;     // one of these words ...
+  std::vector<std::string> andAnyOf;  // ... and, when given, one of these too ...
+  // ... and, when given, a mention of this Python module: its last name anywhere in the file
+  // (`import torch.distributed`, `from torch._C import _distributed_c10d`) or the last name of a
+  // module the configuration declares equivalent to it (equivalent-modules). For rules that report
+  // only names qualified under the module, which a file that never names it cannot bind.
+  std::string module;
+};
+
 struct RuleInfo {
   std::string code;       // "NM201"
   std::string slug;       // "legacy-class-check"
@@ -25,9 +40,10 @@ struct RuleInfo {
   FixSafety fixSafety = FixSafety::None;
   std::vector<Language> languages;
   bool enabledByDefault = true;
-  // Words of which at least one must occur in a file for the rule to fire there; the linter
-  // skips parsing files that contain none of any enabled rule's words.
-  std::vector<std::string> triggers;
+  // What a file must contain for the rule to report there, as alternatives: the linter scans each
+  // file once for every enabled rule's triggers and parses it only for the rules one matches.
+  // A trigger names what every finding of the rule needs, never more.
+  std::vector<Trigger> triggers;
 };
 
 struct Edit {

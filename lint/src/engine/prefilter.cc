@@ -1,0 +1,175 @@
+// The prefilter's automaton: every trigger word of a run, with `#` expanded to the ten digits,
+// compiled once into a dense Aho-Corasick automaton over the bytes that occur in them, then run
+// once over each file; token boundaries are checked only where a word matched.
+#include "prefilter.h"
+
+#include <cctype>
+#include <deque>
+#include <limits>
+
+namespace nccl_migrate::lint {
+namespace {
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+constexpr uint32_t kHasOutput = 1u << 31;
+
+// Python identifiers may hold non-ASCII letters, so every byte of a multi-byte character counts.
+bool isIdentifierByte(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
+
+// "cuda:#" -> "cuda:0" ... "cuda:9".
+std::vector<std::string> expandDigits(const std::string& word) {
+  size_t hash = word.find('#');
+  if (hash == std::string::npos) return {word};
+  std::vector<std::string> out;
+  for (char d = '0'; d <= '9'; ++d) {
+    for (std::string& rest : expandDigits(word.substr(hash + 1))) out.push_back(word.substr(0, hash) + d + rest);
+  }
+  return out;
+}
+
+std::string lastName(const std::string& dotted) { return dotted.substr(dotted.rfind('.') + 1); }
+
+}  // namespace
+
+Prefilter::Prefilter(std::vector<RuleTriggers> rules, const std::map<std::string, std::string>& equivalentModules) {
+  for (RuleTriggers& r : rules) {
+    std::vector<CompiledTrigger> compiled;
+    for (const Trigger& t : r.triggers) {
+      compiled.push_back({wordIds(t.anyOf), wordIds(t.andAnyOf), moduleWordIds(t.module, equivalentModules)});
+    }
+    rules_.push_back(r.rule);
+    triggers_.push_back(std::move(compiled));
+  }
+  build();
+}
+
+std::vector<uint32_t> Prefilter::wordIds(const std::vector<std::string>& spellings) {
+  std::vector<uint32_t> ids;
+  for (const std::string& s : spellings) ids.push_back(wordId(s));
+  return ids;
+}
+
+// A module is mentioned by its last name anywhere, even inside another identifier
+// (`_distributed_c10d`), or by the last name of a module declared equivalent to it or to a
+// module inside it.
+std::vector<uint32_t> Prefilter::moduleWordIds(const std::string& module,
+                                               const std::map<std::string, std::string>& equivalents) {
+  if (module.empty()) return {};
+  std::vector<uint32_t> ids = {wordId("*" + lastName(module) + "*")};
+  for (const auto& [from, to] : equivalents) {
+    if (to == module || to.starts_with(module + ".")) ids.push_back(wordId("*" + lastName(from) + "*"));
+  }
+  return ids;
+}
+
+uint32_t Prefilter::wordId(const std::string& spelling) {
+  if (auto it = words_.find(spelling); it != words_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(words_.size());
+  words_.emplace(spelling, id);
+  std::string text = spelling;
+  bool openStart = text.starts_with("*"), openEnd = text.size() > 1 && text.ends_with("*");
+  if (openStart) text.erase(0, 1);
+  if (openEnd) text.pop_back();
+  if (text.empty()) return id;
+  // A digit placeholder at an edge matches any digit there, so the edge stays open.
+  bool checkStart = !openStart && text.front() != '#' && isIdentifierByte(text.front());
+  bool checkEnd = !openEnd && text.back() != '#' && isIdentifierByte(text.back());
+  for (const std::string& variant : expandDigits(text)) addPattern(variant, id, checkStart, checkEnd);
+  return id;
+}
+
+void Prefilter::addPattern(const std::string& text, uint32_t word, bool checkStart, bool checkEnd) {
+  patterns_.push_back({word, static_cast<uint32_t>(text.size()), checkStart, checkEnd});
+  patternTexts_.push_back(text);
+}
+
+void Prefilter::build() {
+  for (const std::string& text : patternTexts_) {
+    for (unsigned char c : text) {
+      if (!byteClass_[c]) byteClass_[c] = static_cast<uint8_t>(classes_++);
+    }
+  }
+  // The trie, with kNone where a state has no edge yet.
+  next_.assign(classes_, kNone);
+  output_.assign(1, {});
+  for (uint32_t p = 0; p < patternTexts_.size(); ++p) {
+    uint32_t state = 0;
+    for (unsigned char c : patternTexts_[p]) {
+      uint32_t& edge = next_[state * classes_ + byteClass_[c]];
+      if (edge == kNone) {
+        edge = static_cast<uint32_t>(output_.size());
+        output_.emplace_back();
+        next_.resize(next_.size() + classes_, kNone);
+      }
+      state = next_[state * classes_ + byteClass_[c]];
+    }
+    output_[state].push_back(p);
+  }
+  // Breadth first: each missing edge takes its failure state's edge; outputs inherit the
+  // failure state's (a word that ends inside a longer one).
+  std::vector<uint32_t> fail(output_.size(), 0);
+  std::deque<uint32_t> queue;
+  for (uint32_t c = 0; c < classes_; ++c) {
+    uint32_t& edge = next_[c];
+    if (edge == kNone) edge = 0;
+    else queue.push_back(edge);
+  }
+  while (!queue.empty()) {
+    uint32_t state = queue.front();
+    queue.pop_front();
+    for (uint32_t c = 0; c < classes_; ++c) {
+      uint32_t& edge = next_[state * classes_ + c];
+      uint32_t fallback = next_[fail[state] * classes_ + c];
+      if (edge == kNone) {
+        edge = fallback;
+        continue;
+      }
+      fail[edge] = fallback;
+      output_[edge].insert(output_[edge].end(), output_[fallback].begin(), output_[fallback].end());
+      queue.push_back(edge);
+    }
+  }
+  // Edges hold the target's row offset, flagged when words end there, so the scan neither
+  // multiplies nor looks elsewhere for most bytes.
+  for (uint32_t& edge : next_) edge = edge * classes_ | (output_[edge].empty() ? 0 : kHasOutput);
+}
+
+bool Prefilter::matches(const CompiledTrigger& trigger, const std::vector<uint8_t>& found) const {
+  auto any = [&](const std::vector<uint32_t>& ids) {
+    for (uint32_t id : ids)
+      if (found[id]) return true;
+    return false;
+  };
+  return any(trigger.anyOf) && (trigger.andAnyOf.empty() || any(trigger.andAnyOf)) &&
+         (trigger.module.empty() || any(trigger.module));
+}
+
+std::vector<const Rule*> Prefilter::triggeredRules(std::string_view text) const {
+  std::vector<uint8_t> found(words_.size(), 0);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  size_t size = text.size();
+  uint32_t offset = 0;
+  for (size_t i = 0; i < size; ++i) {
+    uint32_t edge = next_[offset + byteClass_[bytes[i]]];
+    offset = edge & ~kHasOutput;
+    if (!(edge & kHasOutput)) continue;
+    for (uint32_t p : output_[offset / classes_]) {
+      const Pattern& pattern = patterns_[p];
+      size_t start = i + 1 - pattern.length;
+      if (pattern.checkStart && start > 0 && isIdentifierByte(bytes[start - 1])) continue;
+      if (pattern.checkEnd && i + 1 < size && isIdentifierByte(bytes[i + 1])) continue;
+      found[pattern.word] = 1;
+    }
+  }
+  std::vector<const Rule*> triggered;
+  for (size_t r = 0; r < rules_.size(); ++r) {
+    for (const CompiledTrigger& trigger : triggers_[r]) {
+      if (!matches(trigger, found)) continue;
+      triggered.push_back(rules_[r]);
+      break;
+    }
+  }
+  return triggered;
+}
+
+}  // namespace nccl_migrate::lint

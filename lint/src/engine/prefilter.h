@@ -1,0 +1,60 @@
+// The text prefilter: which of a run's rules could report in a file, decided by one scan of its
+// text (an Aho-Corasick automaton over every trigger word), so files no rule can report in are
+// never parsed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nccl_migrate/lint/rule.h"
+
+namespace nccl_migrate::lint {
+
+// One rule and the triggers it is checked under (its metadata's, plus what the run adds).
+struct RuleTriggers {
+  const Rule* rule = nullptr;
+  std::vector<Trigger> triggers;
+};
+
+class Prefilter {
+ public:
+  // `equivalentModules` (configuration) name modules that stand for a trigger's module.
+  Prefilter(std::vector<RuleTriggers> rules, const std::map<std::string, std::string>& equivalentModules);
+
+  // The rules, in the order given, with a trigger that matches `text`.
+  std::vector<const Rule*> triggeredRules(std::string_view text) const;
+
+ private:
+  struct CompiledTrigger {
+    std::vector<uint32_t> anyOf, andAnyOf, module;  // word ids; empty andAnyOf/module: no condition
+  };
+  struct Pattern {
+    uint32_t word = 0;
+    uint32_t length = 0;
+    bool checkStart = false;  // the byte before may not be an identifier character
+    bool checkEnd = false;    // nor the byte after
+  };
+
+  uint32_t wordId(const std::string& spelling);
+  std::vector<uint32_t> wordIds(const std::vector<std::string>& spellings);
+  std::vector<uint32_t> moduleWordIds(const std::string& module, const std::map<std::string, std::string>& equivalents);
+  void addPattern(const std::string& text, uint32_t word, bool checkStart, bool checkEnd);
+  void build();
+  bool matches(const CompiledTrigger& trigger, const std::vector<uint8_t>& found) const;
+
+  std::vector<const Rule*> rules_;
+  std::vector<std::vector<CompiledTrigger>> triggers_;  // per rule
+  std::map<std::string, uint32_t> words_;               // spelling -> id
+  std::vector<Pattern> patterns_;
+  // The automaton: a trie over byte classes with failure transitions folded in.
+  std::vector<std::string> patternTexts_;
+  uint8_t byteClass_[256] = {};
+  uint32_t classes_ = 1;
+  std::vector<uint32_t> next_;                // state * classes_ + class -> state
+  std::vector<std::vector<uint32_t>> output_;  // state -> patterns ending there
+};
+
+}  // namespace nccl_migrate::lint
