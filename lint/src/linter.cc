@@ -6,9 +6,9 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -44,7 +44,7 @@ void addWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<std::s
 // The rules a run uses, per language, each behind the prefilter that decides which of them a
 // file needs.
 struct RulePlan {
-  std::vector<std::optional<Prefilter>> prefilters;
+  std::vector<Prefilter> prefilters;
   bool reportUnused = false;
   NameEquivalences names;
 
@@ -70,10 +70,10 @@ struct RulePlan {
       addWrapperTriggers(r.triggers, config.groupWrappers);
       for (Language language : rule->info().languages) perLanguage[static_cast<size_t>(language)].push_back(r);
     }
-    for (std::vector<RuleTriggers>& rules : perLanguage) prefilters.emplace_back(std::in_place, std::move(rules), config.equivalentModules);
+    for (std::vector<RuleTriggers>& rules : perLanguage) prefilters.emplace_back(std::move(rules), config.equivalentModules);
   }
 
-  const Prefilter& prefilter(Language language) const { return *prefilters[static_cast<size_t>(language)]; }
+  const Prefilter& prefilter(Language language) const { return prefilters[static_cast<size_t>(language)]; }
 };
 
 SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan) {
@@ -196,12 +196,31 @@ FileResult lintText(const fs::path& path, const std::string& text, Language lang
   return result;
 }
 
+// ASCII eight bytes at a time; LLVM checks each multi-byte sequence.
 bool isValidUtf8(const std::string& text) {
-  const auto* begin = reinterpret_cast<const llvm::UTF8*>(text.data());
-  return llvm::isLegalUTF8String(&begin, begin + text.size());
+  const auto* p = reinterpret_cast<const llvm::UTF8*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    if (end - p >= 8) {
+      uint64_t word;
+      std::memcpy(&word, p, sizeof word);
+      if (!(word & 0x8080808080808080ull)) {
+        p += 8;
+        continue;
+      }
+    }
+    if (*p < 0x80) {
+      ++p;
+      continue;
+    }
+    unsigned length = llvm::getNumBytesForUTF8(*p);
+    if (length > static_cast<size_t>(end - p) || !llvm::isLegalUTF8Sequence(p, p + length)) return false;
+    p += length;
+  }
+  return true;
 }
 
-// Reads a file, or explains in a warning why it is skipped.
+// Reads a file into one string sized up front, or explains in a warning why it is skipped.
 std::optional<std::string> readSource(const fs::path& path, const LintConfig& config, std::string& warning) {
   std::error_code ec;
   uintmax_t size = fs::file_size(path, ec);
@@ -211,13 +230,13 @@ std::optional<std::string> readSource(const fs::path& path, const LintConfig& co
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  if (!in || ec) {
     warning = path.string() + ": skipped: cannot be read; check that it exists and its permissions allow reading";
     return std::nullopt;
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
+  std::string text(size, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  text.resize(static_cast<size_t>(in.gcount()));
   if (text.find('\0') != std::string::npos) {
     warning = path.string() + ": skipped: binary file (contains NUL bytes)";
     return std::nullopt;
@@ -229,16 +248,13 @@ std::optional<std::string> readSource(const fs::path& path, const LintConfig& co
   return text;
 }
 
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 FileResult lintFile(const fs::path& path, const LintOptions& options, const RulePlan& plan) {
   std::string warning;
   std::optional<std::string> text = readSource(path, options.config, warning);
-  std::optional<Language> language = languageOf(path);
-  if (!language) {
-    std::ifstream in(path);
-    std::string first;
-    std::getline(in, first);
-    language = languageByName(path, first);
-  }
+  // Files without a telling name are known by their shebang.
+  std::optional<Language> language = languageByName(path, text ? firstLine(*text) : "");
   FileResult result;
   if (!language) {
     result.warnings.push_back(path.string() + ": skipped: not a Python, C/C++/CUDA, shell, Dockerfile or config file");

@@ -3,6 +3,7 @@
 // comparisons, attribute reads, string literals, environment assignments and comments with their
 // qualified names.
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +22,41 @@ namespace {
 using TreePtr = std::unique_ptr<TSTree, decltype(&ts_tree_delete)>;
 using ParserPtr = std::unique_ptr<TSParser, decltype(&ts_parser_delete)>;
 
+// Field ids by name, looked up once: ts_node_child_by_field_name compares names on every call.
+struct FieldIds {
+  TSFieldId alias;
+  TSFieldId arguments;
+  TSFieldId attribute;
+  TSFieldId function;
+  TSFieldId left;
+  TSFieldId moduleName;
+  TSFieldId name;
+  TSFieldId object;
+  TSFieldId right;
+  TSFieldId subscript;
+  TSFieldId superclasses;
+  TSFieldId value;
+};
+
+TSFieldId fieldId(const char* name) {
+  return ts_language_field_id_for_name(tree_sitter_python(), name, static_cast<uint32_t>(std::strlen(name)));
+}
+
+const FieldIds kField = {
+    .alias = fieldId("alias"),
+    .arguments = fieldId("arguments"),
+    .attribute = fieldId("attribute"),
+    .function = fieldId("function"),
+    .left = fieldId("left"),
+    .moduleName = fieldId("module_name"),
+    .name = fieldId("name"),
+    .object = fieldId("object"),
+    .right = fieldId("right"),
+    .subscript = fieldId("subscript"),
+    .superclasses = fieldId("superclasses"),
+    .value = fieldId("value"),
+};
+
 bool isLoop(std::string_view type) {
   return type == "for_statement" || type == "while_statement" || type == "list_comprehension" ||
          type == "set_comprehension" || type == "dictionary_comprehension" || type == "generator_expression";
@@ -32,6 +68,11 @@ class PythonWalker {
       : text_(text), model_(model), equivalences_(equivalences) {
     names_.setEquivalentModules(&equivalences.modules);
   }
+  ~PythonWalker() {
+    for (TSTreeCursor& cursor : cursors_) ts_tree_cursor_delete(&cursor);
+  }
+  PythonWalker(const PythonWalker&) = delete;
+  PythonWalker& operator=(const PythonWalker&) = delete;
 
   void walk(TSNode node) {
     std::string_view type = ts_node_type(node);
@@ -54,8 +95,27 @@ class PythonWalker {
 
  private:
   void walkChildren(TSNode node) {
-    uint32_t n = ts_node_named_child_count(node);
-    for (uint32_t i = 0; i < n; ++i) walk(ts_node_named_child(node, i));
+    forEachNamedChild(node, [&](TSNode child) { walk(child); });
+  }
+
+  // Calls `visit` on each named child in order. ts_node_named_child is linear in the index, so a
+  // cursor steps through the siblings instead: one cursor per nesting level, reused for the file.
+  template <class Visit>
+  void forEachNamedChild(TSNode node, Visit&& visit) const {
+    if (ts_node_is_null(node)) return;
+    size_t level = openCursors_++;
+    struct Close {
+      size_t& open;
+      ~Close() { --open; }
+    } close{openCursors_};
+    if (level == cursors_.size()) cursors_.push_back(ts_tree_cursor_new(node));
+    else ts_tree_cursor_reset(&cursors_[level], node);
+    TSTreeCursor* cursor = &cursors_[level];  // a deque keeps it in place while deeper levels are added
+    if (!ts_tree_cursor_goto_first_child(cursor)) return;
+    do {
+      TSNode child = ts_tree_cursor_current_node(cursor);
+      if (ts_node_is_named(child)) visit(child);
+    } while (ts_tree_cursor_goto_next_sibling(cursor));
   }
 
   std::string textOf(TSNode node) const {
@@ -69,9 +129,7 @@ class PythonWalker {
     return {static_cast<int>(p.row) + 1, static_cast<int>(p.column) + 1};
   }
 
-  static TSNode field(TSNode node, const char* name) {
-    return ts_node_child_by_field_name(node, name, static_cast<uint32_t>(std::strlen(name)));
-  }
+  static TSNode field(TSNode node, TSFieldId id) { return ts_node_child_by_field_id(node, id); }
 
   static std::string_view typeOf(TSNode node) { return ts_node_is_null(node) ? "" : ts_node_type(node); }
 
@@ -86,9 +144,9 @@ class PythonWalker {
     std::string_view type = typeOf(node);
     if (type == "identifier" || type == "dotted_name") return textOf(node);
     if (type != "attribute") return "";
-    std::string object = dottedOf(field(node, "object"));
+    std::string object = dottedOf(field(node, kField.object));
     if (object.empty()) return "";
-    return object + "." + textOf(field(node, "attribute"));
+    return object + "." + textOf(field(node, kField.attribute));
   }
 
   // The value of a string expression as far as it is known here: literals, f-string text parts,
@@ -97,23 +155,20 @@ class PythonWalker {
     std::string_view type = typeOf(node);
     if (type == "string") {
       std::string value;
-      uint32_t n = ts_node_named_child_count(node);
-      for (uint32_t i = 0; i < n; ++i) {
-        TSNode part = ts_node_named_child(node, i);
+      forEachNamedChild(node, [&](TSNode part) {
         if (typeOf(part) == "string_content") value += textOf(part);
-      }
+      });
       return value;
     }
     if (type == "concatenated_string" || type == "binary_operator") {
       std::string value;
       bool known = false;
-      uint32_t n = ts_node_named_child_count(node);
-      for (uint32_t i = 0; i < n; ++i) {
-        if (auto part = stringValueOf(ts_node_named_child(node, i))) {
+      forEachNamedChild(node, [&](TSNode child) {
+        if (auto part = stringValueOf(child)) {
           value += *part;
           known = true;
         }
-      }
+      });
       if (known) return value;
       return std::nullopt;
     }
@@ -127,32 +182,28 @@ class PythonWalker {
   }
 
   void onImport(TSNode node) {
-    uint32_t n = ts_node_named_child_count(node);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode child = ts_node_named_child(node, i);
+    forEachNamedChild(node, [&](TSNode child) {
       if (typeOf(child) == "aliased_import") {
-        names_.bindImport(textOf(field(child, "name")), textOf(field(child, "alias")));
+        names_.bindImport(textOf(field(child, kField.name)), textOf(field(child, kField.alias)));
       } else {
         names_.bindImport(textOf(child), "");
       }
-    }
+    });
   }
 
   void onFromImport(TSNode node) {
-    TSNode module = field(node, "module_name");
+    TSNode module = field(node, kField.moduleName);
     if (typeOf(module) == "relative_import") return;  // project-local
     std::string moduleName = textOf(module);
-    uint32_t n = ts_node_named_child_count(node);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode child = ts_node_named_child(node, i);
-      if (ts_node_eq(child, module)) continue;
+    forEachNamedChild(node, [&](TSNode child) {
+      if (ts_node_eq(child, module)) return;
       std::string_view type = typeOf(child);
       if (type == "aliased_import") {
-        names_.bindFromImport(moduleName, textOf(field(child, "name")), textOf(field(child, "alias")));
+        names_.bindFromImport(moduleName, textOf(field(child, kField.name)), textOf(field(child, kField.alias)));
       } else if (type == "dotted_name") {
         names_.bindFromImport(moduleName, textOf(child), "");
       }
-    }
+    });
   }
 
   void onComment(TSNode node) {
@@ -160,17 +211,14 @@ class PythonWalker {
   }
 
   void onClass(TSNode node) {
-    TSNode bases = field(node, "superclasses");
-    if (!ts_node_is_null(bases)) {
-      uint32_t n = ts_node_named_child_count(bases);
-      for (uint32_t i = 0; i < n; ++i) recordTypeCheck(TypeCheck::Kind::Subclass, ts_node_named_child(bases, i));
-    }
-    names_.bindLocalDefinition(textOf(field(node, "name")));
+    TSNode bases = field(node, kField.superclasses);
+    forEachNamedChild(bases, [&](TSNode base) { recordTypeCheck(TypeCheck::Kind::Subclass, base); });
+    names_.bindLocalDefinition(textOf(field(node, kField.name)));
   }
 
   // A loop around a `def` does not run the function's body repeatedly, so depth restarts inside.
   void onFunction(TSNode node) {
-    std::string name = textOf(field(node, "name"));
+    std::string name = textOf(field(node, kField.name));
     if (!isConfiguredWrapper(name)) names_.bindLocalDefinition(name);
     int outer = loopDepth_;
     loopDepth_ = 0;
@@ -181,8 +229,8 @@ class PythonWalker {
   // `PG = dist.ProcessGroupNCCL` makes PG an alias; `CONF = "..."` a known string; any other
   // assignment shadows the name. `os.environ["X"] = v` sets an environment variable.
   void onAssignment(TSNode node) {
-    TSNode left = field(node, "left");
-    TSNode right = field(node, "right");
+    TSNode left = field(node, kField.left);
+    TSNode right = field(node, kField.right);
     if (typeOf(left) == "subscript") return onSubscriptAssignment(left, right);
     if (typeOf(left) != "identifier") return;
     std::string name = textOf(left);
@@ -193,8 +241,8 @@ class PythonWalker {
   }
 
   void onSubscriptAssignment(TSNode target, TSNode right) {
-    if (!isEnviron(field(target, "value"))) return;
-    auto key = stringValueOf(field(target, "subscript"));
+    if (!isEnviron(field(target, kField.value))) return;
+    auto key = stringValueOf(field(target, kField.subscript));
     if (!key || ts_node_is_null(right)) return;
     model_.settings.push_back({*key, stringValueOf(right).value_or(""), locationOf(target), true});
   }
@@ -211,7 +259,7 @@ class PythonWalker {
   }
 
   void onCall(TSNode node) {
-    TSNode function = field(node, "function");
+    TSNode function = field(node, kField.function);
     std::string dotted = dottedOf(function);
     if (dotted.empty()) return;
     Call call;
@@ -222,23 +270,21 @@ class PythonWalker {
     }
     call.where = locationOf(node);
     call.loopDepth = loopDepth_;
-    collectArguments(field(node, "arguments"), call);
-    if (dotted == "isinstance" && names_.isBuiltin("isinstance")) onIsinstance(field(node, "arguments"));
+    collectArguments(field(node, kField.arguments), call);
+    if (dotted == "isinstance" && names_.isBuiltin("isinstance")) onIsinstance(field(node, kField.arguments));
     onEnvironmentCall(function, call);
     model_.calls.push_back(std::move(call));
   }
 
   void collectArguments(TSNode list, Call& call) const {
     if (typeOf(list) != "argument_list") return;
-    uint32_t n = ts_node_named_child_count(list);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode arg = ts_node_named_child(list, i);
-      if (typeOf(arg) == "comment") continue;
+    forEachNamedChild(list, [&](TSNode arg) {
+      if (typeOf(arg) == "comment") return;
       Argument a;
       TSNode value = arg;
       if (typeOf(arg) == "keyword_argument") {
-        a.keyword = textOf(field(arg, "name"));
-        value = field(arg, "value");
+        a.keyword = textOf(field(arg, kField.name));
+        value = field(arg, kField.value);
       }
       a.text = textOf(value);
       a.stringValue = stringValueOf(value);
@@ -246,18 +292,17 @@ class PythonWalker {
       std::string_view valueType = typeOf(value);
       if (valueType == "list" || valueType == "tuple") {
         a.isSequenceLiteral = true;
-        uint32_t m = ts_node_named_child_count(value);
-        for (uint32_t j = 0; j < m; ++j) a.elements.push_back(textOf(ts_node_named_child(value, j)));
+        forEachNamedChild(value, [&](TSNode element) { a.elements.push_back(textOf(element)); });
       }
       call.arguments.push_back(std::move(a));
-    }
+    });
   }
 
   // os.environ.setdefault/update, os.putenv: environment assignments through calls.
   void onEnvironmentCall(TSNode function, const Call& call) {
     if (typeOf(function) != "attribute") return;
-    std::string method = textOf(field(function, "attribute"));
-    bool onEnviron = isEnviron(field(function, "object"));
+    std::string method = textOf(field(function, kField.attribute));
+    bool onEnviron = isEnviron(field(function, kField.object));
     if ((onEnviron && method == "setdefault") || call.qualifiedName == "os.putenv") {
       const Argument* key = call.positional(0);
       const Argument* value = call.positional(1);
@@ -275,8 +320,7 @@ class PythonWalker {
     if (ts_node_named_child_count(arguments) < 2) return;
     TSNode classes = ts_node_named_child(arguments, 1);
     if (typeOf(classes) != "tuple") return recordTypeCheck(TypeCheck::Kind::Isinstance, classes);
-    uint32_t n = ts_node_named_child_count(classes);
-    for (uint32_t i = 0; i < n; ++i) recordTypeCheck(TypeCheck::Kind::Isinstance, ts_node_named_child(classes, i));
+    forEachNamedChild(classes, [&](TSNode cls) { recordTypeCheck(TypeCheck::Kind::Isinstance, cls); });
   }
 
   void onComparison(TSNode node) {
@@ -295,12 +339,13 @@ class PythonWalker {
     if (auto value = stringValueOf(rhs); value && typeOf(rhs) != "identifier") {
       cmp.literals.push_back(*value);
     } else if (typeOf(rhs) == "tuple" || typeOf(rhs) == "list" || typeOf(rhs) == "set") {
-      uint32_t n = ts_node_named_child_count(rhs);
-      for (uint32_t i = 0; i < n; ++i) {
-        auto value = stringValueOf(ts_node_named_child(rhs, i));
-        if (!value) return;
-        cmp.literals.push_back(*value);
-      }
+      bool allKnown = true;
+      forEachNamedChild(rhs, [&](TSNode element) {
+        auto value = stringValueOf(element);
+        if (value) cmp.literals.push_back(*value);
+        allKnown &= value.has_value();
+      });
+      if (!allKnown) return;
     } else {
       return;
     }
@@ -310,12 +355,12 @@ class PythonWalker {
       TSNode child = ts_node_child(node, i);
       if (!ts_node_is_named(child)) cmp.op = ts_node_type(child);
     }
-    TSNode callee = field(lhs, "function");
+    TSNode callee = field(lhs, kField.function);
     std::string dotted = dottedOf(callee);
     cmp.subjectCallee = dotted.empty() ? "" : names_.qualify(dotted);
     if (cmp.subjectCallee.empty()) cmp.subjectCallee = dotted;
-    if (cmp.subjectCallee.empty() && typeOf(callee) == "attribute") cmp.subjectCallee = "." + textOf(field(callee, "attribute"));
-    cmp.subjectCallHasArguments = ts_node_named_child_count(field(lhs, "arguments")) > 0;
+    if (cmp.subjectCallee.empty() && typeOf(callee) == "attribute") cmp.subjectCallee = "." + textOf(field(callee, kField.attribute));
+    cmp.subjectCallHasArguments = ts_node_named_child_count(field(lhs, kField.arguments)) > 0;
     cmp.subjectText = textOf(lhs);
     cmp.where = locationOf(node);
     // The fix rewrites from the end of the subject to the end of the comparison; only the
@@ -328,22 +373,20 @@ class PythonWalker {
 
   bool isTypeCall(TSNode node) const {
     if (typeOf(node) != "call") return false;
-    return textOf(field(node, "function")) == "type" && names_.isBuiltin("type");
+    return textOf(field(node, kField.function)) == "type" && names_.isBuiltin("type");
   }
 
   void onAttribute(TSNode node) {
     model_.attributes.push_back(
-        {textOf(field(node, "attribute")), textOf(field(node, "object")), locationOf(field(node, "attribute"))});
+        {textOf(field(node, kField.attribute)), textOf(field(node, kField.object)), locationOf(field(node, kField.attribute))});
   }
 
   void onString(TSNode node) {
     if (auto value = stringValueOf(node)) model_.strings.push_back({*value, locationOf(node)});
     // f-string interpolations hold code.
-    uint32_t n = ts_node_named_child_count(node);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode part = ts_node_named_child(node, i);
+    forEachNamedChild(node, [&](TSNode part) {
       if (typeOf(part) == "interpolation" || typeOf(part) == "string") walk(part);
-    }
+    });
   }
 
   void recordTypeCheck(TypeCheck::Kind kind, TSNode classExpr) {
@@ -358,6 +401,8 @@ class PythonWalker {
   PythonNames names_;
   std::unordered_map<std::string, std::string> constants_;  // name -> string value known so far
   int loopDepth_ = 0;
+  mutable std::deque<TSTreeCursor> cursors_;  // forEachNamedChild's, by nesting level
+  mutable size_t openCursors_ = 0;
 };
 
 }  // namespace
@@ -366,8 +411,12 @@ SourceModel parsePython(const std::string& path, const std::string& text, const 
   SourceModel model;
   model.path = path;
   model.language = Language::Python;
-  ParserPtr parser(ts_parser_new(), &ts_parser_delete);
-  ts_parser_set_language(parser.get(), tree_sitter_python());
+  // One parser per thread, kept for the run: creating one allocates its stacks and tables.
+  thread_local ParserPtr parser = [] {
+    ParserPtr p(ts_parser_new(), &ts_parser_delete);
+    ts_parser_set_language(p.get(), tree_sitter_python());
+    return p;
+  }();
   TreePtr tree(ts_parser_parse_string(parser.get(), nullptr, text.data(), static_cast<uint32_t>(text.size())),
                &ts_tree_delete);
   if (!tree) return model;

@@ -1,5 +1,5 @@
 """The NCCL communicator path on real GPUs. Skips, visibly, on machines without one; the CPU
-suite (test_allreduce_cpu.py) covers everything but the NCCL and CUDA calls."""
+suites (test_collectives_cpu.py and the others) cover everything but the NCCL and CUDA calls."""
 
 import pytest
 import torch
