@@ -79,8 +79,7 @@ struct RulePlan {
 SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan) {
   std::string name = path.string();
   switch (language) {
-    case Language::Python:
-      return path.extension() == ".ipynb" ? parseNotebook(name, text, plan.names) : parsePython(name, text, plan.names);
+    case Language::Python: return parsePython(name, text, plan.names);
     case Language::Cpp: return lexCpp(name, text);
     case Language::Shell: return scanShell(name, text);
     case Language::Dockerfile: return scanDockerfile(name, text);
@@ -140,8 +139,8 @@ void fingerprint(std::vector<Finding>& findings, const std::string& text) {
 }
 
 bool lessFinding(const Finding& a, const Finding& b) {
-  return std::tie(a.path, a.where.line, a.where.column, a.code, a.message) <
-         std::tie(b.path, b.where.line, b.where.column, b.code, b.message);
+  return std::tie(a.path, a.where.cell, a.where.line, a.where.column, a.code, a.message) <
+         std::tie(b.path, b.where.cell, b.where.line, b.where.column, b.code, b.message);
 }
 
 struct FileResult {
@@ -163,7 +162,8 @@ bool ignoredForFile(const LintConfig& config, const std::string& path, const std
   return false;
 }
 
-FileResult lintText(const fs::path& path, const std::string& text, Language language, const LintOptions& options,
+// One file's source: prefilter, frontend, the triggered rules, per-file ignores, suppressions.
+FileResult lintCode(const fs::path& path, const std::string& text, Language language, const LintOptions& options,
                     const RulePlan& plan) {
   FileResult result;
   result.scanned = true;
@@ -174,7 +174,7 @@ FileResult lintText(const fs::path& path, const std::string& text, Language lang
   try {
     model = parse(path, text, language, plan);
   } catch (const std::exception& e) {
-    result.warnings.push_back(path.string() + ": skipped: " + e.what());
+    result.warnings.push_back(path.string() + ": skipped: " + e.what() + "; fix the file or --exclude it");
     return result;
   }
   if (language == Language::Cpp && options.cppAst.enabled()) {
@@ -191,9 +191,43 @@ FileResult lintText(const fs::path& path, const std::string& text, Language lang
                                     }),
                         result.findings.end());
   std::erase_if(result.findings, [&](const Finding& f) { return ignoredForFile(options.config, f.path, f.code); });
-  result.suppressed = applySuppressions(model, options.config, plan.reportUnused, result.findings);
+  Suppressions suppressions(model);
+  result.suppressed = suppressions.removeSuppressed(result.findings);
+  if (plan.reportUnused) {
+    std::vector<Finding> unused = suppressions.unused(options.config);
+    result.findings.insert(result.findings.end(), unused.begin(), unused.end());
+  }
   fingerprint(result.findings, text);
   return result;
+}
+
+// A notebook is linted as its joined code cells (what the prefilter must see too: in the JSON,
+// quotes are escaped), then each finding names its cell. Fix edits would be offsets into the
+// joined code, not into the notebook's JSON, so notebook findings carry none.
+FileResult lintNotebook(const fs::path& path, const std::string& text, const LintOptions& options,
+                        const RulePlan& plan) {
+  NotebookCode notebook;
+  try {
+    notebook = notebookCode(text);
+  } catch (const std::exception& e) {
+    FileResult result;
+    result.scanned = true;
+    result.warnings.push_back(path.string() + ": skipped: " + e.what() + "; fix the file or --exclude it");
+    return result;
+  }
+  FileResult result = lintCode(path, notebook.code, Language::Python, options, plan);
+  for (Finding& f : result.findings) {
+    f.where = notebook.locate(f.where);
+    f.fix.reset();
+  }
+  std::sort(result.findings.begin(), result.findings.end(), lessFinding);
+  return result;
+}
+
+FileResult lintText(const fs::path& path, const std::string& text, Language language, const LintOptions& options,
+                    const RulePlan& plan) {
+  if (path.extension() == ".ipynb") return lintNotebook(path, text, options, plan);
+  return lintCode(path, text, language, options, plan);
 }
 
 // ASCII eight bytes at a time; LLVM checks each multi-byte sequence.
@@ -238,7 +272,7 @@ std::optional<std::string> readSource(const fs::path& path, const LintConfig& co
   in.read(text.data(), static_cast<std::streamsize>(size));
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.find('\0') != std::string::npos) {
-    warning = path.string() + ": skipped: binary file (contains NUL bytes)";
+    warning = path.string() + ": skipped: binary file (contains NUL bytes); --exclude it if it is not source";
     return std::nullopt;
   }
   if (!isValidUtf8(text)) {
@@ -257,7 +291,8 @@ FileResult lintFile(const fs::path& path, const LintOptions& options, const Rule
   std::optional<Language> language = languageByName(path, text ? firstLine(*text) : "");
   FileResult result;
   if (!language) {
-    result.warnings.push_back(path.string() + ": skipped: not a Python, C/C++/CUDA, shell, Dockerfile or config file");
+    result.warnings.push_back(path.string() + ": skipped: not a Python, C/C++/CUDA, shell, Dockerfile or config file; "
+                              "name it with its language's extension or give a shell script a shebang");
     return result;
   }
   if (!text) {

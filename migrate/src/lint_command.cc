@@ -134,11 +134,11 @@ LintArgs parseArgs(const std::vector<std::string>& args) {
 }
 
 lint::LintConfig configFor(const LintArgs& args) {
+  if (!args.configFile.empty() && !std::filesystem::exists(args.configFile)) {
+    throw lint::ConfigError(args.configFile.string() + ": no such configuration file; check the path given to --config");
+  }
   lint::LintConfig config = args.configFile.empty() ? lint::discoverConfig(args.paths.front())
                                                     : lint::loadConfigFile(args.configFile);
-  if (!args.configFile.empty() && !std::filesystem::exists(args.configFile)) {
-    throw lint::ConfigError(args.configFile.string() + ": no such configuration file");
-  }
   if (args.select) config.select = *args.select;
   config.extendSelect.insert(config.extendSelect.end(), args.extendSelect.begin(), args.extendSelect.end());
   config.ignore.insert(config.ignore.end(), args.ignore.begin(), args.ignore.end());
@@ -159,14 +159,6 @@ std::function<void(size_t, size_t)> progressLine() {
   };
 }
 
-int listRules() {
-  for (const lint::Rule* rule : lint::allRules()) {
-    const lint::RuleInfo& info = rule->info();
-    std::cout << info.code << "  " << info.slug << "  " << info.summary << '\n';
-  }
-  return 0;
-}
-
 }  // namespace
 
 int runLint(const std::vector<std::string>& args) {
@@ -176,7 +168,7 @@ int runLint(const std::vector<std::string>& args) {
       std::cout << kLintUsage;
       return 0;
     }
-    if (a == "--list-rules") return listRules();
+    if (a == "--list-rules") return runRules({});
   }
   LintArgs parsed;
   lint::LintOptions options;

@@ -70,7 +70,7 @@ const auto kLegacy = cxxRecordDecl(hasName("::c10d::ProcessGroupNCCL"));
 
 class Collector : public MatchFinder::MatchCallback {
  public:
-  Collector(SourceModel& model, const std::string& mainFile) : model_(model), mainFile_(mainFile) {}
+  explicit Collector(SourceModel& model) : model_(model) {}
 
   void run(const MatchFinder::MatchResult& result) override {
     const clang::SourceManager& sm = *result.SourceManager;
@@ -99,16 +99,11 @@ class Collector : public MatchFinder::MatchCallback {
   }
 
   SourceModel& model_;
-  std::string mainFile_;
 };
 
-// Errors are expected (missing headers); keep them out of the user's terminal and never stop.
-class QuietDiagnostics : public clang::DiagnosticConsumer {
- public:
-  void HandleDiagnostic(clang::DiagnosticsEngine::Level level, const clang::Diagnostic& info) override {
-    clang::DiagnosticConsumer::HandleDiagnostic(level, info);
-  }
-};
+// Errors are expected (missing headers): the base consumer only counts them, so they stay out of
+// the user's terminal.
+class QuietDiagnostics : public clang::DiagnosticConsumer {};
 
 class KeepGoingAction : public clang::ASTFrontendAction {
  public:
@@ -156,7 +151,7 @@ std::string addCppAstFacts(SourceModel& model, const std::string& text, const Cp
   if (!db) return options.compileCommandsDir.string() + ": " + error;
 
   MatchFinder finder;
-  Collector collector(model, model.path);
+  Collector collector(model);
   auto toLegacy = hasCanonicalType(hasDeclaration(kLegacy));
   auto pointerOrRefToLegacy = anyOf(pointsTo(toLegacy), references(toLegacy), toLegacy);
   finder.addMatcher(cxxDynamicCastExpr(hasDestinationType(pointerOrRefToLegacy)).bind("cast"), &collector);
@@ -195,7 +190,8 @@ std::string addCppAstFacts(SourceModel& model, const std::string& text, const Cp
   int rc = tool.run(&factory);
   // rc is non-zero for any compile error, which missing headers make routine; only a file Clang
   // could not start on at all is worth a note.
-  if (rc != 0 && quiet.getNumErrors() == 0) return file + ": Clang could not parse this file with the given compile commands";
+  if (rc != 0 && quiet.getNumErrors() == 0) return file + ": Clang could not parse this file with the given compile commands; check its entry in "
+                                                   "compile_commands.json or the flags after --";
   return "";
 }
 

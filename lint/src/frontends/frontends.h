@@ -21,9 +21,22 @@ struct NameEquivalences {
 // other findings.
 SourceModel parsePython(const std::string& path, const std::string& text, const NameEquivalences& names);
 
-// Jupyter notebooks: the code cells, joined, through parsePython. Lines count from the first
-// code cell's first line. Throws std::runtime_error when the file is not notebook JSON.
-SourceModel parseNotebook(const std::string& path, const std::string& text, const NameEquivalences& names);
+// A Jupyter notebook's code cells, joined into one Python source for the prefilter and
+// parsePython, and where each cell starts in it.
+struct NotebookCode {
+  struct Cell {
+    int number = 0;     // 1-based, counting every cell of the notebook (markdown too), as Jupyter shows them
+    int firstLine = 0;  // its first line in `code`
+  };
+  std::string code;
+  std::vector<Cell> cells;
+
+  // A location in `code` as cell, line within the cell and column.
+  Location locate(Location joined) const;
+};
+
+// Throws std::runtime_error when the file is not notebook JSON.
+NotebookCode notebookCode(const std::string& text);
 
 // C/C++/CUDA through Clang's raw lexer: needs no headers and no compile database.
 SourceModel lexCpp(const std::string& path, const std::string& text);

@@ -24,10 +24,6 @@ class PythonNames {
   // empty when its head is not bound to an import (a local variable, a builtin, unknown).
   std::string qualify(const std::string& dotted) const;
   bool isBuiltin(const std::string& name) const { return !bindings_.contains(name); }
-  bool isLocalDefinition(const std::string& name) const {
-    auto it = bindings_.find(name);
-    return it != bindings_.end() && it->second.empty();
-  }
 
   // Modules the project treats as another ("deepspeed.comm" -> "torch.distributed").
   void setEquivalentModules(const std::map<std::string, std::string>* equivalents) { equivalents_ = equivalents; }

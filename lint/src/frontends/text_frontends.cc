@@ -161,10 +161,6 @@ void scanToml(const std::string& text, SourceModel& model) {
   walkToml(parsed.table(), "", model);
 }
 
-bool endsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 SourceModel scanShell(const std::string& path, const std::string& text) {
@@ -207,8 +203,8 @@ SourceModel scanDockerfile(const std::string& path, const std::string& text) {
 
 SourceModel scanConfig(const std::string& path, const std::string& text) {
   SourceModel model = emptyModel(path, Language::Config);
-  if (endsWith(path, ".toml")) scanToml(text, model);
-  else scanKeyValueLines(text, !endsWith(path, ".json"), model);
+  if (path.ends_with(".toml")) scanToml(text, model);
+  else scanKeyValueLines(text, !path.ends_with(".json"), model);
   return model;
 }
 

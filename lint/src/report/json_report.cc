@@ -27,6 +27,7 @@ void writeJson(const LintReport& report, std::ostream& out) {
         const Rule* rule = findRule(f.code);
         json.object([&] {
           json.attribute("path", f.path);
+          if (f.where.cell) json.attribute("cell", f.where.cell);
           json.attribute("line", f.where.line);
           json.attribute("column", f.where.column);
           json.attribute("code", f.code);

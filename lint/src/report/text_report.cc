@@ -1,4 +1,5 @@
-// The text format: ruff's concise `path:line:col: CODE message`, with an excerpt on terminals.
+// The text format: ruff's concise `path:line:col: CODE message` (`path:cell N:line:col: ...` in a
+// notebook), with an excerpt on terminals.
 #include <fstream>
 #include <ostream>
 #include <unordered_map>
@@ -32,9 +33,10 @@ void writeText(const LintReport& report, bool excerpts, std::ostream& findings, 
   LineCache lines;
   for (const Finding& f : report.findings) {
     bool fixable = f.fix && f.fix->safety == FixSafety::Safe;
-    findings << f.path << ':' << f.where.line << ':' << f.where.column << ": " << f.code << (fixable ? " [*] " : " ")
-             << f.message << '\n';
-    if (!excerpts) continue;
+    findings << f.path << ':';
+    if (f.where.cell) findings << "cell " << f.where.cell << ':';  // ruff's notebook form
+    findings << f.where.line << ':' << f.where.column << ": " << f.code << (fixable ? " [*] " : " ") << f.message << '\n';
+    if (!excerpts || f.where.cell) continue;  // a notebook's file lines are JSON, not the cell's
     std::string source = lines.line(f.path, f.where.line);
     if (source.empty()) continue;
     std::string number = std::to_string(f.where.line);

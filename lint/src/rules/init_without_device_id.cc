@@ -31,7 +31,7 @@ class InitWithoutDeviceId final : public Rule {
     if (!chooser) return;
     for (const Call& call : model.calls) {
       if (!isDistributed(call.qualifiedName, "init_process_group") || call.keyword("device_id")) continue;
-      const Argument* backend = backendArgument(call, 0);
+      const Argument* backend = call.argument("backend", 0);
       // No backend means torch's default device map, whose CUDA entry is nccl.
       if (backend && (!backend->stringValue || !selectsDefaultNccl(*backend->stringValue))) continue;
       const std::string& device = chooser->arguments.front().text;

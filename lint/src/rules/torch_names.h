@@ -31,7 +31,4 @@ inline bool selectsDefaultNccl(const std::string& backend) {
   return false;
 }
 
-// The backend a group-creating call asks for, or nullopt when it is not a string known here.
-inline const Argument* backendArgument(const Call& call, size_t position) { return call.argument("backend", position); }
-
 }  // namespace nccl_migrate::lint

@@ -8,12 +8,12 @@
 
 namespace nccl_migrate::lint {
 
-// `path:line:col: CODE message`, one finding a line ([*] marks a fix `--fix` applies); with
+// `path:line:col: CODE message` (`path:cell N:line:col: ...` in a notebook), one finding a line ([*] marks a fix `--fix` applies); with
 // `excerpts`, each finding is followed by its source line and a caret. Warnings and a one-line
 // summary go to `summary`.
 void writeText(const LintReport& report, bool excerpts, std::ostream& findings, std::ostream& summary);
 
-// {"findings": [{"path", "line", "column", "code", "slug", "message", "fingerprint", "fix"}],
+// {"findings": [{"path", "cell" (notebooks), "line", "column", "code", "slug", "message", "fingerprint", "fix"}],
 //  "warnings": [...], "files_scanned", "files_parsed"}. A baseline file is this output.
 void writeJson(const LintReport& report, std::ostream& out);
 

@@ -13,8 +13,9 @@ namespace nccl_migrate::lint {
 enum class Language { Python, Cpp, Shell, Dockerfile, Config };
 
 struct Location {
-  int line = 0;    // 1-based
+  int line = 0;    // 1-based; in a notebook, within the cell
   int column = 0;  // 1-based, in bytes
+  int cell = 0;    // a notebook's cell (1-based, counting every cell); 0 outside notebooks
 };
 
 // A byte range of the file's text, for fixes.
