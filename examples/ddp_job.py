@@ -1,8 +1,14 @@
 """The bundled example job: a small model trained for a few steps, data-parallel over ranks.
 
-Gradients are all-reduced by hand, the way DDP does, so every collective is visible. It runs
-on CPU with the toolkit's backends (JOB_BACKEND, default migrate-nccl2) and on GPUs with any
-NCCL backend. Start it with: nccl-migrate run --nproc 2 -- examples/ddp_job.py
+It is written for torch 2.15 and knows nothing of nccl-migrate: backend "nccl" (JOB_BACKEND
+overrides it), so the environment alone decides which behaviour and implementation run it, and
+the same file serves both sides of an A/B run. The way DDP does, rank 0's initial weights are
+broadcast and gradients all-reduced by hand, so every collective is visible; each step also
+all-gathers the ranks' losses and passes a token around the ranks with send/recv. It runs on CPU
+through the toolkit's backends and on GPUs with any NCCL backend.
+
+    nccl-migrate run --nproc 2 -- examples/ddp_job.py
+    nccl-migrate ab -- examples/ddp_job.py          # legacy vs rewritten, op by op
 """
 
 import os
@@ -10,19 +16,34 @@ import os
 import torch
 import torch.distributed as dist
 
-import nccl_migrate  # noqa: F401  registers the toolkit's backends
-
 STEPS = int(os.environ.get("JOB_STEPS", "5"))
 
 
+def pass_token(token: torch.Tensor, rank: int, world: int) -> torch.Tensor:
+    """Sends this rank's token to the next rank and receives the previous rank's (a ring)."""
+    received = torch.empty_like(token)
+    if world == 1:
+        return token.clone()
+    if rank % 2 == 0:
+        dist.send(token, (rank + 1) % world)
+        dist.recv(received, (rank - 1) % world)
+    else:
+        dist.recv(received, (rank - 1) % world)
+        dist.send(token, (rank + 1) % world)
+    return received
+
+
 def main() -> None:
-    backend = os.environ.get("JOB_BACKEND", "migrate-nccl2")
+    backend = os.environ.get("JOB_BACKEND", "nccl")
     dist.init_process_group(backend=backend)
     rank, world = dist.get_rank(), dist.get_world_size()
-    device = torch.device("cuda", rank % torch.cuda.device_count()) if torch.cuda.is_available() and "migrate" not in backend else torch.device("cpu")
+    on_gpu = torch.cuda.is_available() and not backend.startswith(("migrate", "gloo"))
+    device = torch.device("cuda", rank % torch.cuda.device_count()) if on_gpu else torch.device("cpu")
 
-    torch.manual_seed(0)  # identical initial weights on every rank
+    torch.manual_seed(rank)  # different weights per rank: the broadcast below makes them agree
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)).to(device)
+    for p in model.parameters():
+        dist.broadcast(p.data, src=0)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     data = torch.Generator().manual_seed(1000 + rank)  # each rank its own shard
 
@@ -36,10 +57,12 @@ def main() -> None:
             dist.all_reduce(p.grad)
             p.grad /= world
         optimizer.step()
-        global_loss = loss.detach().clone()
-        dist.all_reduce(global_loss)
+        losses = [torch.empty_like(loss) for _ in range(world)]
+        dist.all_gather(losses, loss.detach().reshape(()))
+        token = pass_token(loss.detach().reshape(1), rank, world)
         if rank == 0:
-            print(f"step {step}: mean loss {global_loss.item() / world:.6f}", flush=True)
+            mean = sum(v.item() for v in losses) / world
+            print(f"step {step}: mean loss {mean:.6f} (token from rank {world - 1}: {token.item():.6f})", flush=True)
 
     checksum = sum(p.detach().double().sum().item() for p in model.parameters())
     print(f"rank {rank}: final parameter checksum {checksum:.12f} on backend {backend}", flush=True)

@@ -73,7 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--format", choices=["text", "json"], default="text")
     doctor.set_defaults(handler=_doctor)
 
-    for name, text in (("ab", "compare a job's collectives under two backends"), ("fr", "read flight-recorder dumps")):
+    from .ab.command import add_parser as add_ab_parser
+
+    add_ab_parser(sub)
+
+    for name, text in (("fr", "read flight-recorder dumps"),):
         p = sub.add_parser(name, help=text)
         p.add_argument("rest", nargs=argparse.REMAINDER)
         p.set_defaults(handler=_not_yet(name))

@@ -28,6 +28,19 @@ std::vector<at::Tensor> carried(const std::vector<at::Tensor>& tensors) {
 
 }  // namespace
 
+c10::intrusive_ptr<c10d::Work> MigrateBackend::asOneBatch(size_t count, const IssueNth& issueNth) {
+  // Inside a batch the job opened, the ops join it and complete with it: hand back the last
+  // one's work, which settles when the job's batch does.
+  if (batch_) {
+    c10::intrusive_ptr<c10d::Work> last;
+    for (size_t i = 0; i < count; ++i) last = issueNth(i);
+    return last;
+  }
+  startCoalescing();
+  for (size_t i = 0; i < count; ++i) issueNth(i);
+  return endCoalescing();
+}
+
 c10::intrusive_ptr<c10d::Work> MigrateBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                          const c10d::BroadcastOptions& opts) {
   const at::Tensor& t = checks::singleTensor(tensors);
@@ -59,16 +72,13 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::allreduce_coalesced(std::vector<a
     checks::sameDevice(tensors[0], t);
   }
   // One batch: the tensors travel in one launch, as in torch's NCCL backends.
-  bool ownBatch = !batch_;
-  if (ownBatch) startCoalescing();
-  for (const at::Tensor& t : tensors) {
-    std::vector<at::Tensor> one{t};
+  return asOneBatch(tensors.size(), [&](size_t i) {
+    std::vector<at::Tensor> one{tensors[i]};
     c10d::AllreduceOptions single;
     single.reduceOp = opts.reduceOp;
     single.timeout = opts.timeout;
-    allreduce(one, single);
-  }
-  return ownBatch ? endCoalescing() : c10::intrusive_ptr<c10d::Work>();
+    return allreduce(one, single);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
@@ -114,10 +124,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::all_gather_single_coalesced(std::
                                                                            const c10d::AllgatherOptions& opts) {
   TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "allgather_into_tensor_coalesced needs as many outputs as inputs, got ",
                     outputs.size(), " and ", inputs.size());
-  bool ownBatch = !batch_;
-  if (ownBatch) startCoalescing();
-  for (size_t i = 0; i < inputs.size(); ++i) all_gather_single(outputs[i], inputs[i], opts);
-  return ownBatch ? endCoalescing() : c10::intrusive_ptr<c10d::Work>();
+  return asOneBatch(inputs.size(), [&](size_t i) { return all_gather_single(outputs[i], inputs[i], opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> MigrateBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -210,10 +217,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter_single_coalesced(s
                                                                                const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "reduce_scatter_tensor_coalesced needs as many outputs as inputs, got ",
                     outputs.size(), " and ", inputs.size());
-  bool ownBatch = !batch_;
-  if (ownBatch) startCoalescing();
-  for (size_t i = 0; i < inputs.size(); ++i) reduce_scatter_single(outputs[i], inputs[i], opts);
-  return ownBatch ? endCoalescing() : c10::intrusive_ptr<c10d::Work>();
+  return asOneBatch(inputs.size(), [&](size_t i) { return reduce_scatter_single(outputs[i], inputs[i], opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> MigrateBackend::all_to_all_single(at::Tensor& output, at::Tensor& input,

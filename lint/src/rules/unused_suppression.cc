@@ -1,6 +1,7 @@
 // NM001 unused-suppression: a noqa/NOLINT comment naming a rule that reported nothing there.
 // The linter's suppression pass produces these findings (it alone knows which comments matched);
 // this file holds the rule's metadata so it is selected, documented and suppressed like any other.
+// Its prefilter words are the enabled rules' codes and slugs, which only the linter knows.
 #include "nccl_migrate/lint/rule.h"
 #include "registry.h"
 

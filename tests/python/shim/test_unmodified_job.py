@@ -71,3 +71,11 @@ def test_without_activation_torch_behaves_as_without_the_toolkit(tmp_path):
     assert done.returncode == 2  # torch's own nccl2 needs a GPU
     assert "nccl2 requires at least one CUDA device" in done.stdout, done.stdout[-2000:]
     assert all(r is None for r in reports), "the toolkit must not have run"
+
+
+def test_a_group_can_ask_for_legacy_inside_a_rewritten_world(tmp_path):
+    done, reports = _run(tmp_path, {"JOB_SUBGROUP_BACKEND": "nccl-legacy"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    for report in reports:
+        groups = [(g["requested"], g["behaviour"], g["name"]) for g in report["groups"]]
+        assert groups == [("nccl", "rewritten", "nccl2"), ("nccl-legacy", "legacy", "nccl")], groups

@@ -18,5 +18,12 @@ if rank % 2 == 0:
 else:
     dist.recv(r, (rank - 1) % world)
     dist.send(t, (rank + 1) % world)
+sub_backend = os.environ.get("JOB_SUBGROUP_BACKEND")
+if sub_backend:
+    # A per-group choice inside the world: this group asks for another NCCL name.
+    sub = dist.new_group(list(range(world)), backend=sub_backend)
+    s = torch.ones(2)
+    dist.all_reduce(s, group=sub)
+    assert s[0].item() == world
 print(f"rank {rank}: backend {dist.get_backend()} reports name {dist.group.WORLD._get_backend(torch.device('cpu')).name()}")
 dist.destroy_process_group()

@@ -132,6 +132,9 @@ class MigrateBackend final : public c10d::Backend {
   using Run = std::function<std::unique_ptr<InFlight>(Communicator&, const CommunicatorRequest&)>;
 
   c10::intrusive_ptr<c10d::Work> issue(Op op, const CommunicatorRequest& where, const Run& run);
+  // Issues `count` ops (issueNth(0..count-1)) as one coalescing batch and returns its work.
+  using IssueNth = std::function<c10::intrusive_ptr<c10d::Work>(size_t)>;
+  c10::intrusive_ptr<c10d::Work> asOneBatch(size_t count, const IssueNth& issueNth);
   Communicator& communicatorFor(const CommunicatorRequest& request);
   std::string describeOp(const std::string& op, uint64_t seq) const;
   void checkUsable() const;

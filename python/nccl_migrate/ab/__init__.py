@@ -1,0 +1,14 @@
+"""A/B runs: one job, run twice with only environment variables changed, every collective and
+p2p op recorded per rank and the two runs compared op by op (docs/ab.md).
+
+Modules: ``spec`` (what a side means), ``runner`` (runs one side), ``recorder`` and ``ops``
+(inside the job: wrap torch.distributed and write what each op saw), ``digest``, ``perturb``
+(a test switch), ``sides`` (read a side's records back), ``compare``, ``report``, ``command``
+(the ``nccl-migrate ab`` entry).
+"""
+
+# Environment variables the runner sets in the job and the recorder reads there.
+RECORD_VARIABLE = "NCCL_MIGRATE_AB_RECORD"  # directory: record this process's ops there
+BACKEND_VARIABLE = "NCCL_MIGRATE_AB_BACKEND"  # replace init_process_group's backend argument
+KEEP_VARIABLE = "NCCL_MIGRATE_AB_KEEP"  # keep whole tensors of ops up to this many bytes
+PERTURB_VARIABLE = "NCCL_MIGRATE_AB_PERTURB"  # test switch: corrupt one op's output

@@ -1,0 +1,94 @@
+"""`nccl-migrate ab`: run a job once per side, then compare the two runs op by op.
+Exit 0 identical (within tolerance), 1 divergent or missing ops, 2 a side failed or the runs
+could not be compared."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+from . import report
+from .compare import compare
+from .runner import run_side
+from .sides import load, missing_ranks
+from .spec import SpecError, parse
+
+EXIT_IDENTICAL, EXIT_DIVERGENT, EXIT_FAILED = 0, 1, 2
+
+
+def add_parser(sub) -> None:
+    ab = sub.add_parser(
+        "ab", help="compare a job's collectives under two backends",
+        description="Runs COMMAND once per side, changing only environment variables, records every "
+                    "collective and p2p op on every rank, and compares the runs op by op (docs/ab.md). "
+                    "Exit 0 identical, 1 divergent or missing ops, 2 a side failed or could not be compared.")
+    ab.add_argument("--a", default="legacy", metavar="SPEC", help="side a (default: legacy)")
+    ab.add_argument("--b", default="rewritten", metavar="SPEC", help="side b (default: rewritten)")
+    ab.add_argument("--nproc", type=int, default=2, help="ranks per side for a script (default 2)")
+    ab.add_argument("--timeout", type=float, default=600.0, help="seconds each side may run (default 600)")
+    ab.add_argument("--tolerance", type=float, default=0.0,
+                    help="accept |a-b| <= T*max(1,|a|) element-wise; needs --keep-tensors (default 0: bitwise)")
+    ab.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES",
+                    help="keep whole tensors of ops up to MAX_BYTES so errors are measured (default 0)")
+    ab.add_argument("--format", choices=["text", "json"], default="text")
+    ab.add_argument("--run-dir", help="where records and the job's output go (default: a new temporary folder)")
+    ab.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...] (a .py file runs with this Python)")
+    ab.set_defaults(handler=main)
+
+
+def _fail(message: str) -> int:
+    print(f"nccl-migrate ab: {message}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _tail(path: str, lines: int = 15) -> str:
+    with open(path, errors="replace") as f:
+        return "".join(f.readlines()[-lines:])
+
+
+def main(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        return _fail("no command given; usage: nccl-migrate ab [--a SPEC] [--b SPEC] -- job.py [ARGS]")
+    if args.nproc < 1 or args.timeout <= 0 or args.tolerance < 0 or args.keep_tensors < 0:
+        return _fail("--nproc must be at least 1, --timeout positive, --tolerance and --keep-tensors not negative")
+    try:
+        sides = [parse("a", args.a), parse("b", args.b)]
+    except SpecError as error:
+        return _fail(str(error))
+    run_dir = args.run_dir or tempfile.mkdtemp(prefix="nccl-migrate-ab-")
+    os.makedirs(run_dir, exist_ok=True)
+
+    runs = []
+    for side in sides:
+        print(f"nccl-migrate ab: side {side.label} ({side.text}): {' '.join(command)}", file=sys.stderr)
+        runs.append(run_side(side, command, args.nproc, args.timeout, run_dir, args.keep_tensors))
+    data = [load(run.directory) for run in runs]
+
+    failures = [run.failure() for run in runs if run.failure()]
+    unrecorded = [f"side {run.side.label}: rank {rank} recorded nothing (is nccl_migrate installed in the job's "
+                  "Python, and TORCH_DEVICE_BACKEND_AUTOLOAD not 0?)"
+                  for run, d in zip(runs, data) if not failures for rank in missing_ranks(d)]
+    comparison = None
+    if failures or unrecorded:
+        exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unrecorded)
+    else:
+        comparison = compare(data[0], data[1], args.tolerance)
+        exit_code = EXIT_IDENTICAL if comparison.identical else EXIT_DIVERGENT
+        verdict = "identical" if exit_code == EXIT_IDENTICAL else "divergent"
+        if exit_code == EXIT_IDENTICAL and comparison.counts["within_tolerance"]:
+            verdict = f"identical within tolerance {args.tolerance}"
+
+    result = report.build(runs, data, comparison, exit_code, verdict)
+    result["run_dir"] = run_dir
+    with open(os.path.join(run_dir, "report.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    for run in runs:
+        if run.failure():
+            print(f"--- last lines of side {run.side.label}'s output ({run.log}):\n{_tail(run.log)}", file=sys.stderr)
+    print(json.dumps(result, indent=1) if args.format == "json" else report.render_text(result))
+    print(f"nccl-migrate ab: records and the job's output are in {run_dir}", file=sys.stderr)
+    return exit_code

@@ -1,0 +1,100 @@
+"""The A/B report: verdict, op comparison, first divergence, and the two sides side by side
+(communicators, memory, init time, per-op latency, wall time), as a dict (--format json) or
+text."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from .compare import Comparison
+from .runner import SideRun
+from .sides import SideData
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def side_summary(run: SideRun, data: SideData | None) -> dict:
+    summary = {"spec": run.side.text, "env": run.side.env, "directory": run.directory, "log": run.log,
+               "failure": run.failure(), "wall_seconds": round(run.job.seconds, 3)}
+    if data is None:
+        return summary
+    latencies = defaultdict(list)
+    for entry in data.ops.values():
+        latencies[entry["op"]].append(entry["ms"])
+    metas = [data.metas[r] for r in sorted(data.metas)]
+    summary.update(
+        backend=sorted({f"{m['backend']}: {m['backend_class']}" for m in metas if m.get("backend")}),
+        init_seconds=max((m["init_seconds"] for m in metas if m.get("init_seconds") is not None), default=None),
+        peak_rss_mib={m["rank"]: round(m["peak_rss_kib"] / 1024, 1) for m in metas},
+        communicators={rank: [f"{c['key']} ({c['purpose']})" for c in r["communicators_created"]]
+                       for rank, r in sorted(data.reports.items())} if data.reports else None,
+        op_counts=dict(sorted(Counter(e["op"] for e in data.ops.values()).items())),
+        latency_ms={op: {q: round(_percentile(v, p), 3) for q, p in (("p50", .5), ("p90", .9), ("p99", .99))}
+                    for op, v in sorted(latencies.items())},
+    )
+    return summary
+
+
+def build(runs: list[SideRun], data: list[SideData | None], comparison: Comparison | None, exit_code: int,
+          verdict: str) -> dict:
+    report = {"verdict": verdict, "exit_code": exit_code,
+              "sides": {run.side.label: side_summary(run, d) for run, d in zip(runs, data)}}
+    if comparison is not None:
+        report.update(tolerance=comparison.tolerance, ops_compared=comparison.compared, **comparison.counts,
+                      first_divergence=comparison.first_divergence, first_missing=comparison.first_missing)
+    return report
+
+
+def _op_line(op: dict) -> str:
+    where = f"rank {op['rank']}, group {op['group']}, seq {op['seq']}: {op['op']} {op['dtype']} {op['shape']}"
+    return where + (f" {op['reduce_op']}" if op.get("reduce_op") else "")
+
+
+def _row(label: str, a, b) -> str:
+    return f"  {label:<24} {str(a):<46} {b}"
+
+
+def render_text(report: dict) -> str:
+    lines = [f"nccl-migrate ab: {report['verdict']}"]
+    if "ops_compared" in report:
+        lines.append(f"  ops compared {report['ops_compared']}: identical {report['identical']}, "
+                     f"within tolerance {report['within_tolerance']}, divergent {report['divergent']}, "
+                     f"missing on a {report['missing_in_a']}, missing on b {report['missing_in_b']}")
+    first = report.get("first_divergence")
+    if first:
+        lines.append(f"  first divergence: {_op_line(first)}")
+        lines.append(f"    cause: {first['cause']}" + (f" (ranks {first['inputs_differed_on_ranks']})"
+                                                       if first["inputs_differed_on_ranks"] else ""))
+        if "max_abs_error" in first:
+            lines.append(f"    max abs error {first['max_abs_error']}, max rel error {first['max_rel_error']}")
+        if first.get("reason"):
+            lines.append(f"    {first['reason']}")
+    if report.get("first_missing"):
+        missing = report["first_missing"]
+        lines.append(f"  first op missing on side {missing['missing_on']}: {_op_line(missing)}")
+    a, b = report["sides"]["a"], report["sides"]["b"]
+    lines += ["", _row("", f"a: {a['spec']}", f"b: {b['spec']}")]
+    for label, key in (("outcome", "failure"), ("backend", "backend"), ("wall time (s)", "wall_seconds"),
+                       ("init time (s)", "init_seconds"), ("peak RSS per rank (MiB)", "peak_rss_mib")):
+        value_a, value_b = a.get(key), b.get(key)
+        if key == "failure":
+            value_a, value_b = value_a and "failed" or "ok", value_b and "failed" or "ok"
+        if key == "init_seconds":
+            value_a, value_b = (None if v is None else round(v, 3) for v in (value_a, value_b))
+        lines.append(_row(label, value_a, value_b))
+    for rank in sorted(set(a.get("communicators") or {}) | set(b.get("communicators") or {})):
+        lines.append(_row(f"communicators rank {rank}", len((a.get("communicators") or {}).get(rank, [])),
+                          len((b.get("communicators") or {}).get(rank, []))))
+    for op in sorted(set(a.get("op_counts", {})) | set(b.get("op_counts", {}))):
+        cell = {}
+        for name, side in (("a", a), ("b", b)):
+            count, lat = side.get("op_counts", {}).get(op, 0), side.get("latency_ms", {}).get(op)
+            cell[name] = f"{count} ops" + (f", p50/p90/p99 {lat['p50']}/{lat['p90']}/{lat['p99']} ms" if lat else "")
+        lines.append(_row(op, cell["a"], cell["b"]))
+    for side in (a, b):
+        if side["failure"]:
+            lines.append(f"  {side['failure']}")
+    return "\n".join(lines)

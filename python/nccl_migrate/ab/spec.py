@@ -1,0 +1,74 @@
+"""What one side of an A/B run means: a SPEC becomes the environment variables the job runs with.
+
+    legacy | rewritten | lazy [:toolkit|:torch|:auto]   a behaviour, through the shim (default :toolkit)
+    backend=NAME                                       force init_process_group's backend (gloo,
+                                                       nccl-legacy, migrate-nccl2, ...)
+    KEY=VALUE                                          any environment assignment; KEY= sets it empty
+
+Items are joined with commas and applied left to right, so later ones win
+(``rewritten,NCCL_MIGRATE_EAGER_SUBGROUPS=1``). Quote an item that holds a comma, CSV style:
+``"backend=cpu:gloo,cuda:nccl"``.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+
+from . import BACKEND_VARIABLE
+
+IMPLEMENTATIONS = ("toolkit", "torch", "auto")
+TORCH_NCCL_NAMES = ("nccl", "nccl2", "nccl-lazy", "nccl-legacy")
+
+# Each behaviour is reached the way an unmodified job reaches it: backend "nccl" plus the variable
+# torch 2.15 reads; rewritten-lazy-p2p has no variable, so its name replaces the job's.
+BEHAVIOURS = {
+    "legacy": {"TORCH_DIST_USE_NCCL2": "0"},
+    "rewritten": {"TORCH_DIST_USE_NCCL2": None},
+    "lazy": {"TORCH_DIST_USE_NCCL2": None, BACKEND_VARIABLE: "nccl-lazy"},
+}
+
+
+class SpecError(ValueError):
+    pass
+
+
+@dataclass
+class Side:
+    label: str
+    text: str
+    env: dict[str, str | None] = field(default_factory=dict)  # None: unset in the job
+
+
+def _item(item: str) -> dict[str, str | None]:
+    name, _, impl = item.partition(":")
+    if name in BEHAVIOURS:
+        impl = impl or "toolkit"
+        if impl not in IMPLEMENTATIONS:
+            raise SpecError(f"{item!r}: unknown implementation {impl!r}; use one of {', '.join(IMPLEMENTATIONS)}")
+        return {"NCCL_MIGRATE_ACTIVATE": "1", "NCCL_MIGRATE_IMPL": impl, **BEHAVIOURS[name]}
+    key, eq, value = item.partition("=")
+    if not eq or not key or not key.replace("_", "").isalnum():
+        raise SpecError(f"{item!r} is neither a behaviour ({', '.join(BEHAVIOURS)}), backend=NAME nor KEY=VALUE")
+    if key == "backend":
+        if not value:
+            raise SpecError("backend= needs a name, for example backend=gloo or backend=migrate-nccl2")
+        env = {"NCCL_MIGRATE_ACTIVATE": "1", BACKEND_VARIABLE: value}
+        if value.lower() in TORCH_NCCL_NAMES:
+            env["NCCL_MIGRATE_IMPL"] = "torch"  # a concrete backend: torch's own, never re-routed
+        return env
+    return {key: value}
+
+
+def parse(label: str, text: str) -> Side:
+    """The side ``label`` ("a" or "b") described by ``text``; SpecError says what is wrong."""
+    items = [i.strip() for i in next(csv.reader([text]), [])]
+    if not items or any(not i for i in items):
+        raise SpecError(f"--{label} {text!r}: empty item; give a behaviour, backend=NAME or KEY=VALUE, comma-separated")
+    side = Side(label, text)
+    for item in items:
+        try:
+            side.env.update(_item(item))
+        except SpecError as error:
+            raise SpecError(f"--{label}: {error}") from None
+    return side

@@ -1,0 +1,37 @@
+"""The comparison on hand-made records: alignment by (rank, group, seq), statuses, tolerance."""
+
+import torch
+
+from nccl_migrate.ab.compare import compare, errors_between
+from nccl_migrate.ab.sides import SideData
+
+
+def entry(rank, seq, inp, out, t, group="0"):
+    return {"rank": rank, "group": group, "seq": seq, "op": "all_reduce", "dtype": "float32", "in_shapes": [[4]],
+            "out_shapes": [[4]], "reduce_op": "SUM", "peer": None, "t": t, "in": inp, "out": out, "ms": 1.0}
+
+
+def side(*entries):
+    data = SideData("unused")
+    data.ops = {(e["rank"], e["group"], e["seq"]): e for e in entries}
+    return data
+
+
+def test_alignment_ignores_timing_and_finds_the_earliest_divergence():
+    a = side(entry(0, 0, "i", "o", 1.0), entry(1, 0, "j", "o", 1.0), entry(0, 1, "k", "p", 2.0))
+    b = side(entry(0, 0, "i", "o", 9.0), entry(1, 0, "j", "o", 9.0), entry(0, 1, "k", "X", 9.5))
+    result = compare(a, b)
+    assert result.counts["identical"] == 2 and result.counts["divergent"] == 1
+    assert (result.first_divergence["rank"], result.first_divergence["seq"]) == (0, 1)
+    assert result.first_divergence["cause"].startswith("only outputs differ")
+
+
+def test_missing_ops_are_counted_per_side():
+    result = compare(side(entry(0, 0, "i", "o", 1.0), entry(0, 1, "i", "o", 2.0)), side(entry(0, 0, "i", "o", 1.0)))
+    assert result.counts["missing_in_b"] == 1 and not result.identical
+    assert result.first_missing["seq"] == 1
+
+
+def test_errors_are_measured_on_whole_tensors():
+    abs_err, rel_err, needed = errors_between([torch.tensor([1.0, 100.0])], [torch.tensor([1.0, 100.5])])
+    assert abs_err == 0.5 and abs(rel_err - 0.005) < 1e-12 and abs(needed - 0.005) < 1e-12
