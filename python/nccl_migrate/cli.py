@@ -47,12 +47,17 @@ def _doctor(args: argparse.Namespace) -> int:
     return EXIT_FOUND if report["conflicts"] else EXIT_OK
 
 
-def _not_yet(name: str):
-    def run(args: argparse.Namespace) -> int:
-        print(f"nccl-migrate {name}: not available in this version of nccl-migrate", file=sys.stderr)
-        return EXIT_ERROR
+def _fr(args: argparse.Namespace) -> int:
+    from .fr import render_text, summarize
 
-    return run
+    try:
+        summaries = [summarize(path) for path in args.dumps]
+    except ValueError as error:
+        print(f"nccl-migrate fr: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    print(json.dumps(summaries, indent=2) if args.format == "json" else render_text(summaries))
+    # Ops left unfinished are what a dump is read for: say so in the exit status.
+    return EXIT_FOUND if any(s["not_completed"] for s in summaries) else EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,10 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_ab_parser(sub)
 
-    for name, text in (("fr", "read flight-recorder dumps"),):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(handler=_not_yet(name))
+    fr = sub.add_parser("fr", help="summarize flight-recorder dumps, rank by rank",
+                        description="Reads flight-recorder dumps (torch's format, the toolkit's and torch's own) and "
+                                    "shows per group the last collective each rank enqueued and completed, and every "
+                                    "op not completed. Exit 1 when some op was not completed. For the cross-rank "
+                                    "match analysis run torch's analyzer on the same files: torchfrtrace DIR -p PREFIX.")
+    fr.add_argument("dumps", nargs="+", metavar="DUMP", help="dump files, one per rank")
+    fr.add_argument("--format", choices=["text", "json"], default="text")
+    fr.set_defaults(handler=_fr)
     return parser
 
 

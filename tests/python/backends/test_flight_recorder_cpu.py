@@ -63,3 +63,25 @@ def test_torchs_analyzer_names_the_rank_that_missed_a_collective(tmp_path):
     out = done.stdout + done.stderr
     assert "Not all ranks joining collective" in out, out
     assert "missing ranks: {0}" in out, out
+
+
+CLI = os.environ.get("NCCL_MIGRATE_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "migrate",
+                                                      "nccl-migrate"))
+
+
+def test_fr_command_summarizes_dumps_and_points_at_the_unfinished_op(tmp_path):
+    run_ranks(_extra, world_size=2, env={"TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / "fr_")})
+    done = subprocess.run([CLI, "fr", str(tmp_path / "fr_0"), str(tmp_path / "fr_1")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert any("fr_1" in l for l in lines) and "not completed: group 0 seq 5 nccl:all_reduce" in done.stdout, done.stdout
+    assert "group 0 (default_pg): last enqueued collective 4, last completed 4" in done.stdout  # rank 0
+
+
+def test_fr_command_rejects_a_file_that_is_not_a_dump(tmp_path):
+    bogus = tmp_path / "notes.txt"
+    bogus.write_text("hello")
+    done = subprocess.run([CLI, "fr", str(bogus)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "not a flight-recorder dump" in done.stderr
