@@ -63,8 +63,11 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
     exception_ = error ? withContext(error) : nullptr;
   }
   cv_.notify_all();
-  if (identity_.flightRecord) FlightRecorder::instance().markCompleted(*identity_.flightRecord);
-  if (!error) return;
+  // A failed op stays "started" in the flight recorder: the dump must show where the rank stopped.
+  if (!error) {
+    if (identity_.flightRecord) FlightRecorder::instance().markCompleted(*identity_.flightRecord);
+    return;
+  }
   if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, messageOf(exception()));
 }
 
