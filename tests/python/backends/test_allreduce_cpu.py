@@ -120,25 +120,7 @@ def _dead_peer(rank, world_size, store):
 
 
 def test_dead_peer_fails_with_the_op_identity_instead_of_hanging():
-    # rank 1 never reports, so only rank 0's result is collected: run it by hand.
-    import multiprocessing as mp
-    import os
-    import tempfile
-
-    from ranks import _rank_main
-
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
-    store_path = tempfile.mktemp(prefix="nccl_migrate_store_")
-    procs = [ctx.Process(target=_rank_main, args=(_dead_peer, r, 2, store_path, results, {})) for r in range(2)]
-    for p in procs:
-        p.start()
-    rank, status, value = results.get(timeout=90)
-    for p in procs:
-        p.join(timeout=30)
-    if os.path.exists(store_path):
-        os.unlink(store_path)
-    assert (rank, status) == (0, "ok"), value
-    kind, message = value
+    # rank 1 leaves without reporting; only rank 0 answers.
+    (kind, message), = run_ranks(_dead_peer, world_size=2, timeout=90, reporting=[0])
     assert kind == "DistBackendError", message
     assert "all_reduce" in message and "sequence number 1" in message and "rank 0" in message, message
