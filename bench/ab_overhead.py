@@ -2,7 +2,7 @@
 (the toolkit's rewritten backend over Gloo), recorder off and on alternately in the same run,
 median of --iters each; the table gives the ratio on/off (target: < 1.05 at 1 MiB and above).
 
-    .venv/bin/python bench/ab_overhead.py [--iters 10] [--max-mib 64]
+    .venv/bin/python bench/ab_overhead.py [--iters 10] [--max-mib 64] [--backend gloo]
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ def _timed(tensor, iters: int) -> float:
     return statistics.median(samples)
 
 
-def _rank(rank: int, world: int, store_path: str, record_dir: str, sizes, iters: int, out) -> None:
+def _rank(rank: int, world: int, store_path: str, record_dir: str, sizes, iters: int, backend: str, out) -> None:
     import torch.distributed as dist
 
     import nccl_migrate  # noqa: F401
     from nccl_migrate.ab import recorder
 
     rec = recorder.install(os.path.join(record_dir, str(rank)))
-    dist.init_process_group("migrate-nccl2", store=dist.FileStore(store_path, world), rank=rank, world_size=world)
+    dist.init_process_group(backend, store=dist.FileStore(store_path, world), rank=rank, world_size=world)
     rows = []
     for size in sizes:
         tensor = torch.ones(size // 4)
@@ -66,6 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--max-mib", type=int, default=64)
+    parser.add_argument("--backend", default="migrate-nccl2", help="the ranks' backend (default migrate-nccl2)")
     args = parser.parse_args()
     sizes, size = [], 1 << 10
     while size <= args.max_mib << 20:
@@ -74,7 +75,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ctx = mp.get_context("spawn")
         out = ctx.Queue()
-        procs = [ctx.Process(target=_rank, args=(r, 2, os.path.join(tmp, "store"), tmp, sizes, args.iters, out))
+        procs = [ctx.Process(target=_rank, args=(r, 2, os.path.join(tmp, "store"), tmp, sizes, args.iters,
+                                                       args.backend, out))
                  for r in range(2)]
         for p in procs:
             p.start()

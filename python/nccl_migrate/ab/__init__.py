@@ -2,9 +2,10 @@
 p2p op recorded per rank and the two runs compared op by op (docs/ab.md).
 
 Modules: ``spec`` (what a side means), ``runner`` (runs one side), ``recorder`` and ``ops``
-(inside the job: wrap torch.distributed and write what each op saw), ``digest``, ``perturb``
-(a test switch), ``sides`` (read a side's records back), ``compare``, ``report``, ``command``
-(the ``nccl-migrate ab`` entry).
+(inside the job: wrappers and hooks that write what each op saw), ``digest``, ``shadow``
+(--shadow: each op run again on a shadow group), ``perturb`` (a test switch), ``sides`` (read a
+side's records back), ``compare``, ``report``, ``html`` (the self-contained HTML report),
+``command`` (the ``nccl-migrate ab`` entry).
 """
 
 # Environment variables the runner sets in the job and the recorder reads there.
@@ -12,3 +13,5 @@ RECORD_VARIABLE = "NCCL_MIGRATE_AB_RECORD"  # directory: record this process's o
 BACKEND_VARIABLE = "NCCL_MIGRATE_AB_BACKEND"  # replace init_process_group's backend argument
 KEEP_VARIABLE = "NCCL_MIGRATE_AB_KEEP"  # keep whole tensors of ops up to this many bytes
 PERTURB_VARIABLE = "NCCL_MIGRATE_AB_PERTURB"  # test switch: corrupt one op's output
+SHADOW_VARIABLE = "NCCL_MIGRATE_AB_SHADOW"  # --shadow: the shadow side's environment (JSON)
+SHADOW_PERTURB_VARIABLE = "NCCL_MIGRATE_AB_SHADOW_PERTURB"  # the test switch, on the shadow's outputs

@@ -1,4 +1,5 @@
-"""`nccl-migrate ab`: run a job once per side, then compare the two runs op by op.
+"""`nccl-migrate ab`: run a job once per side, then compare the two runs op by op; or, with
+--shadow, run it once with every op also executed on the other side's backend and compared live.
 Exit 0 identical (within tolerance), 1 divergent or missing ops, 2 a side failed or the runs
 could not be compared."""
 
@@ -12,8 +13,9 @@ import tempfile
 
 from . import report
 from .compare import compare
-from .runner import run_side
-from .sides import load, missing_ranks
+from .html import render_html
+from .runner import SideRun, run_shadowed, run_side
+from .sides import load, missing_ranks, shadow_sides
 from .spec import SpecError, parse
 
 EXIT_IDENTICAL, EXIT_DIVERGENT, EXIT_FAILED = 0, 1, 2
@@ -23,10 +25,17 @@ def add_parser(sub) -> None:
     ab = sub.add_parser(
         "ab", help="compare a job's collectives under two backends",
         description="Runs COMMAND once per side, changing only environment variables, records every "
-                    "collective and p2p op on every rank, and compares the runs op by op (docs/ab.md). "
+                    "collective and p2p op on every rank (those DDP issues from C++ included), and compares the "
+                    "runs op by op; with --shadow, runs it once and executes every op on both backends. Writes "
+                    "report.json and report.html into the run directory (docs/ab.md). "
                     "Exit 0 identical, 1 divergent or missing ops, 2 a side failed or could not be compared.")
-    ab.add_argument("--a", default="legacy", metavar="SPEC", help="side a (default: legacy)")
-    ab.add_argument("--b", default="rewritten", metavar="SPEC", help="side b (default: rewritten)")
+    ab.add_argument("--a", default="legacy", metavar="SPEC", help="side a (default: legacy); with --shadow, the "
+                                                                   "primary, whose outputs the job sees")
+    ab.add_argument("--b", default="rewritten", metavar="SPEC", help="side b (default: rewritten); with --shadow, "
+                                                                     "the shadow: a behaviour or backend=NAME only")
+    ab.add_argument("--shadow", action="store_true",
+                    help="one run: every op the job issues from Python also runs on a shadow group with side b's "
+                         "backend, on clones of its tensors, and is compared live (for jobs too costly to run twice)")
     ab.add_argument("--nproc", type=int, default=2, help="ranks per side for a script (default 2)")
     ab.add_argument("--timeout", type=float, default=600.0, help="seconds each side may run (default 600)")
     ab.add_argument("--tolerance", type=float, default=0.0,
@@ -34,6 +43,8 @@ def add_parser(sub) -> None:
     ab.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES",
                     help="keep whole tensors of ops up to MAX_BYTES so errors are measured (default 0)")
     ab.add_argument("--format", choices=["text", "json"], default="text")
+    ab.add_argument("--html", metavar="PATH", help="also write the HTML report (plots included) to PATH; it is "
+                                                   "always written to the run directory as report.html")
     ab.add_argument("--run-dir", help="where records and the job's output go (default: a new temporary folder)")
     ab.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...] (a .py file runs with this Python)")
     ab.set_defaults(handler=main)
@@ -49,10 +60,15 @@ def _tail(path: str, lines: int = 15) -> str:
         return "".join(f.readlines()[-lines:])
 
 
+def _shadow_runs(run: SideRun, shadow_side) -> list[SideRun]:
+    """A shadow run seen as its two sides: one job, one directory."""
+    return [run, SideRun(shadow_side, run.directory, run.log, run.job)]
+
+
 def main(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
-        return _fail("no command given; usage: nccl-migrate ab [--a SPEC] [--b SPEC] -- job.py [ARGS]")
+        return _fail("no command given; usage: nccl-migrate ab [--a SPEC] [--b SPEC] [--shadow] -- job.py [ARGS]")
     if args.nproc < 1 or args.timeout <= 0 or args.tolerance < 0 or args.keep_tensors < 0:
         return _fail("--nproc must be at least 1, --timeout positive, --tolerance and --keep-tensors not negative")
     try:
@@ -62,16 +78,28 @@ def main(args: argparse.Namespace) -> int:
     run_dir = args.run_dir or tempfile.mkdtemp(prefix="nccl-migrate-ab-")
     os.makedirs(run_dir, exist_ok=True)
 
-    runs = []
-    for side in sides:
-        print(f"nccl-migrate ab: side {side.label} ({side.text}): {' '.join(command)}", file=sys.stderr)
-        runs.append(run_side(side, command, args.nproc, args.timeout, run_dir, args.keep_tensors))
-    data = [load(run.directory) for run in runs]
+    if args.shadow:
+        print(f"nccl-migrate ab: one run, primary a ({sides[0].text}), shadow b ({sides[1].text}): "
+              f"{' '.join(command)}", file=sys.stderr)
+        try:
+            run = run_shadowed(sides[0], sides[1], command, args.nproc, args.timeout, run_dir, args.keep_tensors)
+        except SpecError as error:
+            return _fail(str(error))
+        runs = _shadow_runs(run, sides[1])
+        a, b, not_shadowed = shadow_sides(load(run.directory))
+        data = [a, b]
+    else:
+        runs, not_shadowed = [], None
+        for side in sides:
+            print(f"nccl-migrate ab: side {side.label} ({side.text}): {' '.join(command)}", file=sys.stderr)
+            runs.append(run_side(side, command, args.nproc, args.timeout, run_dir, args.keep_tensors))
+        data = [load(run.directory) for run in runs]
 
-    failures = [run.failure() for run in runs if run.failure()]
+    jobs = runs[:1] if args.shadow else runs  # a shadow run's two sides are one job
+    failures = [run.failure() for run in jobs if run.failure()]
     unrecorded = [f"side {run.side.label}: rank {rank} recorded nothing (is nccl_migrate installed in the job's "
                   "Python, and TORCH_DEVICE_BACKEND_AUTOLOAD not 0?)"
-                  for run, d in zip(runs, data) if not failures for rank in missing_ranks(d)]
+                  for run, d in zip(jobs, data) if not failures for rank in missing_ranks(d)]
     comparison = None
     if failures or unrecorded:
         exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unrecorded)
@@ -84,11 +112,17 @@ def main(args: argparse.Namespace) -> int:
 
     result = report.build(runs, data, comparison, exit_code, verdict)
     result["run_dir"] = run_dir
+    if args.shadow:
+        result.update(mode="shadow", not_shadowed=not_shadowed)
     with open(os.path.join(run_dir, "report.json"), "w") as f:
         json.dump(result, f, indent=1)
-    for run in runs:
+    page = render_html(result, dict(zip("ab", data)))
+    for path in filter(None, [os.path.join(run_dir, "report.html"), args.html]):
+        with open(path, "w") as f:
+            f.write(page)
+    for run in jobs:
         if run.failure():
             print(f"--- last lines of side {run.side.label}'s output ({run.log}):\n{_tail(run.log)}", file=sys.stderr)
     print(json.dumps(result, indent=1) if args.format == "json" else report.render_text(result))
-    print(f"nccl-migrate ab: records and the job's output are in {run_dir}", file=sys.stderr)
+    print(f"nccl-migrate ab: records, the job's output and report.html are in {run_dir}", file=sys.stderr)
     return exit_code

@@ -1,8 +1,11 @@
-"""Inside the job: wraps torch.distributed's collective and p2p functions so every op on every
-group is written, per rank, as one JSON line (group, per-group sequence number, op, dtype,
-shapes, reduce op, digests of input and output, timing). Wrapping the Python functions works
-for every backend, torch's included. Installed at ``import torch`` when NCCL_MIGRATE_AB_RECORD
-names a directory (nccl_migrate_autoload), or by ``install(directory)``."""
+"""Inside the job: records every collective and p2p op on every group, per rank, as one JSON line
+(group, per-group sequence number, op, dtype, shapes, reduce op, digests of input and output,
+timing). Two sources, one numbering: wrappers around torch.distributed's Python functions (they
+know the reduce op and the call as the job wrote it) and ProcessGroup pre/post hooks, which fire
+from the dispatcher for every op and so also see ops issued from C++ (DDP's reducer); a hook
+that fires inside a wrapped call is that call's own op and is skipped. Installed at
+``import torch`` when NCCL_MIGRATE_AB_RECORD names a directory (nccl_migrate_autoload), or by
+``install(directory)``."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import functools
 import inspect
 import json
 import os
+import queue
 import resource
 import threading
 import time
@@ -19,23 +23,42 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from . import BACKEND_VARIABLE, KEEP_VARIABLE, PERTURB_VARIABLE, RECORD_VARIABLE
-from .digest import digest_of
+from . import BACKEND_VARIABLE, KEEP_VARIABLE, PERTURB_VARIABLE, RECORD_VARIABLE, SHADOW_PERTURB_VARIABLE, \
+    SHADOW_VARIABLE
+from .digest import digest_of, later, on_host, overlaps
 from .ops import VIEWS, OpView
 from .perturb import Perturbation
 
 ASYNC_OPS = ("isend", "irecv", "batch_isend_irecv")
+# Ops whose backend may write the tensor it reads: their input is hashed before they are issued.
+# Every other op's host input is hashed on the worker thread while the op runs.
+WRITES_INPUT = ("all_reduce", "reduce", "broadcast")
+HOOK_ID = 0x6162  # our pre/post hooks' id on every group ("ab")
+# The dispatcher op a hook fires for, in the Python function's words.
+HOOK_OPS = {"SEND": "send", "RECV": "recv", "BROADCAST": "broadcast", "ALLREDUCE": "all_reduce",
+            "REDUCE": "reduce", "ALLGATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
+            "ALLTOALL": "all_to_all", "BARRIER": "barrier", "SCATTER": "scatter", "GATHER": "gather",
+            "ALLREDUCE_COALESCED": "all_reduce_coalesced", "ALLGATHER_BASE": "all_gather_into_tensor",
+            "ALLGATHER_COALESCED": "all_gather_coalesced",
+            "ALLGATHER_INTO_TENSOR_COALESCED": "all_gather_into_tensor_coalesced",
+            "REDUCE_SCATTER_BASE": "reduce_scatter_tensor",
+            "REDUCE_SCATTER_TENSOR_COALESCED": "reduce_scatter_tensor_coalesced", "ALLTOALL_BASE": "all_to_all_single"}
+HOOK_IN_PLACE = ("broadcast", "all_reduce", "reduce", "all_reduce_coalesced")  # outputs are the inputs
+MEMORY_INTERVAL = 0.1  # seconds between RSS samples
 
 _recorder: "Recorder | None" = None
-_inside = threading.local()  # torch's own functions call each other (batch_isend_irecv -> isend)
+_inside = threading.local()  # set while a wrapped call runs: its own hooks, and torch's nested calls, pass
 
 
-class _Pending:
-    """An async op whose output is read when it is waited on, or seen complete at a later op or
-    at exit."""
+class _Op:
+    """One op between its issue and its record: the job's tensors, the input digest (or the future
+    computing it), kept tensors and the op's shadow."""
 
-    def __init__(self, entry: dict, view: OpView, works: list, start: float, kept_inputs):
-        self.entry, self.view, self.works, self.start, self.kept_inputs = entry, view, works, start, kept_inputs
+    def __init__(self, entry: dict, view: OpView, kept, in_future=None):
+        self.entry, self.view, self.kept, self.in_future = entry, view, kept, in_future
+        self.start = time.perf_counter()
+        self.shadow = None
+        self.works: list = []
         self.waited = 0
 
     def complete(self) -> bool:
@@ -45,94 +68,237 @@ class _Pending:
 class RecordedWork:
     """Torch's Work, unchanged, except that wait() also completes the op's record."""
 
-    def __init__(self, work, pending: _Pending, recorder: "Recorder"):
-        self._work, self._pending, self._recorder = work, pending, recorder
+    def __init__(self, work, op: _Op, recorder: "Recorder"):
+        self._work, self._op, self._recorder = work, op, recorder
 
     def wait(self, *args, **kwargs):
         result = self._work.wait(*args, **kwargs)
-        self._recorder.waited(self._pending)
+        self._recorder.waited(self._op)
         return result
 
     def __getattr__(self, name):
         return getattr(self._work, name)
 
 
+class MemorySampler(threading.Thread):
+    """This process's RSS (and, with CUDA tensors in use, torch's allocated device memory) every
+    MEMORY_INTERVAL seconds, for the report's memory plot. Halves its own resolution past 2000
+    samples, so a long job stays small."""
+
+    def __init__(self, started: float):
+        super().__init__(name="ab-memory", daemon=True)
+        self.started, self.samples, self.interval = started, [], MEMORY_INTERVAL
+        self.page = os.sysconf("SC_PAGE_SIZE")
+        self.stopped = threading.Event()
+
+    def sample(self) -> None:
+        try:
+            with open("/proc/self/statm") as f:
+                rss = int(f.read().split()[1]) * self.page
+        except OSError:
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        cuda = None
+        if torch.cuda.is_initialized():
+            cuda = round(torch.cuda.memory_allocated() / 2**20, 2)
+        self.samples.append([round(time.monotonic() - self.started, 3), round(rss / 2**20, 2), cuda])
+        if len(self.samples) > 2000:
+            self.samples, self.interval = self.samples[::2], self.interval * 2
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            self.sample()
+
+
+class RecordWriter(threading.Thread):
+    """Writes records as JSON lines on its own thread, so serializing them is not on the op's
+    path; the op only hands over its finished record."""
+
+    def __init__(self, path: str):
+        super().__init__(name="ab-records", daemon=True)
+        self.path, self.queue = path, queue.SimpleQueue()
+        self.start()
+
+    def put(self, entry: dict) -> None:
+        self.queue.put(entry)
+
+    def run(self) -> None:
+        with open(self.path, "w", buffering=1 << 16) as out:
+            while True:
+                entry = self.queue.get()
+                if entry is None:
+                    return
+                out.write(json.dumps(entry) + "\n")
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.join()
+
+
 class Recorder:
-    def __init__(self, directory: str, keep_bytes: int = 0, perturb: Perturbation | None = None):
-        self.directory, self.keep_bytes, self.perturb = directory, keep_bytes, perturb
+    def __init__(self, directory: str, keep_bytes: int = 0, perturb: Perturbation | None = None, shadow=None):
+        self.directory, self.keep_bytes, self.perturb, self.shadow = directory, keep_bytes, perturb, shadow
         self.rank = int(os.environ.get("RANK", "0"))
         self.started = time.monotonic()
         self.meta: dict = {"rank": self.rank, "pid": os.getpid(), "world_size": int(os.environ.get("WORLD_SIZE", "1")),
-                           "init_seconds": None, "backend": None, "backend_class": None, "groups": {}}
+                           "init_seconds": None, "backend": None, "backend_class": None, "groups": {},
+                           "shadow_backend": None}
+        self.lock = threading.Lock()  # sequence numbers and the record file: hooks may fire on other threads
         self.sequence: dict[str, int] = {}
         self.group_names: dict[int, str] = {}
-        self.pending: list[_Pending] = []
+        self.watched: set[int] = set()
+        self.pending: list[_Op] = []
+        self.hooked: dict[tuple[int, int], _Op] = {}  # issued from C++, not yet complete
         self.count = 0
+        self.memory = MemorySampler(self.started)
         self.out = None  # opened at the first op: launchers (torchrun, nccl-migrate run) import
         # torch too, and must not overwrite their ranks' records.
 
-    # -- one op --------------------------------------------------------------------------------
+    # -- groups --------------------------------------------------------------------------------
     def group_name(self, group) -> str:
         key = id(group)
         if key not in self.group_names:
             name = str(getattr(group, "group_name", key))
             self.group_names[key] = name
             self.meta["groups"][name] = dist.get_process_group_ranks(group)
+            self.watch(group)
         return self.group_names[key]
 
-    def begin(self, op: str, view: OpView) -> tuple[dict, list | None]:
+    def watch(self, group) -> None:
+        """Hooks on ``group``, so ops issued on it from C++ are recorded too."""
+        if group is None or group == c10d.GroupMember.NON_GROUP_MEMBER or id(group) in self.watched:
+            return
+        self.watched.add(id(group))
+        try:
+            group.register_pre_hook(HOOK_ID, functools.partial(self._pre_hook, group))
+            group.register_post_hook(HOOK_ID, functools.partial(self._post_hook, group))
+        except (RuntimeError, AttributeError):  # a group type without hooks: its Python calls are still seen
+            return
+
+    # -- one op --------------------------------------------------------------------------------
+    def begin(self, op: str, view: OpView, via: str | None = None) -> _Op:
         group = self.group_name(view.group)
-        seq = self.sequence.get(group, 0)
-        self.sequence[group] = seq + 1
+        with self.lock:
+            seq = self.sequence.get(group, 0)
+            self.sequence[group] = seq + 1
         tensors = view.inputs + view.outputs
         entry = {"rank": self.rank, "group": group, "seq": seq, "op": op,
                  "dtype": str(tensors[0].dtype).replace("torch.", "") if tensors else None,
                  "in_shapes": [list(t.shape) for t in view.inputs],
                  "out_shapes": [list(t.shape) for t in view.outputs],
-                 "reduce_op": view.reduce_op, "peer": view.peer, "t": time.time(),
-                 "in": digest_of(view.inputs)}
+                 "reduce_op": view.reduce_op, "peer": view.peer, "t": time.time(), "in": None}
+        if via:
+            entry["via"] = via
+        in_future = None
+        if view.inputs:
+            if via is None and on_host(view.inputs) and op not in WRITES_INPUT and not overlaps(view.inputs,
+                                                                                               view.outputs):
+                in_future = later(view.inputs)  # read while the op runs; nobody writes it before it ends
+            else:
+                entry["in"] = digest_of(view.inputs)
         kept = None
         if self.keep_bytes and sum(t.numel() * t.element_size() for t in tensors) <= self.keep_bytes:
             kept = [t.detach().cpu().clone() for t in view.inputs]  # in-place ops overwrite them
-        return entry, kept
+        return _Op(entry, view, kept, in_future)
 
-    def finish(self, entry: dict, view: OpView, start: float, kept_inputs, error: str | None = None) -> None:
-        entry["ms"] = (time.perf_counter() - start) * 1e3
+    def finish(self, op: _Op, error: str | None = None) -> None:
+        entry, view = op.entry, op.view
+        entry["ms"] = (time.perf_counter() - op.start) * 1e3
+        if op.in_future is not None:
+            entry["in"] = op.in_future.result()
         if error is None and self.perturb and self.perturb.applies(self.rank, entry["group"], entry["seq"]):
             entry["perturbed"] = Perturbation.apply(view.outputs)
         entry["out"] = digest_of(view.outputs) if error is None else None
         if error is not None:
             entry["error"] = error
-        if kept_inputs is not None and error is None:
+        if op.shadow is not None and error is None:
+            entry["shadow"] = op.shadow.judge(view.outputs, entry["out"])
+        if op.kept is not None and error is None:
             name = f"r{self.rank}-g{entry['group']}-s{entry['seq']}.pt"
             os.makedirs(os.path.join(self.directory, "tensors"), exist_ok=True)
-            torch.save({"in": kept_inputs, "out": [t.detach().cpu().clone() for t in view.outputs]},
+            torch.save({"in": op.kept, "out": [t.detach().cpu().clone() for t in view.outputs]},
                        os.path.join(self.directory, "tensors", name))
             entry["kept"] = name
-        self.count += 1
-        if self.out is None:
-            os.makedirs(self.directory, exist_ok=True)
-            self.out = open(os.path.join(self.directory, f"rank{self.rank}.jsonl"), "w", buffering=1 << 16)
-        self.out.write(json.dumps(entry) + "\n")
+        self.write(entry)
 
-    def defer(self, entry, view, result, start, kept_inputs):
+    def write(self, entry: dict) -> None:
+        with self.lock:
+            self.count += 1
+            if self.out is None:
+                os.makedirs(self.directory, exist_ok=True)
+                self.out = RecordWriter(os.path.join(self.directory, f"rank{self.rank}.jsonl"))
+                self.memory.start()
+            self.out.put(entry)
+
+    def defer(self, op: _Op, result):
         works = result if isinstance(result, list) else [result]
-        pending = _Pending(entry, view, [w for w in works if w is not None], start, kept_inputs)
-        self.pending.append(pending)
-        wrapped = [RecordedWork(w, pending, self) if w is not None else None for w in works]
+        op.works = [w for w in works if w is not None]
+        self.pending.append(op)
+        wrapped = [RecordedWork(w, op, self) if w is not None else None for w in works]
         return wrapped if isinstance(result, list) else wrapped[0]
 
-    def waited(self, pending: _Pending) -> None:
-        pending.waited += 1
-        if pending in self.pending and (pending.waited >= len(pending.works) or pending.complete()):
-            self.pending.remove(pending)
-            self.finish(pending.entry, pending.view, pending.start, pending.kept_inputs)
+    def waited(self, op: _Op) -> None:
+        op.waited += 1
+        if op in self.pending and (op.waited >= len(op.works) or op.complete()):
+            self.pending.remove(op)
+            self.finish(op)
 
     def settle(self) -> None:
         """Completes the records of async ops that finished without being waited on."""
-        for pending in [p for p in self.pending if p.complete()]:
-            self.pending.remove(pending)
-            self.finish(pending.entry, pending.view, pending.start, pending.kept_inputs)
+        for op in [p for p in self.pending if p.complete()]:
+            self.pending.remove(op)
+            self.finish(op)
+
+    # -- ops issued from C++ (hooks) -----------------------------------------------------------
+    def _pre_hook(self, group, args) -> None:
+        if _recorder is not self or getattr(_inside, "active", False):
+            return  # the wrapped Python call records this op itself
+        name = HOOK_OPS.get(args.name.name, args.name.name.lower())
+        inputs, outputs = list(args.input_tensors), list(args.output_tensors)
+        my_rank = dist.get_rank(group)
+        root = args.root if args.root >= 0 else None
+        peer = dist.get_global_rank(group, root) if root is not None else None
+        if name in HOOK_IN_PLACE and not outputs:
+            outputs = inputs if name != "reduce" or root == my_rank else []
+        if name == "broadcast" and root != my_rank:
+            inputs = []  # a receiver contributes nothing, whatever its buffer held
+        op = self.begin(name, OpView(group, inputs, outputs, None, peer), via="hook")
+        with self.lock:
+            self.hooked[(id(group), args.op_id)] = op
+
+    def _post_hook(self, group, args) -> None:
+        with self.lock:
+            op = self.hooked.get((id(group), args.op_id))
+        if op is None:
+            return
+        work = args.work
+        if work is None:
+            self._hooked_done(group, args.op_id, None)
+            return
+        try:
+            future = work.get_future()
+        except RuntimeError:
+            # Work without a future (Gloo's p2p): its completion cannot be observed before the
+            # job may reuse the buffer, so its output is never read.
+            op.entry["out_unobservable"] = True
+            op.view.outputs = []
+            self._hooked_done(group, args.op_id, None)
+            return
+        # Runs when the op completes, before callbacks the issuer chains later (DDP's reducer reads
+        # the bucket in its own callback), so the output is read before anything can change it.
+        future.add_done_callback(lambda f: self._hooked_done(group, args.op_id, f))
+
+    def _hooked_done(self, group, op_id: int, future) -> None:
+        with self.lock:
+            op = self.hooked.pop((id(group), op_id), None)
+        if op is None:
+            return
+        error = None
+        if future is not None:
+            try:
+                future.value()
+            except Exception as failure:  # noqa: BLE001 - the op's failure is part of its record
+                error = f"{type(failure).__name__}: {failure}"
+        self.finish(op, error=error)
 
     # -- the process ---------------------------------------------------------------------------
     def initialised(self, seconds: float) -> None:
@@ -146,28 +312,59 @@ class Recorder:
                 continue
             self.meta["backend_class"] = f"{type(backend).__name__} ({backend.name()})"
             break
+        self.watch(c10d._get_default_group())
 
     def close(self) -> None:
         self.settle()
-        for pending in self.pending:  # never waited on and not complete: no output to digest
-            pending.entry["unfinished"] = True
-            self.finish(pending.entry, OpView(None), pending.start, None)
+        for op in self.pending:  # never waited on and not complete: no output to digest
+            op.entry["unfinished"] = True
+            op.view.outputs, op.shadow = [], None
+            self.finish(op)
         self.pending.clear()
+        with self.lock:
+            hooked, self.hooked = list(self.hooked.values()), {}
+        for op in hooked:
+            op.entry["unfinished"] = True
+            op.view.outputs = []
+            self.finish(op)
         if self.meta["init_seconds"] is None and self.out is None:
             return  # this process ran no distributed job (a launcher)
-        if self.out is not None:
-            self.out.close()
+        self.memory.stopped.set()
+        self.memory.sample()
+        with self.lock:
+            if self.out is not None:
+                self.out.close()
         os.makedirs(self.directory, exist_ok=True)
         self.meta.update(ops=self.count, wall_seconds=time.monotonic() - self.started,
-                         peak_rss_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+                         peak_rss_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                         memory=self.memory.samples)
+        if self.shadow is not None:
+            self.meta["shadow_backend"] = self.shadow.backend
         path = os.path.join(self.directory, f"rank{self.rank}.meta.json")
         with open(path + ".tmp", "w") as f:
             json.dump(self.meta, f, indent=1)
         os.replace(path + ".tmp", path)
 
 
-def _wrap(name: str, fn):
+def _binder(fn):
+    """A fast inspect.Signature.bind(...).arguments for calls made the usual way (inspect's own
+    bind costs tens of µs per op)."""
     signature = inspect.signature(fn)
+    names = [p.name for p in signature.parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    def bind(args, kwargs) -> dict:
+        if len(args) > len(names) or any(k not in signature.parameters for k in kwargs):
+            return signature.bind(*args, **kwargs).arguments  # let torch's own error surface
+        arguments = dict(zip(names, args))
+        arguments.update(kwargs)
+        return arguments
+
+    return bind
+
+
+def _wrap(name: str, fn):
+    bind = _binder(fn)
     asynchronous = name in ASYNC_OPS
 
     @functools.wraps(fn)
@@ -176,42 +373,83 @@ def _wrap(name: str, fn):
         if rec is None or getattr(_inside, "active", False) or not dist.is_initialized():
             return fn(*args, **kwargs)
         rec.settle()
-        arguments = signature.bind(*args, **kwargs).arguments
-        view = VIEWS[name](arguments)
-        entry, kept = rec.begin(name, view)
-        _inside.active = True
-        start = time.perf_counter()
         try:
+            arguments = bind(args, kwargs)
+            view = VIEWS[name](arguments)
+        except (TypeError, KeyError, ValueError):
+            return fn(*args, **kwargs)  # a call torch itself rejects: its error, not ours
+        op = rec.begin(name, view)
+        if rec.shadow is not None:
+            op.shadow, why = rec.shadow.prepare(fn, name, arguments, view.group, rec.rank, op.entry["group"],
+                                                op.entry["seq"])
+            if why:
+                op.entry["shadow"] = {"skipped": why}
+        _inside.active = True
+        try:
+            op.start = time.perf_counter()
             result = fn(*args, **kwargs)
+            if op.shadow is not None:
+                op.shadow.issue()
         except BaseException as error:
-            rec.finish(entry, view, start, kept, error=f"{type(error).__name__}: {error}")
+            rec.finish(op, error=f"{type(error).__name__}: {error}")
             raise
         finally:
             _inside.active = False
         if result is not None and (asynchronous or arguments.get("async_op")):
-            return rec.defer(entry, view, result, start, kept)
-        rec.finish(entry, view, start, kept)
+            return rec.defer(op, result)
+        rec.finish(op)
         return result
 
     return recorded
 
 
 def _wrap_init(fn):
+    signature = inspect.signature(fn)
+
     @functools.wraps(fn)
     def init_process_group(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        requested = bound.arguments.get("backend")  # what the job asked for, before a side replaces it
         forced = os.environ.get(BACKEND_VARIABLE)
         if forced:
             # The job stays unmodified: the side's backend replaces whatever it asked for.
-            bound = inspect.signature(fn).bind(*args, **kwargs)
             bound.arguments["backend"] = forced
             args, kwargs = bound.args, bound.kwargs
         start = time.perf_counter()
         result = fn(*args, **kwargs)
-        if _recorder is not None:
-            _recorder.initialised(time.perf_counter() - start)
+        rec = _recorder
+        if rec is not None:
+            rec.initialised(time.perf_counter() - start)
+            if rec.shadow is not None:
+                _inside.active = True  # the shadow's own groups are not the job's
+                try:
+                    rec.shadow.world_created(requested)
+                finally:
+                    _inside.active = False
         return result
 
     return init_process_group
+
+
+def _wrap_new_group(fn):
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def new_group(*args, **kwargs):
+        group = fn(*args, **kwargs)
+        rec = _recorder
+        if rec is None or getattr(_inside, "active", False):
+            return group
+        rec.watch(group)
+        if rec.shadow is not None:
+            _inside.active = True
+            try:
+                rec.shadow.group_created(group, signature.bind(*args, **kwargs).arguments)
+            finally:
+                _inside.active = False
+        return group
+
+    return new_group
 
 
 def _patch(name: str, replacement) -> None:
@@ -220,16 +458,17 @@ def _patch(name: str, replacement) -> None:
     setattr(c10d, name, replacement)
 
 
-def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = None) -> Recorder:
+def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = None, shadow=None) -> Recorder:
     """Starts recording this process's ops into ``directory``; a second call returns the first
     recorder."""
     global _recorder
     if _recorder is not None:
         return _recorder
-    _recorder = Recorder(directory, keep_bytes, perturb)
+    _recorder = Recorder(directory, keep_bytes, perturb, shadow)
     for name in VIEWS:
         _patch(name, _wrap(name, getattr(c10d, name)))
     _patch("init_process_group", _wrap_init(c10d.init_process_group))
+    _patch("new_group", _wrap_new_group(c10d.new_group))
     atexit.register(_recorder.close)
     return _recorder
 
@@ -243,4 +482,9 @@ def install_from_environment() -> Recorder | None:
     if not keep.isdigit():
         raise ValueError(f"{KEEP_VARIABLE}={keep!r} is not valid; give a number of bytes (0 keeps no tensors)")
     perturb = os.environ.get(PERTURB_VARIABLE)
-    return install(directory, int(keep), Perturbation(perturb) if perturb else None)
+    shadow = None
+    if os.environ.get(SHADOW_VARIABLE):
+        from .shadow import Shadow
+
+        shadow = Shadow.from_environment(os.environ[SHADOW_VARIABLE], os.environ.get(SHADOW_PERTURB_VARIABLE))
+    return install(directory, int(keep), Perturbation(perturb) if perturb else None, shadow)

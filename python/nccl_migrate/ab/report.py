@@ -59,10 +59,17 @@ def _row(label: str, a, b) -> str:
 
 def render_text(report: dict) -> str:
     lines = [f"nccl-migrate ab: {report['verdict']}"]
+    if report.get("mode") == "shadow":
+        lines.append("  shadow run: side a is what the job saw; side b ran each op again on shadow groups")
     if "ops_compared" in report:
         lines.append(f"  ops compared {report['ops_compared']}: identical {report['identical']}, "
                      f"within tolerance {report['within_tolerance']}, divergent {report['divergent']}, "
                      f"missing on a {report['missing_in_a']}, missing on b {report['missing_in_b']}")
+    skipped = report.get("not_shadowed")
+    if skipped and skipped["count"]:
+        where = skipped["first"]
+        lines.append(f"  not shadowed {skipped['count']} (first: rank {where['rank']}, group {where['group']}, "
+                     f"seq {where['seq']}: {where['op']}, {where['reason']})")
     first = report.get("first_divergence")
     if first:
         lines.append(f"  first divergence: {_op_line(first)}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 
-from . import BACKEND_VARIABLE
+from . import BACKEND_VARIABLE, PERTURB_VARIABLE
 
 IMPLEMENTATIONS = ("toolkit", "torch", "auto")
 TORCH_NCCL_NAMES = ("nccl", "nccl2", "nccl-lazy", "nccl-legacy")
@@ -72,3 +72,21 @@ def parse(label: str, text: str) -> Side:
         except SpecError as error:
             raise SpecError(f"--{label}: {error}") from None
     return side
+
+
+# What a shadow side may set: only what chooses its backend (through the shim, per group), and
+# the test switch. Anything else would change the whole process, the primary's ops included.
+SHADOW_KEYS = ("NCCL_MIGRATE_ACTIVATE", "NCCL_MIGRATE_IMPL", "TORCH_DIST_USE_NCCL2", BACKEND_VARIABLE)
+
+
+def shadow_environment(side: Side) -> tuple[dict[str, str | None], str | None]:
+    """The shadow side's backend-choosing environment, and its perturbation switch (or None).
+    SpecError when the side sets anything that could only apply to the whole process."""
+    env = dict(side.env)
+    perturb = env.pop(PERTURB_VARIABLE, None)
+    others = sorted(k for k in env if k not in SHADOW_KEYS)
+    if others:
+        raise SpecError(f"--shadow: --{side.label} {side.text!r} sets {', '.join(others)}, which would apply to "
+                        "the whole process, not only the shadow groups; give that side a behaviour or backend=NAME "
+                        "only, or run without --shadow")
+    return env, perturb

@@ -1,0 +1,187 @@
+"""The A/B report as one self-contained HTML file: summary, first divergence, the two sides' cost
+side by side, and inline SVG plots (per-op latency percentiles, latency by op in issue order,
+memory over time). No script and nothing fetched: it opens anywhere, offline."""
+
+from __future__ import annotations
+
+import html
+import math
+
+from .sides import SideData
+
+COLOURS = {"a": "#1f77b4", "b": "#d62728"}
+STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; margin: .5em 0; } td, th { border: 1px solid #ccc; padding: 3px 8px;
+text-align: left; vertical-align: top; } th { background: #f4f4f4; }
+.verdict-0 { color: #137333; } .verdict-1 { color: #b06000; } .verdict-2 { color: #c5221f; }
+svg { background: #fcfcfc; border: 1px solid #e4e4e4; margin: .4em 0; }
+svg text { font: 11px system-ui, sans-serif; fill: #333; }
+.legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: middle; }
+"""
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _table(rows: list[list], header: list[str] | None = None) -> str:
+    head = "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr>" if header else ""
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table>{head}{body}</table>"
+
+
+def _legend(report: dict) -> str:
+    return "<p class='legend'>" + "".join(
+        f"<span style='background:{COLOURS[s]}'></span>{s}: {_e(report['sides'][s]['spec'])}" for s in ("a", "b")) + "</p>"
+
+
+def _ticks(top: float, count: int = 4) -> list[float]:
+    if top <= 0:
+        return [0.0]
+    step = 10 ** math.floor(math.log10(top / count))
+    for factor in (1, 2, 5, 10):
+        if top / (step * factor) <= count:
+            step *= factor
+            break
+    return [i * step for i in range(int(top / step) + 1)]
+
+
+def _axes(width: int, height: int, left: int, bottom: int, y_max: float, y_label: str, x_label: str) -> list[str]:
+    parts = [f"<line x1='{left}' y1='{height - bottom}' x2='{width - 10}' y2='{height - bottom}' stroke='#888'/>",
+             f"<line x1='{left}' y1='10' x2='{left}' y2='{height - bottom}' stroke='#888'/>",
+             f"<text x='{left}' y='{height - 4}'>{_e(x_label)}</text>",
+             f"<text x='4' y='12'>{_e(y_label)}</text>"]
+    for tick in _ticks(y_max):
+        y = height - bottom - (tick / y_max) * (height - bottom - 20) if y_max else height - bottom
+        parts.append(f"<line x1='{left - 4}' y1='{y:.1f}' x2='{width - 10}' y2='{y:.1f}' stroke='#eee'/>")
+        parts.append(f"<text x='{left - 6}' y='{y + 4:.1f}' text-anchor='end'>{tick:g}</text>")
+    return parts
+
+
+def latency_bars(report: dict) -> str:
+    """Per op type, p50/p90/p99 latency of both sides as grouped bars."""
+    sides = report["sides"]
+    ops = sorted(set(sides["a"].get("latency_ms") or {}) | set(sides["b"].get("latency_ms") or {}))
+    if not ops:
+        return "<p>No op latencies recorded.</p>"
+    values = [sides[s].get("latency_ms", {}).get(op, {}).get(q, 0) for s in "ab" for op in ops for q in ("p50", "p90", "p99")]
+    top = max(values) or 1.0
+    width, height, left, bottom = 120 + 130 * len(ops), 260, 60, 40
+    parts = _axes(width, height, left, bottom, top, "latency (ms)", "p50 / p90 / p99 per op, side a then b")
+    plot_h = height - bottom - 20
+    for i, op in enumerate(ops):
+        x0 = left + 10 + i * 130
+        for j, side in enumerate("ab"):
+            lat = sides[side].get("latency_ms", {}).get(op)
+            for k, q in enumerate(("p50", "p90", "p99")):
+                value = lat[q] if lat else 0
+                h = value / top * plot_h
+                x = x0 + j * 57 + k * 18
+                opacity = (0.55, 0.75, 1.0)[k]
+                parts.append(f"<rect x='{x}' y='{height - bottom - h:.1f}' width='16' height='{h:.1f}' "
+                             f"fill='{COLOURS[side]}' fill-opacity='{opacity}'><title>{_e(op)} side {side} {q}: "
+                             f"{value} ms</title></rect>")
+        parts.append(f"<text x='{x0 + 50}' y='{height - bottom + 14}' text-anchor='middle'>{_e(op)}</text>")
+    return f"<svg data-plot='latency-by-op' width='{width}' height='{height}' role='img'>{''.join(parts)}</svg>"
+
+
+def latency_by_issue(data: dict[str, SideData | None]) -> str:
+    """Each op's latency on rank 0, in the order rank 0 issued them, one line per side."""
+    series = {}
+    for side, d in data.items():
+        if d is None:
+            continue
+        ops = sorted((e for (rank, _, _), e in d.ops.items() if rank == 0), key=lambda e: e["t"])
+        series[side] = [e.get("ms") or 0.0 for e in ops]
+    if not any(series.values()):
+        return "<p>No ops recorded on rank 0.</p>"
+    count = max(len(v) for v in series.values())
+    top = max(max(v) for v in series.values() if v) or 1.0
+    width, height, left, bottom = 900, 260, 60, 40
+    parts = _axes(width, height, left, bottom, top, "latency (ms)", "rank 0's ops in issue order")
+    plot_w, plot_h = width - left - 20, height - bottom - 20
+    for side, values in series.items():
+        points = " ".join(f"{left + (i / max(1, count - 1)) * plot_w:.1f},{height - bottom - v / top * plot_h:.1f}"
+                          for i, v in enumerate(values))
+        parts.append(f"<polyline points='{points}' fill='none' stroke='{COLOURS[side]}' stroke-width='1.2'/>")
+    return f"<svg data-plot='latency-by-issue' width='{width}' height='{height}' role='img'>{''.join(parts)}</svg>"
+
+
+def memory_over_time(data: dict[str, SideData | None]) -> str:
+    """Each rank's RSS (solid) and, when CUDA was used, torch's allocated device memory (dashed)."""
+    lines = []
+    for side, d in data.items():
+        for rank, meta in sorted((d.metas if d else {}).items()):
+            samples = meta.get("memory") or []
+            if samples:
+                lines.append((side, rank, [(s[0], s[1]) for s in samples], ""))
+                cuda = [(s[0], s[2]) for s in samples if s[2] is not None]
+                if cuda:
+                    lines.append((side, rank, cuda, "4 3"))
+    if not lines:
+        return "<p>No memory samples recorded.</p>"
+    t_max = max(p[0] for _, _, pts, _ in lines for p in pts) or 1.0
+    top = max(p[1] for _, _, pts, _ in lines for p in pts) or 1.0
+    width, height, left, bottom = 900, 260, 60, 40
+    parts = _axes(width, height, left, bottom, top, "MiB", f"seconds since the recorder started (0 .. {t_max:.1f})")
+    plot_w, plot_h = width - left - 20, height - bottom - 20
+    for side, rank, pts, dash in lines:
+        points = " ".join(f"{left + t / t_max * plot_w:.1f},{height - bottom - v / top * plot_h:.1f}" for t, v in pts)
+        parts.append(f"<polyline points='{points}' fill='none' stroke='{COLOURS[side]}' stroke-width='1.2' "
+                     f"stroke-dasharray='{dash}'><title>side {side} rank {rank}</title></polyline>")
+    return f"<svg data-plot='memory' width='{width}' height='{height}' role='img'>{''.join(parts)}</svg>"
+
+
+def _op_rows(op: dict) -> list[list]:
+    keys = ("rank", "group", "seq", "op", "dtype", "shape", "reduce_op", "peer", "cause", "inputs_differed_on_ranks",
+            "max_abs_error", "max_rel_error", "reason", "missing_on")
+    return [[k, op[k]] for k in keys if k in op and op[k] not in (None, [], "")]
+
+
+def _cost_rows(report: dict) -> list[list]:
+    a, b = report["sides"]["a"], report["sides"]["b"]
+    rows = [["outcome", a.get("failure") or "ok", b.get("failure") or "ok"]]
+    for label, key in (("backend", "backend"), ("wall time (s)", "wall_seconds"), ("init time (s)", "init_seconds"),
+                       ("peak RSS per rank (MiB)", "peak_rss_mib")):
+        rows.append([label, a.get(key), b.get(key)])
+    for rank in sorted(set(a.get("communicators") or {}) | set(b.get("communicators") or {})):
+        rows.append([f"communicators rank {rank}", len((a.get("communicators") or {}).get(rank, [])),
+                     len((b.get("communicators") or {}).get(rank, []))])
+    for op in sorted(set(a.get("op_counts") or {}) | set(b.get("op_counts") or {})):
+        cells = []
+        for side in (a, b):
+            lat = (side.get("latency_ms") or {}).get(op)
+            cells.append(f"{(side.get('op_counts') or {}).get(op, 0)} ops"
+                         + (f", p50/p90/p99 {lat['p50']}/{lat['p90']}/{lat['p99']} ms" if lat else ""))
+        rows.append([op, *cells])
+    return rows
+
+
+def render_html(report: dict, data: dict[str, SideData | None]) -> str:
+    """The whole report; ``data`` holds each side's records (None for a side that could not be read)."""
+    body = [f"<h1>nccl-migrate ab</h1><p class='verdict-{report['exit_code']}'><b>{_e(report['verdict'])}</b> "
+            f"(exit status {report['exit_code']})</p>"]
+    if report.get("mode") == "shadow":
+        body.append("<p>Shadow run: one run; side a is what the job saw, side b each op run again on shadow groups.</p>")
+    if "ops_compared" in report:
+        body.append("<h2>Summary</h2>" + _table(
+            [["ops compared", report["ops_compared"]], ["identical", report["identical"]],
+             ["within tolerance", report["within_tolerance"]], ["divergent", report["divergent"]],
+             ["missing on a", report["missing_in_a"]], ["missing on b", report["missing_in_b"]],
+             ["tolerance", report["tolerance"]]]
+            + ([["not shadowed", report["not_shadowed"]["count"]]] if "not_shadowed" in report else [])))
+    if report.get("first_divergence"):
+        body.append("<h2>First divergence</h2>" + _table(_op_rows(report["first_divergence"])))
+    if report.get("first_missing"):
+        body.append("<h2>First missing op</h2>" + _table(_op_rows(report["first_missing"])))
+    body.append("<h2>Side by side</h2>" + _table(_cost_rows(report), ["", "a: " + report["sides"]["a"]["spec"],
+                                                                    "b: " + report["sides"]["b"]["spec"]]))
+    body.append("<h2>Latency per op type</h2>" + _legend(report) + latency_bars(report))
+    body.append("<h2>Latency by op, in issue order</h2>" + _legend(report) + latency_by_issue(data))
+    body.append("<h2>Memory over time</h2>" + _legend(report) + memory_over_time(data)
+                + "<p>Solid: process RSS per rank; dashed: torch's allocated CUDA memory.</p>")
+    body.append(f"<p>Records and the job's output: {_e(report.get('run_dir'))}</p>")
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>nccl-migrate ab: "
+            f"{_e(report['verdict'])}</title><style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")
