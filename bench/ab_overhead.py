@@ -1,8 +1,10 @@
-"""What the A/B recorder adds to an op: all_reduce from 1 KiB to 64 MiB on two real CPU ranks
-(the toolkit's rewritten backend over Gloo), recorder off and on alternately in the same run,
-median of --iters each; the table gives the ratio on/off (target: < 1.05 at 1 MiB and above).
+"""What the A/B recorder adds to an op: all_reduce (or --op all_gather_into_tensor) from 1 KiB to
+64 MiB on two real CPU ranks (the toolkit's rewritten backend over Gloo, or --backend), recorder
+off and on alternately in the same run, --rounds times --iters each; each cell is the smallest
+round median, and the table gives the ratio on/off (target: < 1.05 at 1 MiB and above).
 
-    .venv/bin/python bench/ab_overhead.py [--iters 10] [--max-mib 64] [--backend gloo]
+    .venv/bin/python bench/ab_overhead.py [--iters 10] [--rounds 5] [--max-mib 64] [--backend gloo]
+                                          [--op all_reduce|all_gather_into_tensor]
 """
 
 from __future__ import annotations
@@ -20,37 +22,55 @@ import torch.multiprocessing as mp
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
 
-def _timed(tensor, iters: int) -> float:
-    import torch.distributed as dist
-
+def _timed(op, sync, iters: int) -> float:
     samples = []
     for _ in range(iters):
-        dist.barrier()
+        sync()
         start = time.perf_counter()
-        dist.all_reduce(tensor)
+        op()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
 
-def _rank(rank: int, world: int, store_path: str, record_dir: str, sizes, iters: int, backend: str, out) -> None:
+def _op(name: str, size: int, world: int):
+    """The op under test on a tensor of ``size`` bytes (an all_reduce in place: its input must be
+    hashed before it runs; an all-gather out of place: its input is hashed while it runs)."""
     import torch.distributed as dist
 
+    tensor = torch.ones(size // 4)
+    if name == "all_reduce":
+        return lambda: dist.all_reduce(tensor)
+    output = torch.empty(world * tensor.numel())
+    return lambda: dist.all_gather_into_tensor(output, tensor)
+
+
+def _rank(rank: int, world: int, store_path: str, record_dir: str, sizes, args, out) -> None:
     import nccl_migrate  # noqa: F401
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
     from nccl_migrate.ab import recorder
 
+    # The ranks line up before each op on a group of their own, through torch's functions as they
+    # were before the recorder: that barrier is the benchmark's, not the job's, and is not recorded.
+    new_group, barrier = c10d.new_group, c10d.barrier
     rec = recorder.install(os.path.join(record_dir, str(rank)))
-    dist.init_process_group(backend, store=dist.FileStore(store_path, world), rank=rank, world_size=world)
+    dist.init_process_group(args.backend, store=dist.FileStore(store_path, world), rank=rank, world_size=world)
+    line_up = new_group(backend="gloo")
+
+    def sync():
+        barrier(group=line_up)
+
     rows = []
     for size in sizes:
-        tensor = torch.ones(size // 4)
-        recorder._recorder = None  # the wrappers pass straight through
-        dist.all_reduce(tensor)  # warm-up
+        op = _op(args.op, size, world)
+        recorder._recorder = None  # the wrappers and hooks pass straight through
+        op()  # warm-up
         off, on = [], []
-        for _ in range(3):  # alternate, so drift on a shared machine hits both alike
+        for _ in range(args.rounds):  # alternate, so drift on a shared machine hits both alike
             recorder._recorder = None
-            off.append(_timed(tensor, iters))
+            off.append(_timed(op, sync, args.iters))
             recorder._recorder = rec
-            on.append(_timed(tensor, iters))
+            on.append(_timed(op, sync, args.iters))
         rows.append((size, min(off), min(on)))
     recorder._recorder = None
     if rank == 0:
@@ -65,8 +85,10 @@ def _human(size: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--max-mib", type=int, default=64)
     parser.add_argument("--backend", default="migrate-nccl2", help="the ranks' backend (default migrate-nccl2)")
+    parser.add_argument("--op", choices=["all_reduce", "all_gather_into_tensor"], default="all_reduce")
     args = parser.parse_args()
     sizes, size = [], 1 << 10
     while size <= args.max_mib << 20:
@@ -75,14 +97,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ctx = mp.get_context("spawn")
         out = ctx.Queue()
-        procs = [ctx.Process(target=_rank, args=(r, 2, os.path.join(tmp, "store"), tmp, sizes, args.iters,
-                                                       args.backend, out))
+        procs = [ctx.Process(target=_rank, args=(r, 2, os.path.join(tmp, "store"), tmp, sizes, args, out))
                  for r in range(2)]
         for p in procs:
             p.start()
-        rows = out.get(timeout=1800)
+        rows = out.get(timeout=3600)
         for p in procs:
             p.join(timeout=60)
+    print(f"{args.op} on {args.backend}, 2 ranks, {args.rounds} rounds x {args.iters} iters")
     print(f"{'size':>8} {'off (ms)':>10} {'on (ms)':>10} {'on/off':>7}")
     for size, off, on in rows:
         print(f"{_human(size):>8} {off * 1e3:10.3f} {on * 1e3:10.3f} {on / off:7.2f}")

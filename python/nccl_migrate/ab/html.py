@@ -161,8 +161,9 @@ def _cost_rows(report: dict) -> list[list]:
 
 def render_html(report: dict, data: dict[str, SideData | None]) -> str:
     """The whole report; ``data`` holds each side's records (None for a side that could not be read)."""
-    body = [f"<h1>nccl-migrate ab</h1><p class='verdict-{report['exit_code']}'><b>{_e(report['verdict'])}</b> "
-            f"(exit status {report['exit_code']})</p>"]
+    verdict = (f"<h1>nccl-migrate ab</h1><p class='verdict-{report['exit_code']}'><b>{_e(report['verdict'])}</b> "
+               f"(exit status {report['exit_code']})</p>")
+    body = [verdict]
     if report.get("mode") == "shadow":
         body.append("<p>Shadow run: one run; side a is what the job saw, side b each op run again on shadow groups.</p>")
     if "ops_compared" in report:

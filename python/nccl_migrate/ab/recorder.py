@@ -3,7 +3,9 @@
 timing). Two sources, one numbering: wrappers around torch.distributed's Python functions (they
 know the reduce op and the call as the job wrote it) and ProcessGroup pre/post hooks, which fire
 from the dispatcher for every op and so also see ops issued from C++ (DDP's reducer); a hook
-that fires inside a wrapped call is that call's own op and is skipped. Installed at
+that fires inside a wrapped call is that call's own op and is skipped. A collective issued from
+C++ is waited on in its post-hook, before its issuer sees it (the one point where its output is
+known final and not yet reused), so recording makes such ops synchronous. Installed at
 ``import torch`` when NCCL_MIGRATE_AB_RECORD names a directory (nccl_migrate_autoload), or by
 ``install(directory)``."""
 
@@ -23,8 +25,14 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from . import BACKEND_VARIABLE, KEEP_VARIABLE, PERTURB_VARIABLE, RECORD_VARIABLE, SHADOW_PERTURB_VARIABLE, \
-    SHADOW_VARIABLE
+from . import (
+    BACKEND_VARIABLE,
+    KEEP_VARIABLE,
+    PERTURB_VARIABLE,
+    RECORD_VARIABLE,
+    SHADOW_PERTURB_VARIABLE,
+    SHADOW_VARIABLE,
+)
 from .digest import digest_of, later, on_host, overlaps
 from .ops import VIEWS, OpView
 from .perturb import Perturbation
@@ -46,8 +54,14 @@ HOOK_OPS = {"SEND": "send", "RECV": "recv", "BROADCAST": "broadcast", "ALLREDUCE
 HOOK_IN_PLACE = ("broadcast", "all_reduce", "reduce", "all_reduce_coalesced")  # outputs are the inputs
 MEMORY_INTERVAL = 0.1  # seconds between RSS samples
 
-_recorder: "Recorder | None" = None
-_inside = threading.local()  # set while a wrapped call runs: its own hooks, and torch's nested calls, pass
+_recorder: Recorder | None = None
+
+
+class _Inside(threading.local):
+    active = False  # set while a wrapped call runs: its own hooks, and torch's nested calls, pass
+
+
+_inside = _Inside()
 
 
 class _Op:
@@ -60,21 +74,38 @@ class _Op:
         self.shadow = None
         self.works: list = []
         self.waited = 0
+        self.seen_done: set[int] = set()  # works whose future completed (is_completed may lag it)
 
     def complete(self) -> bool:
-        return all(w.is_completed() for w in self.works)
+        return all(id(w) in self.seen_done or w.is_completed() for w in self.works)
 
 
 class RecordedWork:
-    """Torch's Work, unchanged, except that wait() also completes the op's record."""
+    """Torch's Work, unchanged, except that each way the job can learn the op is complete (wait,
+    is_completed, its future) first completes the op's record: until then the job may not touch
+    the op's tensors, so they are read unchanged."""
 
-    def __init__(self, work, op: _Op, recorder: "Recorder"):
+    def __init__(self, work, op: _Op, recorder: Recorder):
         self._work, self._op, self._recorder = work, op, recorder
 
     def wait(self, *args, **kwargs):
         result = self._work.wait(*args, **kwargs)
         self._recorder.waited(self._op)
         return result
+
+    def is_completed(self) -> bool:
+        done = self._work.is_completed()
+        if done:
+            self._recorder.observed(self._op, self._work)
+        return done
+
+    def get_future(self):
+        def recorded(future):
+            self._recorder.observed(self._op, self._work)
+            return future.value()
+
+        # The job's callbacks chain on this future, so they run after the record is complete.
+        return self._work.get_future().then(recorded)
 
     def __getattr__(self, name):
         return getattr(self._work, name)
@@ -149,6 +180,7 @@ class Recorder:
         self.pending: list[_Op] = []
         self.hooked: dict[tuple[int, int], _Op] = {}  # issued from C++, not yet complete
         self.count = 0
+        self.closed = False
         self.memory = MemorySampler(self.started)
         self.out = None  # opened at the first op: launchers (torchrun, nccl-migrate run) import
         # torch too, and must not overwrite their ranks' records.
@@ -232,25 +264,45 @@ class Recorder:
     def defer(self, op: _Op, result):
         works = result if isinstance(result, list) else [result]
         op.works = [w for w in works if w is not None]
-        self.pending.append(op)
+        with self.lock:
+            self.pending.append(op)
         wrapped = [RecordedWork(w, op, self) if w is not None else None for w in works]
         return wrapped if isinstance(result, list) else wrapped[0]
 
     def waited(self, op: _Op) -> None:
-        op.waited += 1
-        if op in self.pending and (op.waited >= len(op.works) or op.complete()):
-            self.pending.remove(op)
+        with self.lock:
+            op.waited += 1
+            mine = op in self.pending and (op.waited >= len(op.works) or op.complete())
+            if mine:
+                self.pending.remove(op)
+        if mine:
+            self.finish(op)
+
+    def observed(self, op: _Op, work) -> None:
+        """The job saw ``work`` of ``op`` complete: record the op now if all its works are, before
+        the job can change its tensors."""
+        with self.lock:
+            op.seen_done.add(id(work))
+            mine = op in self.pending and op.complete()
+            if mine:
+                self.pending.remove(op)
+        if mine:
             self.finish(op)
 
     def settle(self) -> None:
         """Completes the records of async ops that finished without being waited on."""
-        for op in [p for p in self.pending if p.complete()]:
-            self.pending.remove(op)
+        if not self.pending:
+            return
+        with self.lock:
+            done = [p for p in self.pending if p.complete()]
+            for op in done:
+                self.pending.remove(op)
+        for op in done:
             self.finish(op)
 
     # -- ops issued from C++ (hooks) -----------------------------------------------------------
     def _pre_hook(self, group, args) -> None:
-        if _recorder is not self or getattr(_inside, "active", False):
+        if _recorder is not self or _inside.active:
             return  # the wrapped Python call records this op itself
         name = HOOK_OPS.get(args.name.name, args.name.name.lower())
         inputs, outputs = list(args.input_tensors), list(args.output_tensors)
@@ -267,36 +319,24 @@ class Recorder:
 
     def _post_hook(self, group, args) -> None:
         with self.lock:
-            op = self.hooked.get((id(group), args.op_id))
+            op = self.hooked.pop((id(group), args.op_id), None)
         if op is None:
             return
         work = args.work
-        if work is None:
-            self._hooked_done(group, args.op_id, None)
-            return
-        try:
-            future = work.get_future()
-        except RuntimeError:
-            # Work without a future (Gloo's p2p): its completion cannot be observed before the
-            # job may reuse the buffer, so its output is never read.
+        if work is not None and op.entry["op"] in ("send", "recv"):
+            # Waiting here could deadlock a pair that each post a send before their recv, and the
+            # issuer's wait cannot be seen: the received bytes are never read.
             op.entry["out_unobservable"] = True
             op.view.outputs = []
-            self._hooked_done(group, args.op_id, None)
-            return
-        # Runs when the op completes, before callbacks the issuer chains later (DDP's reducer reads
-        # the bucket in its own callback), so the output is read before anything can change it.
-        future.add_done_callback(lambda f: self._hooked_done(group, args.op_id, f))
-
-    def _hooked_done(self, group, op_id: int, future) -> None:
-        with self.lock:
-            op = self.hooked.pop((id(group), op_id), None)
-        if op is None:
-            return
+            work = None
         error = None
-        if future is not None:
+        if work is not None:
+            # The issuer gets the work only when this hook returns, so the output is read before
+            # anything can change it. A future callback would not do: waiters on a future wake
+            # before its callbacks run, and DDP's reducer reuses its bucket at once.
             try:
-                future.value()
-            except Exception as failure:  # noqa: BLE001 - the op's failure is part of its record
+                work.wait()
+            except Exception as failure:  # noqa: BLE001 - the issuer's own wait raises it again
                 error = f"{type(failure).__name__}: {failure}"
         self.finish(op, error=error)
 
@@ -308,22 +348,26 @@ class Recorder:
         for device in ("cpu", "cuda"):
             try:
                 backend = dist.group.WORLD._get_backend(torch.device(device))
-            except Exception:  # noqa: BLE001 - the group may serve one device only
+            except Exception:  # noqa: BLE001, S112 - the group may serve one device only
                 continue
             self.meta["backend_class"] = f"{type(backend).__name__} ({backend.name()})"
             break
         self.watch(c10d._get_default_group())
 
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         self.settle()
-        for op in self.pending:  # never waited on and not complete: no output to digest
+        with self.lock:
+            never, self.pending = self.pending, []
+        for op in never:  # never waited on and not complete: no output to digest
             op.entry["unfinished"] = True
             op.view.outputs, op.shadow = [], None
             self.finish(op)
-        self.pending.clear()
         with self.lock:
             hooked, self.hooked = list(self.hooked.values()), {}
-        for op in hooked:
+        for op in hooked:  # a pre-hook whose op never returned a work
             op.entry["unfinished"] = True
             op.view.outputs = []
             self.finish(op)
@@ -370,7 +414,7 @@ def _wrap(name: str, fn):
     @functools.wraps(fn)
     def recorded(*args, **kwargs):
         rec = _recorder
-        if rec is None or getattr(_inside, "active", False) or not dist.is_initialized():
+        if rec is None or _inside.active or not dist.is_initialized():
             return fn(*args, **kwargs)
         rec.settle()
         try:
@@ -438,7 +482,7 @@ def _wrap_new_group(fn):
     def new_group(*args, **kwargs):
         group = fn(*args, **kwargs)
         rec = _recorder
-        if rec is None or getattr(_inside, "active", False):
+        if rec is None or _inside.active:
             return group
         rec.watch(group)
         if rec.shadow is not None:

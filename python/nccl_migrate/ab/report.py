@@ -13,7 +13,7 @@ from .sides import SideData
 
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def side_summary(run: SideRun, data: SideData | None) -> dict:
@@ -54,7 +54,7 @@ def _op_line(op: dict) -> str:
 
 
 def _row(label: str, a, b) -> str:
-    return f"  {label:<24} {str(a):<46} {b}"
+    return f"  {label:<24} {a!s:<46} {b}"
 
 
 def render_text(report: dict) -> str:

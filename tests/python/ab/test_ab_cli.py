@@ -18,7 +18,7 @@ def ab(tmp_path, *args, env=None, timeout=240):
     """Runs `nccl-migrate ab --format json ARGS` and returns (exit status, report, stderr)."""
     full_env = dict(os.environ, **(env or {}))
     done = subprocess.run([CLI, "ab", "--format", "json", "--run-dir", str(tmp_path / "run"), *args],
-                          capture_output=True, text=True, timeout=timeout, env=full_env)
+                          capture_output=True, text=True, timeout=timeout, env=full_env, check=False)
     report = json.loads(done.stdout) if done.stdout.strip() else None
     return done.returncode, report, done.stderr
 
@@ -66,7 +66,7 @@ def test_a_side_that_runs_fewer_steps_has_missing_ops(tmp_path):
 
 
 def test_a_crashing_side_is_named_and_exits_2(tmp_path):
-    status, report, stderr = ab(tmp_path, "--b", "rewritten,TINY_CRASH=1", "--", TINY_JOB)
+    status, report, _ = ab(tmp_path, "--b", "rewritten,TINY_CRASH=1", "--", TINY_JOB)
     assert status == 2
     assert "side b" in report["verdict"] and "rank 1 exited with status 3" in report["verdict"]
     assert report["sides"]["a"]["failure"] is None
@@ -75,7 +75,7 @@ def test_a_crashing_side_is_named_and_exits_2(tmp_path):
 
 def test_a_hanging_side_is_ended_by_the_timeout(tmp_path):
     started = time.monotonic()
-    status, report, stderr = ab(tmp_path, "--timeout", "20", "--b", "rewritten,TINY_HANG=0", "--", TINY_JOB)
+    status, report, _ = ab(tmp_path, "--timeout", "20", "--b", "rewritten,TINY_HANG=0", "--", TINY_JOB)
     assert status == 2
     assert "side b" in report["verdict"] and "timeout" in report["verdict"]
     assert time.monotonic() - started < 90

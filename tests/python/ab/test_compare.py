@@ -1,7 +1,6 @@
 """The comparison on hand-made records: alignment by (rank, group, seq), statuses, tolerance."""
 
 import torch
-
 from nccl_migrate.ab.compare import compare, errors_between
 from nccl_migrate.ab.sides import SideData
 

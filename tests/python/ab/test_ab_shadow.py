@@ -1,0 +1,66 @@
+"""`nccl-migrate ab --shadow`: one run, every op also executed on a shadow group with side b's
+backend and compared live, reported in the same form and with the same exit codes as two runs."""
+
+import os
+
+from test_ab_cli import DDP_JOB, TINY_JOB, ab
+
+PLANTED = '"NCCL_MIGRATE_AB_PERTURB=rank=1,group=0,seq=5"'
+
+
+def test_the_example_job_is_identical_under_shadow(tmp_path):
+    status, report, stderr = ab(tmp_path, "--shadow", "--", DDP_JOB, env={"JOB_STEPS": "2"})
+    assert status == 0, stderr
+    assert report["mode"] == "shadow" and report["verdict"] == "identical"
+    assert report["ops_compared"] > 0 and report["ops_compared"] == report["identical"]
+    assert report["not_shadowed"]["count"] == 0
+    for side in ("a", "b"):
+        counts = report["sides"][side]["op_counts"]
+        for op in ("broadcast", "all_reduce", "all_gather", "send", "recv"):
+            assert counts.get(op, 0) > 0, (side, counts)
+    assert report["sides"]["b"]["backend"] == ["migrate-nccl2: shadow groups"]  # rewritten, by the shim
+    assert not os.path.exists(tmp_path / "run" / "a"), "one run, not two"
+
+
+def test_a_divergence_planted_in_the_shadow_is_named_exactly(tmp_path):
+    status, report, stderr = ab(tmp_path, "--shadow", "--b", f"rewritten,{PLANTED}", "--", DDP_JOB,
+                                env={"JOB_STEPS": "2"})
+    assert status == 1, stderr
+    first = report["first_divergence"]
+    assert (first["rank"], first["group"], first["seq"], first["op"]) == (1, "0", 5, "all_reduce")
+    assert first["shape"] == [32] and first["dtype"] == "float32"
+    assert 0 < first["max_abs_error"] < 1e-3 and first["max_rel_error"] > 0  # measured live, no kept tensors
+    assert report["divergent"] == 1  # the job saw the primary's outputs: nothing after it moved
+
+
+def test_a_divergence_planted_in_the_primary_flows_into_the_job(tmp_path):
+    status, report, stderr = ab(tmp_path, "--shadow", "--a", f"legacy,{PLANTED}", "--", DDP_JOB,
+                                env={"JOB_STEPS": "2"})
+    assert status == 1, stderr
+    assert (report["first_divergence"]["rank"], report["first_divergence"]["seq"]) == (1, 5)
+
+
+def test_tolerance_accepts_the_measured_error(tmp_path):
+    status, report, stderr = ab(tmp_path, "--shadow", "--tolerance", "1e-6", "--b", f"rewritten,{PLANTED}", "--",
+                                DDP_JOB, env={"JOB_STEPS": "2"})
+    assert status == 0, stderr
+    assert report["within_tolerance"] == 1 and report["verdict"] == "identical within tolerance 1e-06"
+
+
+def test_a_crash_under_shadow_exits_2_and_keeps_the_output(tmp_path):
+    status, report, _ = ab(tmp_path, "--shadow", "--a", "legacy,TINY_CRASH=1", "--", TINY_JOB)
+    assert status == 2
+    assert "rank 1 exited with status 3" in report["verdict"]
+    assert os.path.exists(report["sides"]["a"]["log"])
+    assert os.path.exists(tmp_path / "run" / "report.html")
+
+
+def test_a_hang_under_shadow_is_ended_by_the_timeout(tmp_path):
+    status, report, _ = ab(tmp_path, "--shadow", "--timeout", "20", "--a", "legacy,TINY_HANG=0", "--", TINY_JOB)
+    assert status == 2 and "timeout" in report["verdict"]
+
+
+def test_a_shadow_side_may_only_choose_a_backend(tmp_path):
+    status, report, stderr = ab(tmp_path, "--shadow", "--b", "rewritten,NCCL_DEBUG=INFO", "--", TINY_JOB)
+    assert status == 2 and report is None
+    assert "sets NCCL_DEBUG, which would apply to the whole process" in stderr
