@@ -145,7 +145,10 @@ def _cost_rows(report: dict) -> list[list]:
     rows = [["outcome", a.get("failure") or "ok", b.get("failure") or "ok"]]
     for label, key in (("backend", "backend"), ("wall time (s)", "wall_seconds"), ("init time (s)", "init_seconds"),
                        ("peak RSS per rank (MiB)", "peak_rss_mib")):
-        rows.append([label, a.get(key), b.get(key)])
+        value_a, value_b = a.get(key), b.get(key)
+        if key == "init_seconds":
+            value_a, value_b = (None if v is None else round(v, 3) for v in (value_a, value_b))
+        rows.append([label, value_a, value_b])
     for rank in sorted(set(a.get("communicators") or {}) | set(b.get("communicators") or {})):
         rows.append([f"communicators rank {rank}", len((a.get("communicators") or {}).get(rank, [])),
                      len((b.get("communicators") or {}).get(rank, []))])

@@ -314,6 +314,11 @@ class Recorder:
         if name == "broadcast" and root != my_rank:
             inputs = []  # a receiver contributes nothing, whatever its buffer held
         op = self.begin(name, OpView(group, inputs, outputs, None, peer), via="hook")
+        if self.shadow is not None:  # cloned now: the op may overwrite its tensors
+            op.shadow, why = self.shadow.prepare_hooked(name, list(args.input_tensors), outputs, root, group,
+                                                        self.rank, op.entry["group"], op.entry["seq"])
+            if why:
+                op.entry["shadow"] = {"skipped": why}
         with self.lock:
             self.hooked[(id(group), args.op_id)] = op
 
@@ -338,6 +343,12 @@ class Recorder:
                 work.wait()
             except Exception as failure:  # noqa: BLE001 - the issuer's own wait raises it again
                 error = f"{type(failure).__name__}: {failure}"
+        if op.shadow is not None and error is None:
+            _inside.active = True  # the shadow's op is not the job's
+            try:
+                op.shadow.issue()
+            finally:
+                _inside.active = False
         self.finish(op, error=error)
 
     # -- the process ---------------------------------------------------------------------------
@@ -509,6 +520,10 @@ def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = 
     if _recorder is not None:
         return _recorder
     _recorder = Recorder(directory, keep_bytes, perturb, shadow)
+    if shadow is not None:
+        from .shadow import _originals
+
+        _originals.update((name, getattr(c10d, name)) for name in VIEWS)
     for name in VIEWS:
         _patch(name, _wrap(name, getattr(c10d, name)))
     _patch("init_process_group", _wrap_init(c10d.init_process_group))

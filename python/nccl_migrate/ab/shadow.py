@@ -138,3 +138,50 @@ class Shadow:
             return None, "its group has no shadow (created before the recorder, or not through new_group)"
         perturb = bool(self.perturb and self.perturb.applies(rank, group_name, seq))
         return ShadowOp(fn, name, arguments, shadow_group, perturb), None
+
+    def prepare_hooked(self, name: str, tensors: list, outputs: list, root: int | None, group, rank: int,
+                       group_name: str, seq: int):
+        """The shadow of an op issued from C++ (seen by a pre-hook: its tensors, no reduce op), or
+        a reason it has none. Reductions are shadowed as SUM, the only reduction DDP issues."""
+        if name not in HOOKED_CALLS:
+            return None, f"an op issued from C++ that the shadow cannot replay ({name})"
+        arguments = HOOKED_CALLS[name](tensors, outputs, root, group)
+        if arguments is None:
+            return None, f"an op issued from C++ with a tensor layout the shadow cannot replay ({name})"
+        return self.prepare(_originals[name], name, arguments, group, rank, group_name, seq)
+
+
+# torch.distributed's own functions, as they were before the recorder wrapped them.
+_originals: dict = {}
+
+
+def _hooked_all_reduce(tensors, outputs, root, group):
+    return {"tensor": tensors[0], "op": dist.ReduceOp.SUM} if len(tensors) == 1 else None
+
+
+def _hooked_broadcast(tensors, outputs, root, group):
+    return {"tensor": tensors[0], "src": dist.get_global_rank(group, root)} if len(tensors) == 1 else None
+
+
+def _hooked_all_gather(tensors, outputs, root, group):
+    return {"tensor_list": list(outputs), "tensor": tensors[0]} if len(tensors) == 1 else None
+
+
+def _hooked_all_gather_into_tensor(tensors, outputs, root, group):
+    ok = len(tensors) == 1 and len(outputs) == 1
+    return {"output_tensor": outputs[0], "input_tensor": tensors[0]} if ok else None
+
+
+def _hooked_reduce_scatter_tensor(tensors, outputs, root, group):
+    ok = len(tensors) == 1 and len(outputs) == 1
+    return {"output": outputs[0], "input": tensors[0], "op": dist.ReduceOp.SUM} if ok else None
+
+
+def _hooked_barrier(tensors, outputs, root, group):
+    return {}
+
+
+# The ops issued from C++ that a shadow replays: their Python call, from the hook's tensors.
+HOOKED_CALLS = {"all_reduce": _hooked_all_reduce, "broadcast": _hooked_broadcast, "all_gather": _hooked_all_gather,
+                "all_gather_into_tensor": _hooked_all_gather_into_tensor,
+                "reduce_scatter_tensor": _hooked_reduce_scatter_tensor, "barrier": _hooked_barrier}

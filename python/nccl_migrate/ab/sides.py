@@ -72,7 +72,7 @@ def shadow_sides(data: SideData) -> tuple[SideData, SideData, dict]:
         if not shadow or "skipped" in shadow:
             not_shadowed["count"] += 1
             if not_shadowed["first"] is None:
-                why = shadow["skipped"] if shadow else "issued from C++ (seen by hooks only)"
+                why = shadow["skipped"] if shadow else "failed, or never completed, on the primary"
                 not_shadowed["first"] = {"rank": key[0], "group": key[1], "seq": key[2], "op": entry["op"],
                                          "reason": why}
             continue

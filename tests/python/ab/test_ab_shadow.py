@@ -1,9 +1,12 @@
 """`nccl-migrate ab --shadow`: one run, every op also executed on a shadow group with side b's
 backend and compared live, reported in the same form and with the same exit codes as two runs."""
 
+import json
 import os
 
-from test_ab_cli import DDP_JOB, TINY_JOB, ab
+from test_ab_cli import DDP_JOB, HERE, TINY_JOB, ab
+
+DDP_MODEL_JOB = os.path.join(HERE, "ddp_model_job.py")
 
 PLANTED = '"NCCL_MIGRATE_AB_PERTURB=rank=1,group=0,seq=5"'
 
@@ -64,3 +67,20 @@ def test_a_shadow_side_may_only_choose_a_backend(tmp_path):
     status, report, stderr = ab(tmp_path, "--shadow", "--b", "rewritten,NCCL_DEBUG=INFO", "--", TINY_JOB)
     assert status == 2 and report is None
     assert "sets NCCL_DEBUG, which would apply to the whole process" in stderr
+
+
+def test_ddp_reducer_all_reduces_are_shadowed_too(tmp_path):
+    status, report, stderr = ab(tmp_path / "first", "--shadow", "--", DDP_MODEL_JOB, env={"DDP_STEPS": "3"})
+    assert status == 0, stderr
+    assert report["not_shadowed"]["count"] == 0 and report["ops_compared"] == report["identical"]
+    assert report["sides"]["b"]["op_counts"]["all_reduce"] == 3 * 2  # the reducer's buckets, replayed
+    with open(tmp_path / "first" / "run" / "shadow" / "rank1.jsonl") as f:
+        reducer = sorted((e for e in map(json.loads, f) if e["op"] == "all_reduce" and e.get("via") == "hook"),
+                         key=lambda e: e["seq"])
+    target = reducer[-1]
+    perturb = f'"NCCL_MIGRATE_AB_PERTURB=rank=1,group={target["group"]},seq={target["seq"]}"'
+    status, report, stderr = ab(tmp_path / "second", "--shadow", "--b", f"rewritten,{perturb}", "--", DDP_MODEL_JOB,
+                                env={"DDP_STEPS": "3"})
+    assert status == 1, stderr
+    first = report["first_divergence"]
+    assert (first["rank"], first["seq"], first["op"]) == (1, target["seq"], "all_reduce") and first["max_abs_error"] > 0
