@@ -107,6 +107,7 @@ def _create(behaviour: str, opts, pg_options):
         bound_device=_bound_device(opts, behaviour),
         lazy_init=_lazy_init(pg_options, is_subgroup=bool(opts.global_ranks_in_group)),
         make_gloo=_make_gloo,
+        enable_reconfigure=bool(getattr(opts, "enable_reconfigure", False)),
     )
 
 

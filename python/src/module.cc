@@ -7,6 +7,7 @@
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <torch/csrc/distributed/c10d/hooks/HealthCheck.hpp>
 #include <torch/csrc/utils/pybind.h>
 
 #include "nccl_migrate/backends/communicator_factories.h"
@@ -68,9 +69,10 @@ c10::intrusive_ptr<c10d::Backend> createBackend(const std::string& behaviour, co
                                                 const std::string& groupName, const std::string& groupDesc,
                                                 std::vector<uint64_t> globalRanks,
                                                 std::optional<at::Device> boundDevice, bool lazyInit,
-                                                py::function makeGloo) {
+                                                py::function makeGloo, bool enableReconfigure) {
   auto cppStore = owned<c10d::Store>(store, "Store");
-  backends::GroupOptions options{groupName, groupDesc, timeout, std::move(globalRanks), boundDevice};
+  backends::GroupOptions options{groupName, groupDesc, timeout, std::move(globalRanks), boundDevice,
+                                 enableReconfigure};
   auto makePolicy = policyMakerFor(behaviour, lazyInit);
   auto gloo = glooMakerFrom(std::move(makeGloo));
   backends::FactoryMaker makeFactory = [gloo](const c10::intrusive_ptr<c10d::Store>& s,
@@ -153,7 +155,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "nccl-migrate native module: toolkit backends and backend-name resolution";
   m.def("create_backend", &createBackend, py::arg("behaviour"), py::arg("store"), py::arg("rank"), py::arg("size"),
         py::arg("timeout"), py::arg("group_name"), py::arg("group_desc"), py::arg("global_ranks"),
-        py::arg("bound_device"), py::arg("lazy_init"), py::arg("make_gloo"));
+        py::arg("bound_device"), py::arg("lazy_init"), py::arg("make_gloo"), py::arg("enable_reconfigure") = false);
   m.def("communicators", &communicatorsOf, py::arg("backend"),
         "Live communicators of a toolkit backend: key, purpose, device, ranks, implementation, cost.");
   m.def("created_communicators", [] { return listOf(backends::MigrateBackend::createdCommunicators()); },
@@ -167,6 +169,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("stop_watchdog", [] { backends::stopWatchdogBeforeExit(); }, py::call_guard<py::gil_scoped_release>(),
         "Stops the watchdog thread, releasing the works it holds; called at interpreter exit.");
   m.def("nccl_compiled", &backends::ncclCompiled);
+  m.def("unhealthy_backends", [] { return c10d::HealthCheck::get()->unhealthyBackends(); },
+        "Backends torch's process-wide health check marks unhealthy (HealthCheckHook sets them on abort).");
   nccl_migrate::python::bindShim(m);
   m.def("nccl_build_version", &backends::ncclBuildVersion);
 }

@@ -1,20 +1,57 @@
 // GlooCommunicator: ops are forwarded to torch's Gloo backend; its Work is our InFlight.
 #include "gloo_communicator.h"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "common/in_flight_sets.h"
 
 namespace nccl_migrate::backends {
+
+// Shared by a communicator and its in-flight ops. Gloo's own abort does not interrupt an op
+// blocked on a peer that never joins, so abort() fails the pending ops here instead.
+struct AbortSignal {
+  std::atomic<bool> aborted{false};
+  std::string key;
+};
+
 namespace {
+
+// How soon a waiter sees its communicator aborted.
+constexpr std::chrono::milliseconds kAbortPoll{50};
 
 class GlooInFlight final : public InFlight {
  public:
-  explicit GlooInFlight(c10::intrusive_ptr<c10d::Work> work) : work_(std::move(work)) {}
-  bool isDone() override { return work_->isCompleted(); }
-  std::exception_ptr failure() override { return work_->isCompleted() ? work_->exception() : nullptr; }
-  void wait(std::chrono::milliseconds timeout) override { work_->wait(timeout); }
+  GlooInFlight(c10::intrusive_ptr<c10d::Work> work, std::shared_ptr<AbortSignal> signal)
+      : work_(std::move(work)), signal_(std::move(signal)) {}
+  bool isDone() override { return work_->isCompleted() || signal_->aborted; }
+  std::exception_ptr failure() override {
+    if (work_->isCompleted()) return work_->exception();
+    return signal_->aborted ? abortedError() : nullptr;
+  }
+  void wait(std::chrono::milliseconds timeout) override {
+    // Gloo's wait in slices, so an abort is seen within one slice; a slice that runs out
+    // throws Gloo's timeout, which is only an error once the whole timeout has passed.
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (signal_->aborted && !work_->isCompleted()) std::rethrow_exception(abortedError());
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 && !work_->isCompleted()) {
+        throw std::runtime_error("the op did not complete within " + std::to_string(timeout.count()) + " ms");
+      }
+      try {
+        work_->wait(std::clamp(left, std::chrono::milliseconds(1), kAbortPoll));
+        return;
+      } catch (...) {
+        if (work_->isCompleted()) throw;  // Gloo's own error
+      }
+    }
+  }
   void onDone(std::function<void(std::exception_ptr)> callback) override {
     work_->getFuture()->addCallback([callback = std::move(callback)](c10::ivalue::Future& future) {
       callback(future.hasError() ? future.exception_ptr() : nullptr);
@@ -22,7 +59,13 @@ class GlooInFlight final : public InFlight {
   }
 
  private:
+  std::exception_ptr abortedError() const {
+    return std::make_exception_ptr(
+        std::runtime_error("communicator " + signal_->key + " was aborted while the op was pending"));
+  }
+
   c10::intrusive_ptr<c10d::Work> work_;
+  std::shared_ptr<AbortSignal> signal_;
 };
 
 // A member of a batch: the batch's set answers for it.
@@ -38,6 +81,10 @@ class BatchMemberInFlight final : public InFlight {
 
 c10d::ReduceOp sumOp() { return c10d::ReduceOp(c10d::ReduceOp::SUM); }
 
+bool composedFromSum(const c10d::ReduceOp& op) {
+  return op == c10d::ReduceOp::AVG || op == c10d::ReduceOp::PREMUL_SUM;
+}
+
 double premulFactor(const c10d::ReduceOp& op) {
   auto supplement = c10::static_intrusive_pointer_cast<c10d::PreMulSumSupplement>(op.supplement_);
   TORCH_CHECK(supplement, "PREMUL_SUM needs a factor");
@@ -47,7 +94,11 @@ double premulFactor(const c10d::ReduceOp& op) {
 }  // namespace
 
 GlooCommunicator::GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10d::Backend> gloo)
-    : info_(std::move(info)), gloo_(std::move(gloo)) {}
+    : info_(std::move(info)), gloo_(std::move(gloo)), abortSignal_(std::make_shared<AbortSignal>()) {
+  abortSignal_->key = info_.key;
+}
+
+GlooCommunicator::~GlooCommunicator() = default;
 
 c10d::Backend& GlooCommunicator::gloo() {
   TORCH_CHECK(gloo_, "communicator ", info_.key, " was aborted");
@@ -55,7 +106,7 @@ c10d::Backend& GlooCommunicator::gloo() {
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::track(c10::intrusive_ptr<c10d::Work> work) {
-  auto op = std::make_unique<GlooInFlight>(std::move(work));
+  auto op = std::make_unique<GlooInFlight>(std::move(work), abortSignal_);
   if (!batching_) return op;
   batch_.push_back(std::move(op));
   return std::make_unique<BatchMemberInFlight>();
@@ -64,17 +115,23 @@ std::unique_ptr<InFlight> GlooCommunicator::track(c10::intrusive_ptr<c10d::Work>
 std::unique_ptr<InFlight> GlooCommunicator::allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) {
   std::vector<at::Tensor> tensors{tensor};
   c10d::AllreduceOptions options;
-  options.reduceOp = op;
-  if (op == c10d::ReduceOp::PREMUL_SUM) {
-    tensor.mul_(premulFactor(op));
-    options.reduceOp = sumOp();
-  }
-  if (op != c10d::ReduceOp::AVG) return track(gloo().allreduce(tensors, options));
-  // Gloo has no AVG: sum, then divide once the sum is there. Synchronous, so nobody can see
-  // the undivided sum.
-  options.reduceOp = sumOp();
-  gloo().allreduce(tensors, options)->wait();
-  tensor.div_(info_.size);
+  options.reduceOp = asGlooSum(op, tensor);
+  return summed(gloo().allreduce(tensors, options), op, &tensor);
+}
+
+// Gloo has neither AVG nor PREMUL_SUM; both are a SUM, with the factor applied to the input
+// first (PREMUL_SUM, here) or the result divided afterwards (AVG, in summed()).
+c10d::ReduceOp GlooCommunicator::asGlooSum(const c10d::ReduceOp& op, at::Tensor& input) {
+  if (op == c10d::ReduceOp::PREMUL_SUM) input.mul_(premulFactor(op));
+  return composedFromSum(op) ? sumOp() : op;
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::summed(c10::intrusive_ptr<c10d::Work> work, const c10d::ReduceOp& op,
+                                                   at::Tensor* result) {
+  if (op != c10d::ReduceOp::AVG) return track(std::move(work));
+  // Synchronous, so nobody can see the undivided sum.
+  work->wait();
+  if (result) result->div_(info_.size);
   return std::make_unique<FinishedInFlight>();
 }
 
@@ -89,16 +146,8 @@ std::unique_ptr<InFlight> GlooCommunicator::reduce(at::Tensor& tensor, int root,
   std::vector<at::Tensor> tensors{tensor};
   c10d::ReduceOptions options;
   options.rootRank = root;
-  options.reduceOp = op;
-  if (op == c10d::ReduceOp::PREMUL_SUM) {
-    tensor.mul_(premulFactor(op));
-    options.reduceOp = sumOp();
-  }
-  if (op != c10d::ReduceOp::AVG) return track(gloo().reduce(tensors, options));
-  options.reduceOp = sumOp();
-  gloo().reduce(tensors, options)->wait();
-  if (info_.rank == root) tensor.div_(info_.size);
-  return std::make_unique<FinishedInFlight>();
+  options.reduceOp = asGlooSum(op, tensor);
+  return summed(gloo().reduce(tensors, options), op, info_.rank == root ? &tensor : nullptr);
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::allGather(std::vector<at::Tensor>& outputs, at::Tensor& input) {
@@ -122,17 +171,9 @@ std::unique_ptr<InFlight> GlooCommunicator::reduceScatter(at::Tensor& output, st
 std::unique_ptr<InFlight> GlooCommunicator::reduceScatterFrom(at::Tensor& output, at::Tensor& input,
                                                               const c10d::ReduceOp& op) {
   c10d::ReduceScatterOptions options;
-  options.reduceOp = op;
-  at::Tensor source = input;
-  if (op == c10d::ReduceOp::PREMUL_SUM) {
-    source = input * premulFactor(op);
-    options.reduceOp = sumOp();
-  }
-  if (op != c10d::ReduceOp::AVG) return track(gloo()._reduce_scatter_base(output, source, options));
-  options.reduceOp = sumOp();
-  gloo()._reduce_scatter_base(output, source, options)->wait();
-  output.div_(info_.size);
-  return std::make_unique<FinishedInFlight>();
+  at::Tensor source = op == c10d::ReduceOp::PREMUL_SUM ? input.clone() : input;  // the input stays as given
+  options.reduceOp = asGlooSum(op, source);
+  return summed(gloo()._reduce_scatter_base(output, source, options), op, &output);
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::allToAll(std::vector<at::Tensor>& outputs,
@@ -190,13 +231,18 @@ std::unique_ptr<InFlight> GlooCommunicator::endBatch() {
 }
 
 void GlooCommunicator::abort() {
+  abortSignal_->aborted = true;  // pending ops fail now
   if (!gloo_) return;
-  try {
-    gloo_->abort();
-  } catch (...) {
-    // abort must not throw; the communicator is unusable either way.
-  }
-  gloo_.reset();
+  // Gloo's abort and its teardown wait for an op blocked on a peer that may never answer; the
+  // caller (the watchdog, shrink, reconfigure) must not, so they finish on their own thread.
+  std::thread([gloo = std::move(gloo_)]() mutable {
+    try {
+      gloo->abort();
+    } catch (...) {
+      // abort must not throw; the communicator is unusable either way.
+    }
+    gloo.reset();
+  }).detach();
 }
 
 }  // namespace nccl_migrate::backends

@@ -12,9 +12,12 @@
 
 namespace nccl_migrate::backends {
 
+struct AbortSignal;  // pending ops fail when the communicator is aborted
+
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10d::Backend> gloo);
+  ~GlooCommunicator() override;
   const CommunicatorInfo& info() const override { return info_; }
 
   std::unique_ptr<InFlight> allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) override;
@@ -42,11 +45,16 @@ class GlooCommunicator final : public Communicator {
   c10d::Backend& gloo();
   // Wraps an issued Gloo op; inside a batch it joins the batch and a handle comes back.
   std::unique_ptr<InFlight> track(c10::intrusive_ptr<c10d::Work> work);
+  // The reduction Gloo runs for `op` (premultiplying `input` for PREMUL_SUM), and the InFlight
+  // of the op Gloo issued for it (averaging `result`, where this rank has one, for AVG).
+  static c10d::ReduceOp asGlooSum(const c10d::ReduceOp& op, at::Tensor& input);
+  std::unique_ptr<InFlight> summed(c10::intrusive_ptr<c10d::Work> work, const c10d::ReduceOp& op, at::Tensor* result);
 
   CommunicatorInfo info_;
   c10::intrusive_ptr<c10d::Backend> gloo_;
   bool batching_ = false;
   std::vector<std::unique_ptr<InFlight>> batch_;
+  std::shared_ptr<AbortSignal> abortSignal_;
 };
 
 }  // namespace nccl_migrate::backends

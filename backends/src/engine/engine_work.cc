@@ -42,14 +42,18 @@ std::vector<c10::Device> cudaDevicesOf(const std::vector<at::Tensor>& tensors) {
 }  // namespace
 
 EngineWork::EngineWork(int rank, Identity identity, std::unique_ptr<InFlight> inFlight, std::vector<at::Tensor> outputs,
-                       std::chrono::milliseconds timeout, c10::weak_intrusive_ptr<MigrateBackend> backend)
+                       std::chrono::milliseconds timeout, c10::weak_intrusive_ptr<MigrateBackend> backend,
+                       std::shared_ptr<std::atomic<int64_t>> unsettled)
     : c10d::Work(rank, identity.type),
       identity_(std::move(identity)),
       inFlight_(std::move(inFlight)),
       outputs_(std::move(outputs)),
       timeout_(timeout),
       deadline_(std::chrono::steady_clock::now() + timeout),
-      backend_(std::move(backend)) {}
+      backend_(std::move(backend)),
+      unsettled_(std::move(unsettled)) {
+  if (unsettled_) unsettled_->fetch_add(1, std::memory_order_relaxed);
+}
 
 std::exception_ptr EngineWork::withContext(const std::exception_ptr& cause) const {
   return backendError(identity_.description + " failed: " + messageOf(cause));
@@ -63,6 +67,7 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
     exception_ = error ? withContext(error) : nullptr;
   }
   cv_.notify_all();
+  if (unsettled_) unsettled_->fetch_sub(1, std::memory_order_relaxed);
   // A failed op stays "started" in the flight recorder: the dump must show where the rank stopped.
   if (!error) {
     if (identity_.flightRecord) FlightRecorder::instance().markCompleted(*identity_.flightRecord);

@@ -2,6 +2,7 @@
 // identity (op, backend, group, rank, sequence number) in every message.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -24,8 +25,10 @@ class EngineWork final : public c10d::Work {
     std::optional<uint64_t> flightRecord;
   };
 
+  // `unsettled`, when given, counts this work from construction until it settles.
   EngineWork(int rank, Identity identity, std::unique_ptr<InFlight> inFlight, std::vector<at::Tensor> outputs,
-             std::chrono::milliseconds timeout, c10::weak_intrusive_ptr<MigrateBackend> backend);
+             std::chrono::milliseconds timeout, c10::weak_intrusive_ptr<MigrateBackend> backend,
+             std::shared_ptr<std::atomic<int64_t>> unsettled = nullptr);
 
   bool isCompleted() override;
   bool isSuccess() const override;
@@ -53,6 +56,7 @@ class EngineWork final : public c10d::Work {
   std::chrono::steady_clock::time_point deadline_;
   c10::weak_intrusive_ptr<MigrateBackend> backend_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::shared_ptr<std::atomic<int64_t>> unsettled_;
 };
 
 }  // namespace nccl_migrate::backends

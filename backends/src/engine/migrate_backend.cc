@@ -2,7 +2,10 @@
 // abort and shutdown. The ops themselves are in engine_ops.cc.
 #include "nccl_migrate/backends/migrate_backend.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include <c10/util/Exception.h>
@@ -35,6 +38,14 @@ std::vector<int64_t> sizesOf(const at::Tensor& t) { return t.sizes().vec(); }
 
 std::string dtypeName(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
 
+// host:pid:counter, unique among the backends of a job.
+std::string uniqueInstanceTag() {
+  static std::atomic<uint64_t> counter{0};
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown-host");
+  return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(counter++);
+}
+
 }  // namespace
 
 MigrateBackend::MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, GroupOptions options,
@@ -47,17 +58,27 @@ MigrateBackend::MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int
       policy_(makePolicy_(rank, size)),
       factory_(makeFactory_(store_, options_)),
       backendName_(policy_->backendName()) {
-  FlightRecorder::instance().registerGroup(
-      {options_.groupName, options_.groupDesc.empty() ? "undefined" : options_.groupDesc, [&] {
-         if (!options_.globalRanks.empty()) return options_.globalRanks;
-         std::vector<uint64_t> all(size);
-         for (int i = 0; i < size; ++i) all[i] = static_cast<uint64_t>(i);
-         return all;
-       }()});
+  registerWithFlightRecorder();
   {
     std::lock_guard<std::mutex> lock(liveMutex());
     liveBackends().insert(this);
   }
+  instanceTag_ = uniqueInstanceTag();
+  // A reconfigurable group has no members to connect to until reconfigure() names them.
+  awaitingReconfigure_ = options_.enableReconfigure;
+  if (!awaitingReconfigure_) connectEagerly();
+}
+
+void MigrateBackend::registerWithFlightRecorder() {
+  std::vector<uint64_t> ranks = options_.globalRanks;
+  if (ranks.empty()) {
+    for (int i = 0; i < size_; ++i) ranks.push_back(static_cast<uint64_t>(i));
+  }
+  FlightRecorder::instance().registerGroup(
+      {options_.groupName, options_.groupDesc.empty() ? "undefined" : options_.groupDesc, std::move(ranks)});
+}
+
+void MigrateBackend::connectEagerly() {
   for (const CommunicatorRequest& request : policy_->atGroupCreation(options_.boundDevice)) {
     communicatorFor(request);
   }
@@ -106,6 +127,8 @@ uint64_t MigrateBackend::globalRank() const {
 std::string MigrateBackend::policyName() const { return policy_->policyName(); }
 
 void MigrateBackend::checkUsable() const {
+  TORCH_CHECK(!awaitingReconfigure_, "ProcessGroupNCCL has not been initialized. Call reconfigure() before issuing "
+              "collectives when enable_reconfigure=True. (group '", options_.groupName, "', backend ", backendName_, ")");
   TORCH_CHECK(!aborted_, "process group '", options_.groupName, "' (", backendName_,
               ") was aborted; create a new group to communicate again");
 }
@@ -198,7 +221,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
   auto work = c10::make_intrusive<EngineWork>(
       rank_, EngineWork::Identity{op.type, shownSeq, description, record}, std::move(inFlight), op.outputs,
-      options_.timeout, c10::weak_intrusive_ptr<MigrateBackend>(self));
+      options_.timeout, c10::weak_intrusive_ptr<MigrateBackend>(self), batch_ ? nullptr : unsettled_);
   if (!batch_) watchUntilSettled(work);
   return work;
 }
@@ -236,15 +259,51 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::endCoalescing() {
   auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
   auto work = c10::make_intrusive<EngineWork>(rank_, EngineWork::Identity{c10d::OpType::COALESCED, seq, description, record},
                                               std::move(inFlight), batch->outputs, options_.timeout,
-                                              c10::weak_intrusive_ptr<MigrateBackend>(self));
+                                              c10::weak_intrusive_ptr<MigrateBackend>(self), unsettled_);
   watchUntilSettled(work);
   return work;
+}
+
+void MigrateBackend::registerAbortHook(int64_t hookId, c10d::AbortHook hook) {
+  std::lock_guard<std::mutex> lock(hooksMutex_);
+  abortHooks_[hookId] = std::move(hook);
+}
+
+void MigrateBackend::unregisterAbortHook(int64_t hookId) {
+  std::lock_guard<std::mutex> lock(hooksMutex_);
+  abortHooks_.erase(hookId);
+}
+
+void MigrateBackend::runAbortHooks() {
+  std::map<int64_t, c10d::AbortHook> hooks;
+  {
+    std::lock_guard<std::mutex> lock(hooksMutex_);
+    hooks = abortHooks_;
+  }
+  // A failing hook must not stop the others, nor the abort that follows.
+  for (auto& [id, hook] : hooks) {
+    try {
+      hook();
+    } catch (const std::exception& e) {
+      LOG(ERROR) << "[nccl_migrate] abort hook " << id << " of group '" << options_.groupName << "' threw: " << e.what();
+    }
+  }
 }
 
 void MigrateBackend::onOpFailure(bool timedOut, const std::string& what) {
   int expected = static_cast<int>(c10d::ErrorType::SUCCESS);
   error_.compare_exchange_strong(expected, static_cast<int>(timedOut ? c10d::ErrorType::TIMEOUT
                                                                      : c10d::ErrorType::COMM_ERROR));
+  // Hooks and dumps may take seconds (torch's FlightRecorderHook writes its own trace); the
+  // thread that saw the failure raises now and the watchdog does the rest.
+  auto self = c10::weak_intrusive_ptr<MigrateBackend>(c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this));
+  runOnWatchdog([self, timedOut, what] {
+    if (auto backend = self.lock()) backend->handleFailure(timedOut, what);
+  });
+}
+
+void MigrateBackend::handleFailure(bool timedOut, const std::string& what) {
+  runAbortHooks();
   if (!dumped_.exchange(true) && FlightRecorder::instance().enabled()) {
     try {
       std::string path = FlightRecorder::instance().dumpToFile(globalRank());
@@ -285,6 +344,16 @@ void MigrateBackend::abort() {
   std::lock_guard<std::mutex> lock(mutex_);
   aborted_ = true;
   for (auto& [key, comm] : communicators_) comm->abort();
+}
+
+void MigrateBackend::dropCommunicators() {
+  std::map<std::string, std::unique_ptr<Communicator>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped.swap(communicators_);
+    creationOrder_.clear();
+  }
+  for (auto& [key, comm] : dropped) comm->abort();
 }
 
 void MigrateBackend::shutdown() {

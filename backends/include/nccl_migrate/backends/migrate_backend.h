@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct GroupOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   std::vector<uint64_t> globalRanks;       // empty: the group is the world, in rank order
   std::optional<c10::Device> boundDevice;  // explicit device_id (or the policy's fallback)
+  // torch's enable_reconfigure: no communicator and no op until reconfigure() names the members.
+  bool enableReconfigure = false;
 };
 
 // Makes the policy of a new group (split children get a fresh one of the same behaviour).
@@ -62,7 +65,24 @@ class MigrateBackend final : public c10d::Backend {
 
   bool supportsSplitting() const override { return true; }
   bool supportsCoalescing() const override { return true; }
-  bool supportsAbortHooks() const override { return false; }
+  bool supportsAbortHooks() const override { return true; }
+  bool supportsShrinking() const override { return true; }
+  bool supportsReconfigure() const override { return true; }
+
+  // Abort hooks run (on the watchdog thread) when an op of this group times out or fails,
+  // before the flight recorder is dumped and the group aborted; torch's HealthCheckHook uses
+  // them to mark the backend unhealthy.
+  void registerAbortHook(int64_t hookId, c10d::AbortHook hook) override;
+  void unregisterAbortHook(int64_t hookId) override;
+
+  // Membership changes (membership.cc). shrink: a new backend over the surviving ranks, with
+  // torch nccl2's preconditions and error texts; only survivors call it, so it works with the
+  // excluded ranks dead. reconfigure: this backend re-formed over the ranks whose handles are
+  // given, in a fresh rendezvous namespace per uuid.
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
+                                           const c10::intrusive_ptr<c10d::Backend::Options>& optsOverride) override;
+  c10d::ReconfigureHandle get_reconfigure_handle() const override;
+  c10::intrusive_ptr<c10d::Work> reconfigure(const c10d::ReconfigureOptions& opts) override;
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override;
@@ -122,9 +142,9 @@ class MigrateBackend final : public c10d::Backend {
   // including those of groups since destroyed: what a job cost, for reports and A/B runs.
   static std::vector<LiveCommunicator> createdCommunicators();
 
-  // Called by the watchdog when an op of this group timed out or failed: records the error,
-  // dumps the flight recorder once, and on timeout aborts the group's communicators so that
-  // every other pending op fails too instead of hanging.
+  // Called when an op of this group timed out or failed: records the error now, then on the
+  // watchdog thread runs the abort hooks, dumps the flight recorder once, and on timeout aborts
+  // the group's communicators so that every other pending op fails too instead of hanging.
   void onOpFailure(bool timedOut, const std::string& what);
 
  private:
@@ -138,6 +158,16 @@ class MigrateBackend final : public c10d::Backend {
   Communicator& communicatorFor(const CommunicatorRequest& request);
   std::string describeOp(const std::string& op, uint64_t seq) const;
   void checkUsable() const;
+  // Aborts every communicator so pending ops fail, and forgets them; the backend stays usable
+  // once new communicators are made.
+  void dropCommunicators();
+  // Creates what the policy wants at group creation (eager policies).
+  void connectEagerly();
+  void registerWithFlightRecorder();
+  void runAbortHooks();
+  void handleFailure(bool timedOut, const std::string& what);
+  // One handle per backend instance: names its global rank and nothing else can collide with it.
+  std::string instanceTag_;
 
   c10::intrusive_ptr<c10d::Store> store_;
   GroupOptions options_;
@@ -154,6 +184,13 @@ class MigrateBackend final : public c10d::Backend {
   uint64_t p2pSeq_ = 0;
   uint64_t opId_ = 0;
   bool aborted_ = false;
+  bool awaitingReconfigure_ = false;
+  std::set<int64_t> usedReconfigureUuids_;
+  int shrinkCount_ = 0;
+  // Ops issued and not yet settled (shrink without SHRINK_ABORT requires none).
+  std::shared_ptr<std::atomic<int64_t>> unsettled_ = std::make_shared<std::atomic<int64_t>>(0);
+  std::mutex hooksMutex_;
+  std::map<int64_t, c10d::AbortHook> abortHooks_;
   std::atomic<int> error_{0};  // c10d::ErrorType
   std::atomic<bool> dumped_{false};
   int splitCount_ = 0;

@@ -1,0 +1,195 @@
+"""Membership changes on real CPU ranks: shrink a group after a rank died and go on with the
+survivors (torch's shrink_group), shrink's preconditions with torch nccl2's texts, abort hooks
+and torch's HealthCheckHook, and reconfigure (torch's enable_reconfigure regime)."""
+
+import os
+import time
+
+import pytest
+
+from ranks import run_ranks
+
+TIMEOUT_S = 3
+
+
+def _shrink_after_death(backend):
+    def run(rank, world, store):
+        from datetime import timedelta
+
+        import torch
+        import torch.distributed as dist
+        from torch._C._distributed_c10d import HealthCheckHook
+
+        import nccl_migrate  # noqa: F401
+        from nccl_migrate._native import native
+
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world,
+                                timeout=timedelta(seconds=TIMEOUT_S))
+        pg = dist.group.WORLD
+        hooked = []
+        pg.register_abort_hook(7, lambda: hooked.append("abort hook ran"))
+        HealthCheckHook.attach(pg)
+        dist.all_reduce(torch.ones(4))  # connected and healthy
+        if rank == world - 1:
+            os._exit(0)  # dies without a word
+        try:
+            dist.all_reduce(torch.ones(4))
+            failed = "no error"
+        except Exception as error:  # noqa: BLE001
+            failed = type(error).__name__
+        # Hooks run on the watchdog thread after the failure; torch's own FlightRecorderHook,
+        # also attached, may take seconds before HealthCheckHook's turn.
+        deadline = time.monotonic() + 20
+        while "unhealthy" not in hooked and time.monotonic() < deadline:
+            if native.unhealthy_backends():
+                hooked.append("unhealthy")
+            time.sleep(0.05)
+        shrunk = dist.shrink_group([world - 1])
+        t = torch.full((4,), float(rank + 1))
+        dist.all_reduce(t)  # on the new default group: the survivors only
+        backend_obj = shrunk._get_backend(torch.device("cpu"))
+        return {
+            "failed": failed,
+            "hooks": hooked,
+            "unhealthy": native.unhealthy_backends(),
+            "size": shrunk.size(),
+            "rank": shrunk.rank(),
+            "sum": t.tolist(),
+            "name": backend_obj.name(),
+            "communicators": [(c["size"], c["implementation"]) for c in native.communicators(backend_obj)],
+        }
+
+    return run
+
+
+def _shrink_nccl2(r, w, s): return _shrink_after_death("migrate-nccl2")(r, w, s)
+def _shrink_legacy(r, w, s): return _shrink_after_death("migrate-legacy")(r, w, s)
+
+
+@pytest.mark.parametrize("runner,name,communicators", [
+    (_shrink_nccl2, "nccl2", [(2, "gloo")]),  # the shrunk group connects at once, as torch's does
+    (_shrink_legacy, "nccl", [(2, "gloo")]),  # created by the all_reduce that followed
+], ids=["rewritten", "legacy"])
+def test_survivors_shrink_the_group_after_a_rank_died_and_go_on(runner, name, communicators):
+    survivors = run_ranks(runner, 3, timeout=90, reporting=[0, 1])
+    for rank, out in enumerate(survivors):
+        assert out["failed"] == "DistBackendError", out
+        assert out["hooks"] == ["abort hook ran", "unhealthy"], out
+        assert name in out["unhealthy"], out
+        assert (out["size"], out["rank"]) == (2, rank), out
+        assert out["sum"] == [3.0] * 4, out  # 1 + 2: the dead rank is gone
+        assert out["name"] == name
+        assert out["communicators"] == communicators, out
+
+
+def _shrink_preconditions(rank, world, store):
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    import nccl_migrate  # noqa: F401
+
+    dist.init_process_group("migrate-nccl2", store=store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=30))
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    errors = {}
+    for label, args in {"empty": ([],), "flags": ([1], 7), "range": ([5],), "duplicate": ([1, 1],),
+                        "all": ([0, 1],), "self": ([rank],)}.items():
+        try:
+            backend.shrink(*args)
+            errors[label] = None
+        except Exception as error:  # noqa: BLE001
+            errors[label] = (type(error).__name__, str(error).split("\n")[0])
+    if rank == 1:
+        store.wait(["rank0-done"], timedelta(seconds=60))
+        return errors
+    # Rank 1 never joins this all_reduce: it stays pending.
+    pending = dist.all_reduce(torch.ones(1 << 10), async_op=True)
+    try:
+        backend.shrink([1])
+        errors["pending"] = None
+    except Exception as error:  # noqa: BLE001
+        errors["pending"] = (type(error).__name__, str(error).split("\n")[0])
+    started = time.monotonic()
+    child = backend.shrink([1], dist.distributed_c10d.SHRINK_ABORT)
+    try:
+        pending.wait()
+        errors["aborted op"] = None
+    except Exception as error:  # noqa: BLE001
+        errors["aborted op"] = (type(error).__name__, time.monotonic() - started)
+    t = torch.full((3,), 5.0)
+    child.allreduce([t]).wait()
+    errors["child"] = (child.size(), child.rank(), t.tolist())
+    store.set("rank0-done", "1")
+    return errors
+
+
+def test_shrink_refuses_bad_requests_with_torch_texts_and_aborts_pending_work_on_request():
+    rank0, rank1 = run_ranks(_shrink_preconditions, 2, timeout=120)
+    for errors in (rank0, rank1):
+        assert errors["empty"] == ("ValueError", "ranks_to_exclude cannot be empty")
+        assert errors["flags"][0] == "ValueError" and errors["flags"][1].startswith("Invalid NCCL shrink flags: 7")
+        assert errors["range"][0] == "ValueError" and errors["range"][1].startswith("Invalid rank 5 for shrink")
+        assert errors["duplicate"] == ("ValueError", "Duplicate shrink rank 1")
+        assert errors["all"] == ("ValueError", "Cannot exclude all ranks from an NCCL communicator")
+        assert errors["self"] == ("RuntimeError", "An excluded rank must not call ProcessGroupNCCL::shrink")
+    assert rank0["pending"][0] == "RuntimeError"
+    assert rank0["pending"][1].startswith("NCCL communicator cannot shrink while work is pending"), rank0["pending"]
+    kind, seconds = rank0["aborted op"]
+    assert kind == "DistBackendError" and seconds < 5, rank0["aborted op"]
+    assert rank0["child"] == (1, 0, [5.0, 5.0, 5.0])
+
+
+def _reconfigure(rank, world, store):
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    import nccl_migrate  # noqa: F401
+
+    dist.init_process_group("migrate-nccl2", store=store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=TIMEOUT_S), enable_reconfigure=True)
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    out = {"supports": backend.supports_reconfigure}
+    try:
+        dist.all_reduce(torch.ones(2))
+        out["before"] = None
+    except Exception as error:  # noqa: BLE001
+        out["before"] = (type(error).__name__, str(error).split("\n")[0])
+    mine = dist._get_reconfigure_handle()
+    store.set(f"handle{rank}", mine)
+    handles = [store.get(f"handle{r}").decode() for r in range(world)]
+    dist._reconfigure(uuid=1, handles=handles).wait()
+    t = torch.full((2,), float(rank + 1))
+    dist.all_reduce(t)
+    out["full"] = t.tolist()
+    try:
+        dist._reconfigure(uuid=1, handles=handles)
+        out["reused uuid"] = None
+    except Exception as error:  # noqa: BLE001
+        out["reused uuid"] = (type(error).__name__, str(error).split("\n")[0])
+    if rank == world - 1:
+        os._exit(0)  # leaves; the others re-form without it
+    survivors = set(handles[:-1])  # a set: the backend orders the members
+    dist._reconfigure(uuid=2, handles=survivors).wait()
+    t = torch.full((2,), float(rank + 1))
+    dist.all_reduce(t)
+    out["survivors"] = (backend.size(), backend.rank(), t.tolist())
+    try:
+        dist._reconfigure(uuid=3, handles=[h for h in handles if h != mine])
+        out["without me"] = None
+    except Exception as error:  # noqa: BLE001
+        out["without me"] = (type(error).__name__, str(error).split("\n")[0])
+    return out
+
+
+def test_reconfigure_forms_the_group_from_handles_and_reforms_it_without_a_departed_rank():
+    for rank, out in enumerate(run_ranks(_reconfigure, 3, timeout=120, reporting=[0, 1])):
+        assert out["supports"] is True
+        assert out["before"][0] == "RuntimeError" and "Call reconfigure() before issuing collectives" in out["before"][1]
+        assert out["full"] == [6.0, 6.0]
+        assert out["reused uuid"][0] == "ValueError" and "uuid 1 was already used" in out["reused uuid"][1]
+        assert out["survivors"] == (2, rank, [3.0, 3.0]), out
+        assert out["without me"][0] == "ValueError" and "is not among the 2 handles" in out["without me"][1], out
