@@ -61,16 +61,19 @@ def _rank(rank: int, world: int, store_path: str, ops, sizes, iters: int, out) -
         for size in sizes:
             elems = size // 4
             buffers = (torch.ones(elems), torch.empty(elems * world))
-            times = {}
-            for name, group in groups.items():
+            samples = {name: [] for name in groups}
+            for group in groups.values():
                 _one_call(op, group, rank, world, buffers)  # warm-up: connections, lazy communicators
-                samples = []
-                for _ in range(iters):
+            # Round-robin, in a rotating order, so a slow spell of the machine hits every
+            # backend alike instead of one backend's whole block.
+            names = list(groups)
+            for i in range(iters):
+                for name in names[i % len(names):] + names[:i % len(names)]:
                     dist.barrier(group=dist.group.WORLD)
                     start = time.perf_counter()
-                    _one_call(op, group, rank, world, buffers)
-                    samples.append(time.perf_counter() - start)
-                times[name] = statistics.median(samples)
+                    _one_call(op, groups[name], rank, world, buffers)
+                    samples[name].append(time.perf_counter() - start)
+            times = {name: statistics.median(s) for name, s in samples.items()}
             rows.append((op, size, times))
     if rank == 0:
         out.put(rows)

@@ -1,9 +1,10 @@
 // GlooCommunicator: ops are forwarded to torch's Gloo backend; its Work is our InFlight.
 #include "gloo_communicator.h"
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <c10/util/Exception.h>
@@ -16,43 +17,48 @@ namespace nccl_migrate::backends {
 // Shared by a communicator and its in-flight ops. Gloo's own abort does not interrupt an op
 // blocked on a peer that never joins, so abort() fails the pending ops here instead.
 struct AbortSignal {
+  std::mutex mutex;
+  std::condition_variable changed;
   std::atomic<bool> aborted{false};
   std::string key;
 };
 
 namespace {
 
-// How soon a waiter sees its communicator aborted.
-constexpr std::chrono::milliseconds kAbortPoll{50};
-
 class GlooInFlight final : public InFlight {
  public:
-  GlooInFlight(c10::intrusive_ptr<c10d::Work> work, std::shared_ptr<AbortSignal> signal)
-      : work_(std::move(work)), signal_(std::move(signal)) {}
+  // `hasFuture`: Gloo gives futures for most works, but not for send, recv and the flat
+  // reduce-scatter; their wait cannot be interrupted, and is bounded by the timeout alone.
+  GlooInFlight(c10::intrusive_ptr<c10d::Work> work, std::shared_ptr<AbortSignal> signal, bool hasFuture)
+      : work_(std::move(work)), signal_(std::move(signal)), hasFuture_(hasFuture) {}
   bool isDone() override { return work_->isCompleted() || signal_->aborted; }
   std::exception_ptr failure() override {
     if (work_->isCompleted()) return work_->exception();
     return signal_->aborted ? abortedError() : nullptr;
   }
   void wait(std::chrono::milliseconds timeout) override {
-    // Gloo's wait in slices, so an abort is seen within one slice; a slice that runs out
-    // throws Gloo's timeout, which is only an error once the whole timeout has passed.
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      if (signal_->aborted && !work_->isCompleted()) std::rethrow_exception(abortedError());
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0 && !work_->isCompleted()) {
+    if (hasFuture_ && !work_->isCompleted()) {
+      // Waits on the future rather than in Gloo's wait, so an abort wakes the waiter.
+      auto future = work_->getFuture();
+      future->addCallback([signal = signal_](c10::ivalue::Future&) {
+        { std::lock_guard<std::mutex> lock(signal->mutex); }  // no wakeup lost between check and wait
+        signal->changed.notify_all();
+      });
+      {
+        std::unique_lock<std::mutex> lock(signal_->mutex);
+        signal_->changed.wait_for(lock, timeout, [&] { return future->completed() || signal_->aborted; });
+      }
+      if (!future->completed()) {
+        if (signal_->aborted) std::rethrow_exception(abortedError());
         throw std::runtime_error("the op did not complete within " + std::to_string(timeout.count()) + " ms");
       }
-      try {
-        work_->wait(std::clamp(left, std::chrono::milliseconds(1), kAbortPoll));
-        return;
-      } catch (...) {
-        if (work_->isCompleted()) throw;  // Gloo's own error
-      }
+    } else if (signal_->aborted && !work_->isCompleted()) {
+      std::rethrow_exception(abortedError());
     }
+    work_->wait(timeout);  // Gloo's own error, if any
   }
   void onDone(std::function<void(std::exception_ptr)> callback) override {
+    TORCH_CHECK(hasFuture_, "Gloo gives no future for this op (send, recv, flat reduce-scatter); wait on it instead");
     work_->getFuture()->addCallback([callback = std::move(callback)](c10::ivalue::Future& future) {
       callback(future.hasError() ? future.exception_ptr() : nullptr);
     });
@@ -66,6 +72,7 @@ class GlooInFlight final : public InFlight {
 
   c10::intrusive_ptr<c10d::Work> work_;
   std::shared_ptr<AbortSignal> signal_;
+  bool hasFuture_;
 };
 
 // A member of a batch: the batch's set answers for it.
@@ -105,8 +112,8 @@ c10d::Backend& GlooCommunicator::gloo() {
   return *gloo_;
 }
 
-std::unique_ptr<InFlight> GlooCommunicator::track(c10::intrusive_ptr<c10d::Work> work) {
-  auto op = std::make_unique<GlooInFlight>(std::move(work), abortSignal_);
+std::unique_ptr<InFlight> GlooCommunicator::track(c10::intrusive_ptr<c10d::Work> work, bool hasFuture) {
+  auto op = std::make_unique<GlooInFlight>(std::move(work), abortSignal_, hasFuture);
   if (!batching_) return op;
   batch_.push_back(std::move(op));
   return std::make_unique<BatchMemberInFlight>();
@@ -127,8 +134,8 @@ c10d::ReduceOp GlooCommunicator::asGlooSum(const c10d::ReduceOp& op, at::Tensor&
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::summed(c10::intrusive_ptr<c10d::Work> work, const c10d::ReduceOp& op,
-                                                   at::Tensor* result) {
-  if (op != c10d::ReduceOp::AVG) return track(std::move(work));
+                                                   at::Tensor* result, bool hasFuture) {
+  if (op != c10d::ReduceOp::AVG) return track(std::move(work), hasFuture);
   // Synchronous, so nobody can see the undivided sum.
   work->wait();
   if (result) result->div_(info_.size);
@@ -173,7 +180,7 @@ std::unique_ptr<InFlight> GlooCommunicator::reduceScatterFrom(at::Tensor& output
   c10d::ReduceScatterOptions options;
   at::Tensor source = op == c10d::ReduceOp::PREMUL_SUM ? input.clone() : input;  // the input stays as given
   options.reduceOp = asGlooSum(op, source);
-  return summed(gloo()._reduce_scatter_base(output, source, options), op, &output);
+  return summed(gloo()._reduce_scatter_base(output, source, options), op, &output, /*hasFuture=*/false);
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::allToAll(std::vector<at::Tensor>& outputs,
@@ -208,12 +215,12 @@ std::unique_ptr<InFlight> GlooCommunicator::scatter(at::Tensor& output, std::vec
 
 std::unique_ptr<InFlight> GlooCommunicator::send(at::Tensor& tensor, int peer) {
   std::vector<at::Tensor> tensors{tensor};
-  return track(gloo().send(tensors, peer, /*tag=*/0));
+  return track(gloo().send(tensors, peer, /*tag=*/0), /*hasFuture=*/false);
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::recv(at::Tensor& tensor, int peer) {
   std::vector<at::Tensor> tensors{tensor};
-  return track(gloo().recv(tensors, peer, /*tag=*/0));
+  return track(gloo().recv(tensors, peer, /*tag=*/0), /*hasFuture=*/false);
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::barrier() { return track(gloo().barrier(c10d::BarrierOptions())); }
@@ -231,7 +238,11 @@ std::unique_ptr<InFlight> GlooCommunicator::endBatch() {
 }
 
 void GlooCommunicator::abort() {
-  abortSignal_->aborted = true;  // pending ops fail now
+  {
+    std::lock_guard<std::mutex> lock(abortSignal_->mutex);
+    abortSignal_->aborted = true;  // pending ops fail now
+  }
+  abortSignal_->changed.notify_all();
   if (!gloo_) return;
   // Gloo's abort and its teardown wait for an op blocked on a peer that may never answer; the
   // caller (the watchdog, shrink, reconfigure) must not, so they finish on their own thread.

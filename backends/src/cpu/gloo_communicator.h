@@ -44,11 +44,12 @@ class GlooCommunicator final : public Communicator {
  private:
   c10d::Backend& gloo();
   // Wraps an issued Gloo op; inside a batch it joins the batch and a handle comes back.
-  std::unique_ptr<InFlight> track(c10::intrusive_ptr<c10d::Work> work);
+  std::unique_ptr<InFlight> track(c10::intrusive_ptr<c10d::Work> work, bool hasFuture = true);
   // The reduction Gloo runs for `op` (premultiplying `input` for PREMUL_SUM), and the InFlight
   // of the op Gloo issued for it (averaging `result`, where this rank has one, for AVG).
   static c10d::ReduceOp asGlooSum(const c10d::ReduceOp& op, at::Tensor& input);
-  std::unique_ptr<InFlight> summed(c10::intrusive_ptr<c10d::Work> work, const c10d::ReduceOp& op, at::Tensor* result);
+  std::unique_ptr<InFlight> summed(c10::intrusive_ptr<c10d::Work> work, const c10d::ReduceOp& op, at::Tensor* result,
+                                   bool hasFuture = true);
 
   CommunicatorInfo info_;
   c10::intrusive_ptr<c10d::Backend> gloo_;

@@ -63,3 +63,44 @@ def test_survivors_fail_within_timeout_with_the_flight_recorder_dumped(runner, t
         assert names.count("nccl:all_reduce") == 2, names
         # the op that failed is the last entry, and it did not complete
         assert dump["entries"][-1]["state"] == "started", dump["entries"][-1]
+
+
+def _late_peer(rank, world, store):
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    import nccl_migrate  # noqa: F401
+
+    dist.init_process_group("migrate-nccl2", store=store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=TIMEOUT_S))
+    t = torch.full((1 << 16,), float(rank + 1))
+    dist.all_reduce(t)
+    out = {}
+    for op in ("send/recv", "all_reduce", "reduce_scatter"):
+        if rank == 1:
+            time.sleep(0.5)  # late, well within the timeout: the other rank's wait must simply last
+        started = time.monotonic()
+        if op == "send/recv":
+            buf = torch.full((1 << 16,), float(rank))
+            dist.send(buf, 1) if rank == 0 else dist.recv(buf, 0)
+            out[op] = (buf[0].item(), time.monotonic() - started)
+        elif op == "all_reduce":
+            x = torch.ones(1 << 16)
+            dist.all_reduce(x)
+            out[op] = (x[0].item(), time.monotonic() - started)
+        else:
+            x = torch.empty(1 << 15)
+            dist.reduce_scatter_tensor(x, torch.ones(1 << 16))
+            out[op] = (x[0].item(), time.monotonic() - started)
+    return out
+
+
+def test_a_late_peer_is_not_a_dead_one():
+    rank0, rank1 = run_ranks(_late_peer, 2, timeout=60)
+    assert rank1["send/recv"][0] == 0.0  # what rank 0 sent
+    for op in ("all_reduce", "reduce_scatter"):
+        assert rank0[op][0] == rank1[op][0] == 2.0, (rank0, rank1)
+    # rank 0 really waited for its late peer, and its ops still succeeded
+    assert all(seconds > 0.3 for _, seconds in rank0.values()), rank0
