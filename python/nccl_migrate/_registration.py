@@ -11,6 +11,7 @@ import os
 
 import torch
 import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
 
 from . import report
 from ._native import native
@@ -130,6 +131,17 @@ def register_one(name: str) -> None:
     if name.upper() in dist.Backend._plugins:
         return
     dist.Backend.register_backend(name, creator_for(name), extended_api=True, devices=["cpu", "cuda"])
+    _declare_self_recording(name)
+
+
+def _declare_self_recording(name: str) -> None:
+    """Our backends keep their own flight recorder (torch's format, dumped where torch dumps),
+    as legacy ProcessGroupNCCL does. torch attaches its generic FlightRecorderHook to groups of
+    backends it does not know to record themselves; on ours it would record every op twice
+    and add its per-op cost, so we say that they do."""
+    self_recording = getattr(c10d, "_FR_SELF_RECORDING_BACKENDS", None)
+    if isinstance(self_recording, set):
+        self_recording.add(name)
 
 
 def register() -> None:
