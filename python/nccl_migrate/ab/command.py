@@ -34,12 +34,14 @@ def add_parser(sub) -> None:
     ab.add_argument("--b", default="rewritten", metavar="SPEC", help="side b (default: rewritten); with --shadow, "
                                                                      "the shadow: a behaviour or backend=NAME only")
     ab.add_argument("--shadow", action="store_true",
-                    help="one run: every op the job issues from Python also runs on a shadow group with side b's "
-                         "backend, on clones of its tensors, and is compared live (for jobs too costly to run twice)")
+                    help="one run: every op the job issues (from Python, and DDP's from C++) also runs on a shadow "
+                         "group with side b's backend, on clones of its tensors, and is compared live (for jobs too "
+                         "costly to run twice)")
     ab.add_argument("--nproc", type=int, default=2, help="ranks per side for a script (default 2)")
     ab.add_argument("--timeout", type=float, default=600.0, help="seconds each side may run (default 600)")
     ab.add_argument("--tolerance", type=float, default=0.0,
-                    help="accept |a-b| <= T*max(1,|a|) element-wise; needs --keep-tensors (default 0: bitwise)")
+                    help="accept |a-b| <= T*max(1,|a|) element-wise; needs --keep-tensors, or --shadow "
+                         "(default 0: bitwise)")
     ab.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES",
                     help="keep whole tensors of ops up to MAX_BYTES so errors are measured (default 0)")
     ab.add_argument("--format", choices=["text", "json"], default="text")

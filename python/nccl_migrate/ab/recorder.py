@@ -41,6 +41,7 @@ ASYNC_OPS = ("isend", "irecv", "batch_isend_irecv")
 # Ops whose backend may write the tensor it reads: their input is hashed before they are issued.
 # Every other op's host input is hashed on the worker thread while the op runs.
 WRITES_INPUT = ("all_reduce", "reduce", "broadcast")
+LATER_BYTES = 1 << 20  # below this, handing a digest to the worker costs more than computing it
 HOOK_ID = 0x6162  # our pre/post hooks' id on every group ("ab")
 # The dispatcher op a hook fires for, in the Python function's words.
 HOOK_OPS = {"SEND": "send", "RECV": "recv", "BROADCAST": "broadcast", "ALLREDUCE": "all_reduce",
@@ -222,8 +223,8 @@ class Recorder:
             entry["via"] = via
         in_future = None
         if view.inputs:
-            if via is None and on_host(view.inputs) and op not in WRITES_INPUT and not overlaps(view.inputs,
-                                                                                               view.outputs):
+            if (via is None and op not in WRITES_INPUT and sum(t.nbytes for t in view.inputs) >= LATER_BYTES
+                    and on_host(view.inputs) and not overlaps(view.inputs, view.outputs)):
                 in_future = later(view.inputs)  # read while the op runs; nobody writes it before it ends
             else:
                 entry["in"] = digest_of(view.inputs)
