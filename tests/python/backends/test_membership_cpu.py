@@ -193,3 +193,33 @@ def test_reconfigure_forms_the_group_from_handles_and_reforms_it_without_a_depar
         assert out["reused uuid"][0] == "ValueError" and "uuid 1 was already used" in out["reused uuid"][1]
         assert out["survivors"] == (2, rank, [3.0, 3.0]), out
         assert out["without me"][0] == "ValueError" and "is not among the 2 handles" in out["without me"][1], out
+
+
+def _reconfigure_with_an_absent_member(rank, world, store):
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    import nccl_migrate  # noqa: F401
+
+    dist.init_process_group("migrate-nccl2", store=store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=30), enable_reconfigure=True)
+    store.set(f"handle{rank}", dist._get_reconfigure_handle())
+    handles = [store.get(f"handle{r}").decode() for r in range(world)]
+    if rank == 1:
+        store.wait(["rank0-done"], timedelta(seconds=60))  # alive, but never joins the reconfigure
+        return None
+    started = time.monotonic()
+    try:
+        dist._reconfigure(uuid=1, handles=handles, timeout=timedelta(seconds=TIMEOUT_S)).wait()
+        outcome = None
+    except Exception as error:  # noqa: BLE001
+        outcome = (type(error).__name__, str(error).split("\n")[0])
+    store.set("rank0-done", "1")
+    return outcome, time.monotonic() - started
+
+
+def test_a_member_that_never_joins_fails_the_reconfigure_within_its_timeout():
+    (outcome, seconds), _ = run_ranks(_reconfigure_with_an_absent_member, 2, timeout=90)
+    assert outcome is not None and "reconfigure of group" in outcome[1] and "(uuid 1, 2 members) failed" in outcome[1], outcome
+    assert seconds < TIMEOUT_S + 2.0, seconds
