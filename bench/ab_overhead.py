@@ -17,7 +17,7 @@ import tempfile
 import time
 
 import torch
-import torch.multiprocessing as mp
+from _two_ranks import human_size, run_two_ranks
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
@@ -78,10 +78,6 @@ def _rank(rank: int, world: int, store_path: str, record_dir: str, sizes, args, 
     dist.destroy_process_group()
 
 
-def _human(size: int) -> str:
-    return f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iters", type=int, default=10)
@@ -94,20 +90,12 @@ def main() -> None:
     while size <= args.max_mib << 20:
         sizes.append(size)
         size <<= 2 if size < 1 << 20 else 1
-    with tempfile.TemporaryDirectory() as tmp:
-        ctx = mp.get_context("spawn")
-        out = ctx.Queue()
-        procs = [ctx.Process(target=_rank, args=(r, 2, os.path.join(tmp, "store"), tmp, sizes, args, out))
-                 for r in range(2)]
-        for p in procs:
-            p.start()
-        rows = out.get(timeout=3600)
-        for p in procs:
-            p.join(timeout=60)
+    with tempfile.TemporaryDirectory() as record_dir:
+        rows = run_two_ranks(_rank, record_dir, sizes, args)
     print(f"{args.op} on {args.backend}, 2 ranks, {args.rounds} rounds x {args.iters} iters")
     print(f"{'size':>8} {'off (ms)':>10} {'on (ms)':>10} {'on/off':>7}")
     for size, off, on in rows:
-        print(f"{_human(size):>8} {off * 1e3:10.3f} {on * 1e3:10.3f} {on / off:7.2f}")
+        print(f"{human_size(size):>8} {off * 1e3:10.3f} {on * 1e3:10.3f} {on / off:7.2f}")
 
 
 if __name__ == "__main__":

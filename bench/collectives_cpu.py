@@ -15,11 +15,10 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import torch
-import torch.multiprocessing as mp
+from _two_ranks import human_size, run_two_ranks
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
@@ -47,9 +46,8 @@ def _one_call(op: str, group, rank: int, world: int, buffers) -> None:
 
 
 def _rank(rank: int, world: int, store_path: str, ops, sizes, iters: int, out) -> None:
-    import torch.distributed as dist
-
     import nccl_migrate  # noqa: F401
+    import torch.distributed as dist
 
     store = dist.FileStore(store_path, world)
     dist.init_process_group(PEER, store=store, rank=rank, world_size=world)
@@ -80,10 +78,6 @@ def _rank(rank: int, world: int, store_path: str, ops, sizes, iters: int, out) -
     dist.destroy_process_group()
 
 
-def _human(size: int) -> str:
-    return f"{size // (1 << 20)} MiB" if size >= 1 << 20 else f"{size // 1024} KiB"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iters", type=int, default=20)
@@ -98,22 +92,13 @@ def main() -> None:
     while size <= args.max_mib << 20:
         sizes.append(size)
         size *= 8 if size < 1 << 20 else 4
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    with tempfile.TemporaryDirectory() as tmp:
-        procs = [ctx.Process(target=_rank, args=(r, 2, os.path.join(tmp, "store"), ops, sizes, args.iters, out))
-                 for r in range(2)]
-        for p in procs:
-            p.start()
-        rows = out.get(timeout=3600)
-        for p in procs:
-            p.join(timeout=60)
+    rows = run_two_ranks(_rank, ops, sizes, args.iters)
     print(f"2 ranks, CPU, median of {args.iters} calls; ratio = toolkit time / gloo time")
     print(f"{'op':<15}{'size':>8}{'gloo us':>11}{'GB/s':>7}" + "".join(f"{c + ' us':>20}{'ratio':>7}" for c in CANDIDATES))
     for op, size, times in rows:
         peer = times[PEER]
         cells = "".join(f"{times[c] * 1e6:>20.1f}{times[c] / peer:>7.2f}" for c in CANDIDATES)
-        print(f"{op:<15}{_human(size):>8}{peer * 1e6:>11.1f}{size / peer / 1e9:>7.2f}{cells}")
+        print(f"{op:<15}{human_size(size):>8}{peer * 1e6:>11.1f}{size / peer / 1e9:>7.2f}{cells}")
 
 
 if __name__ == "__main__":

@@ -12,10 +12,9 @@ import argparse
 import os
 import resource
 import sys
-import tempfile
 import time
 
-import torch.multiprocessing as mp
+from _two_ranks import run_two_ranks
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
@@ -34,9 +33,8 @@ def _rss_mib() -> float:
 
 def _rank(rank, world, store_path, backend, env, groups, out):
     os.environ.update(env)
-    import torch.distributed as dist
-
     import nccl_migrate
+    import torch.distributed as dist
 
     dist.init_process_group(backend, store=dist.FileStore(store_path, world), rank=rank, world_size=world)
     dist.barrier()
@@ -56,20 +54,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--groups", type=int, default=64)
     args = parser.parse_args()
-    ctx = mp.get_context("spawn")
     print(f"{args.groups} x new_group, 2 ranks, CPU")
     print(f"{'behaviour':<30}{'seconds':>9}{'x gloo':>8}{'communicators':>15}{'RSS +MiB':>10}")
     peer_seconds = None
     for label, backend, env in VARIANTS:
-        out = ctx.Queue()
-        with tempfile.TemporaryDirectory() as tmp:
-            procs = [ctx.Process(target=_rank, args=(r, 2, os.path.join(tmp, "s"), backend, env, args.groups, out))
-                     for r in range(2)]
-            for p in procs:
-                p.start()
-            seconds, comms, rss = out.get(timeout=1800)
-            for p in procs:
-                p.join(timeout=60)
+        seconds, comms, rss = run_two_ranks(_rank, backend, env, args.groups, timeout=1800)
         peer_seconds = peer_seconds or seconds
         print(f"{label:<30}{seconds:>9.2f}{seconds / peer_seconds:>8.2f}{comms:>15}{rss:>10.1f}")
 

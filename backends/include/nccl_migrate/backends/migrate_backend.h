@@ -166,8 +166,6 @@ class MigrateBackend final : public c10d::Backend {
   void registerWithFlightRecorder();
   void runAbortHooks();
   void handleFailure(bool timedOut, const std::string& what);
-  // One handle per backend instance: names its global rank and nothing else can collide with it.
-  std::string instanceTag_;
 
   c10::intrusive_ptr<c10d::Store> store_;
   GroupOptions options_;
@@ -176,6 +174,8 @@ class MigrateBackend final : public c10d::Backend {
   std::unique_ptr<CommunicatorPolicy> policy_;
   std::shared_ptr<CommunicatorFactory> factory_;
   std::string backendName_;
+  // host:pid:n, unique to this backend instance; reconfigure handles are built from it.
+  std::string instanceTag_;
 
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Communicator>> communicators_;
