@@ -1,7 +1,9 @@
 """The NCCL path on one GPU, in one prepared run: every op on a 1-rank group per behaviour
 (results checked), then device memory of 16 subgroups, eager vs lazy, against torch's own
-`nccl` (nccl2 in 2.15) and `nccl-legacy` in the same run. Each configuration runs in a fresh
-process so CUDA contexts and NCCL state never leak between them.
+`nccl` (nccl2 in 2.15) and `nccl-legacy` in the same run, then the A/B recorder's word digest
+on the GPU (its value checked against the host reference, its time against copying the tensor
+to the host and hashing it there). Each configuration runs in a fresh process so CUDA contexts
+and NCCL state never leak between them.
 
     .venv/bin/python bench/gpu_check.py [--groups 16] [--json PATH]
 
@@ -119,12 +121,47 @@ def _memory(backend: str, store_path: str, groups: int) -> dict:
     return {"created_mib": (base_free - after_create) / mib, "used_mib": (base_free - after_use) / mib}
 
 
+def _digest() -> dict:
+    """Per size: the word digest on the GPU (ms) and whether it equals the host reference, and
+    the recorder's fallback, a copy to the host hashed there (ms)."""
+    import time
+
+    import torch
+    from nccl_migrate._native import native
+    from nccl_migrate.ab.digest import digest_of
+
+    def best_of(fn, repeats: int = 5) -> float:
+        fn()
+        times = []
+        for _ in range(repeats):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times) * 1e3
+
+    rows = {}
+    for mib in (1, 64, 1024):
+        t = torch.randint(-(2**31), 2**31 - 1, (mib << 18,), dtype=torch.int32, device="cuda")
+        host = t.cpu()
+        rows[f"{mib} MiB"] = {
+            "gpu_ms": best_of(lambda t=t: native.word_digest(t)),
+            "copy_and_host_hash_ms": best_of(lambda t=t: digest_of([t.cpu()])),
+            "equals_host_reference": native.word_digest(t) == native.word_digest(host)
+            and native.word_digest(t[1:]) == native.word_digest(host[1:]),
+        }
+    return rows
+
+
 def _child(kind: str, backend: str, env: dict, groups: int, queue) -> None:
     os.environ.update(env)
     with tempfile.TemporaryDirectory() as tmp:
         store_path = os.path.join(tmp, "store")
         try:
-            value = _every_op(backend, store_path) if kind == "ops" else _memory(backend, store_path, groups)
+            if kind == "digest":
+                value = _digest()
+            else:
+                value = _every_op(backend, store_path) if kind == "ops" else _memory(backend, store_path, groups)
             queue.put(("ok", value))
         except Exception as error:  # noqa: BLE001
             queue.put(("error", f"{type(error).__name__}: {error}"))
@@ -175,6 +212,19 @@ def main() -> int:
             print(f"{label:<34}{value['created_mib']:>16.1f}{value['used_mib']:>19.1f}")
         else:
             print(f"{label:<34}  {value}")
+    print("\nthe A/B recorder's digest of a CUDA tensor")
+    print(f"{'size':>9}{'on the GPU (ms)':>17}{'GB/s':>8}{'copy + host hash (ms)':>23}{'  equals host reference'}")
+    status, value = _run("digest", "", {}, args.groups)
+    report["digest"] = value if status == "ok" else {"error": value}
+    if status != "ok":
+        print(f"  {value}")
+        wrong += 1
+    else:
+        for size, row in value.items():
+            rate = int(size.split()[0]) * (1 << 20) / row["gpu_ms"] / 1e6
+            print(f"{size:>9}{row['gpu_ms']:>17.3f}{rate:>8.0f}{row['copy_and_host_hash_ms']:>23.3f}"
+                  f"  {row['equals_host_reference']}")
+            wrong += not row["equals_host_reference"]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

@@ -14,7 +14,6 @@ peer time / nccl-migrate time (above 1: nccl-migrate is faster). Each Python run
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -32,7 +31,7 @@ def count_lines(files: list[Path]) -> int:
 
 def timed(cmd: list[str], ok=(0, 1)) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - start
     if proc.returncode not in ok:
         sys.exit(f"{' '.join(cmd[:3])} ... exited {proc.returncode}: {proc.stderr.decode()[-400:]}")

@@ -15,6 +15,7 @@
 #include "nccl_migrate/backends/migrate_backend.h"
 #include "nccl_migrate/backends/shutdown.h"
 #include "nccl_migrate/shim/backend_name.h"
+#include "digest_bindings.h"
 #include "shim_bindings.h"
 
 namespace py = pybind11;
@@ -172,5 +173,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("unhealthy_backends", [] { return c10d::HealthCheck::get()->unhealthyBackends(); },
         "Backends torch's process-wide health check marks unhealthy (HealthCheckHook sets them on abort).");
   nccl_migrate::python::bindShim(m);
+  nccl_migrate::python::bindDigest(m);
   m.def("nccl_build_version", &backends::ncclBuildVersion);
 }

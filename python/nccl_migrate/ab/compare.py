@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .digest import GPU_PREFIX
 from .sides import Key, SideData
 
 STATUSES = ("identical", "within_tolerance", "divergent", "missing_in_a", "missing_in_b")
@@ -58,12 +59,20 @@ def _same_call(a: dict, b: dict) -> bool:
     return all(a.get(k) == b.get(k) for k in ("op", "dtype", "in_shapes", "out_shapes", "reduce_op", "peer"))
 
 
+def _hashed_on_gpu(entry: dict) -> bool:
+    return any((entry.get(side) or "").startswith(GPU_PREFIX) for side in ("in", "out"))
+
+
 def _judge(a: dict, b: dict, side_a: SideData, side_b: SideData, tolerance: float) -> tuple[str, dict]:
     if not _same_call(a, b):
         return "divergent", {"reason": f"a different call: {a['op']} {a['out_shapes'] or a['in_shapes']} on side a, "
                                        f"{b['op']} {b['out_shapes'] or b['in_shapes']} on side b"}
     if "error" in a or "error" in b or a.get("unfinished") or b.get("unfinished"):
         return "divergent", {"reason": f"side a: {a.get('error', 'ok')}; side b: {b.get('error', 'ok')}"}
+    if a.get("digests_unfinished") or b.get("digests_unfinished"):
+        return "divergent", {"reason": "a GPU digest was never computed (its stream did not get there before the "
+                                       f"rank exited): side a lacks {a.get('digests_unfinished', [])}, "
+                                       f"side b lacks {b.get('digests_unfinished', [])}"}
     if a["in"] == b["in"] and a["out"] == b["out"]:
         return "identical", {}
     if "measured" in b:  # a shadow run measured the errors live, on the whole tensors
@@ -72,8 +81,11 @@ def _judge(a: dict, b: dict, side_a: SideData, side_b: SideData, tolerance: floa
         return ("within_tolerance" if tolerance > 0 and m["needed"] <= tolerance else "divergent"), facts
     kept_a, kept_b = side_a.tensors(a), side_b.tensors(b)
     if kept_a is None or kept_b is None:
-        return "divergent", {"max_abs_error": None, "max_rel_error": None,
-                             "reason": "digests differ; error unknown (rerun with --keep-tensors to measure it)"}
+        reason = "digests differ; error unknown (rerun with --keep-tensors to measure it)"
+        if _hashed_on_gpu(a) != _hashed_on_gpu(b):
+            reason = ("the op's tensors were on a CUDA device on one side and in host memory on the other (the job "
+                      "places them by backend), so their digests cannot match; rerun with --keep-tensors to compare values")
+        return "divergent", {"max_abs_error": None, "max_rel_error": None, "reason": reason}
     abs_err, rel_err, needed = errors_between(kept_a["in"] + kept_a["out"], kept_b["in"] + kept_b["out"])
     facts = {"max_abs_error": abs_err, "max_rel_error": rel_err}
     return ("within_tolerance" if tolerance > 0 and needed <= tolerance else "divergent"), facts

@@ -1,7 +1,13 @@
 """Bitwise digests of tensors: two tensors have the same digest exactly when their dtype, shape
 and bytes are the same (up to XXH3-128 collisions). XXH3 reads memory at its bandwidth (about 15
 times blake2b's speed) and releases the GIL, so a digest can also be computed on the recorder's
-worker thread while an op runs (``later``)."""
+worker thread while an op runs (``later``).
+
+A CUDA tensor is not copied to the host: the GPU computes its word digest (python/digest) on the
+tensor's stream, and only those 16 bytes are hashed here. Such digests start with ``gpu:``, so a
+comparison with a host-hashed digest of the same op can say why they cannot be equal. The
+recorder does not even wait for them (``digest_soon``): the GPU computes them in stream order,
+after the op and before the job's next kernel, and the record writer collects them later."""
 
 from __future__ import annotations
 
@@ -19,11 +25,34 @@ _CHUNK = 8 << 20
 _TREE = 2 * _CHUNK
 _parts: ThreadPoolExecutor | None = None
 _worker: ThreadPoolExecutor | None = None
+GPU_PREFIX = "gpu:"
+_word_digest = None  # nccl_migrate._C.word_digest once a CUDA tensor needs it, False when unbuilt
+
+
+def _gpu_word_digest():
+    """The native word digest if this build has its CUDA kernel, else None (CUDA tensors are then
+    copied to the host and hashed there)."""
+    global _word_digest
+    if _word_digest is None:
+        try:
+            from .._native import native
+
+            _word_digest = native.word_digest if native.device_digest_compiled else False
+        except ImportError:
+            _word_digest = False
+    return _word_digest or None
 
 
 def _cores_per_rank() -> int:
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
     return max(1, (os.cpu_count() or 1) // max(1, local))
+
+
+def has_spare_core() -> bool:
+    """Whether this rank has a core beyond the one its op runs on: only then does hashing on a
+    worker thread while the op runs save time (without one, the worker takes the core from the
+    op and the hand-off costs more than the hash)."""
+    return _cores_per_rank() >= 2
 
 
 def bytes_of(tensor: torch.Tensor):
@@ -54,16 +83,62 @@ def _tree(data: memoryview) -> bytes:
     return b"".join(_parts.map(xxhash.xxh3_128_digest, pieces))
 
 
+class PendingDigest:
+    """The digest of CUDA tensors whose word digests are still running on their streams."""
+
+    def __init__(self, tensors: list[torch.Tensor], word_digest_enqueue):
+        self.headers = [_header(t) for t in tensors]
+        self.lanes = [word_digest_enqueue(t) for t in tensors]
+
+    def ready(self) -> bool:
+        return all(lanes.ready() for lanes in self.lanes)
+
+    def value(self) -> str:
+        """The digest string, waiting for the streams if they are not there yet."""
+        h = xxhash.xxh3_128()
+        for header, lanes in zip(self.headers, self.lanes):
+            h.update(header)
+            h.update(_word_digest_piece(*lanes.result()))
+        return GPU_PREFIX + h.hexdigest()
+
+
+def _header(t: torch.Tensor) -> bytes:
+    return f"{t.dtype}{tuple(t.shape)};".encode()
+
+
+def _word_digest_piece(lane_a: int, lane_b: int) -> bytes:
+    return b"word-digest" + lane_a.to_bytes(8, "little") + lane_b.to_bytes(8, "little")
+
+
+def digest_soon(tensors: list[torch.Tensor]) -> str | PendingDigest | None:
+    """digest_of(tensors), without waiting for a GPU: CUDA tensors give a PendingDigest whose
+    value() is the same string."""
+    if tensors and all(t.device.type == "cuda" for t in tensors) and _gpu_word_digest() is not None:
+        from .._native import native
+
+        return PendingDigest(tensors, native.word_digest_enqueue)
+    return digest_of(tensors)
+
+
+def resolved(digest: str | PendingDigest | None) -> str | None:
+    return digest.value() if isinstance(digest, PendingDigest) else digest
+
+
 def digest_of(tensors: list[torch.Tensor]) -> str | None:
     """One digest over a list of tensors; None when the list is empty (the op has no such side)."""
     if not tensors:
         return None
     h = xxhash.xxh3_128()
+    on_gpu = False
     for t in tensors:
-        h.update(f"{t.dtype}{tuple(t.shape)};".encode())
+        h.update(_header(t))
+        if t.device.type == "cuda" and (word_digest := _gpu_word_digest()) is not None:
+            h.update(_word_digest_piece(*word_digest(t)))
+            on_gpu = True
+            continue
         data = bytes_of(t)
         h.update(_tree(memoryview(data).cast("B")) if len(data) > _TREE else data)
-    return h.hexdigest()
+    return GPU_PREFIX + h.hexdigest() if on_gpu else h.hexdigest()
 
 
 def on_host(tensors: list[torch.Tensor]) -> bool:

@@ -32,7 +32,7 @@ from . import (
     SHADOW_PERTURB_VARIABLE,
     SHADOW_VARIABLE,
 )
-from .digest import digest_of, later, on_host, overlaps
+from .digest import digest_soon, has_spare_core, later, on_host, overlaps, resolved
 from .ops import VIEWS, OpView
 from .perturb import Perturbation
 from .recorder_threads import MemorySampler, RecordWriter
@@ -169,10 +169,10 @@ class Recorder:
         in_future = None
         if view.inputs:
             if (via is None and op not in WRITES_INPUT and sum(t.nbytes for t in view.inputs) >= LATER_BYTES
-                    and on_host(view.inputs) and not overlaps(view.inputs, view.outputs)):
+                    and on_host(view.inputs) and has_spare_core() and not overlaps(view.inputs, view.outputs)):
                 in_future = later(view.inputs)  # read while the op runs; nobody writes it before it ends
             else:
-                entry["in"] = digest_of(view.inputs)
+                entry["in"] = digest_soon(view.inputs)
         kept = None
         if self.keep_bytes and sum(t.numel() * t.element_size() for t in tensors) <= self.keep_bytes:
             kept = [t.detach().cpu().clone() for t in view.inputs]  # in-place ops overwrite them
@@ -185,10 +185,11 @@ class Recorder:
             entry["in"] = op.in_future.result()
         if error is None and self.perturb and self.perturb.applies(self.rank, entry["group"], entry["seq"]):
             entry["perturbed"] = Perturbation.apply(view.outputs)
-        entry["out"] = digest_of(view.outputs) if error is None else None
+        entry["out"] = digest_soon(view.outputs) if error is None else None
         if error is not None:
             entry["error"] = error
         if op.shadow is not None and error is None:
+            entry["out"] = resolved(entry["out"])  # judged now, live
             entry["shadow"] = op.shadow.judge(view.outputs, entry["out"])
         if op.kept is not None and error is None:
             name = f"r{self.rank}-g{entry['group']}-s{entry['seq']}.pt"

@@ -79,6 +79,11 @@ def test_a_hanging_side_is_ended_by_the_timeout(tmp_path):
     assert status == 2
     assert "side b" in report["verdict"] and "timeout" in report["verdict"]
     assert time.monotonic() - started < 90
+    # The hung rank was killed without running exit handlers: its record of the op before the
+    # hang is on disk all the same.
+    with open(tmp_path / "run" / "b" / "rank0.jsonl") as records:
+        first = json.loads(records.readline())
+    assert (first["op"], first["seq"], first["rank"]) == ("all_reduce", 0, 0) and first["out"]
 
 
 @pytest.mark.parametrize("args,message", [

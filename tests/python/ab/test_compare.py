@@ -34,3 +34,20 @@ def test_missing_ops_are_counted_per_side():
 def test_errors_are_measured_on_whole_tensors():
     abs_err, rel_err, needed = errors_between([torch.tensor([1.0, 100.0])], [torch.tensor([1.0, 100.5])])
     assert abs_err == 0.5 and abs(rel_err - 0.005) < 1e-12 and abs(needed - 0.005) < 1e-12
+
+
+def test_digests_from_a_gpu_and_from_the_host_are_told_apart_from_a_data_divergence():
+    a = side(entry(0, 0, "gpu:1f", "gpu:2e", 1.0))
+    b = side(entry(0, 0, "1f", "2e", 1.0))  # the same op, its tensors in host memory on side b
+    result = compare(a, b)
+    assert result.counts["divergent"] == 1
+    assert "on a CUDA device on one side and in host memory on the other" in result.first_divergence["reason"]
+    same_place = compare(side(entry(0, 0, "gpu:1f", "gpu:2e", 1.0)), side(entry(0, 0, "gpu:1f", "gpu:3d", 1.0)))
+    assert same_place.first_divergence["reason"].startswith("digests differ")
+
+
+def test_a_gpu_digest_never_computed_is_not_taken_for_a_match():
+    a, b = entry(0, 0, "gpu:1f", None, 1.0), entry(0, 0, "gpu:1f", None, 1.0)
+    b["digests_unfinished"] = ["out"]  # side b's stream never got to the digest
+    result = compare(side(a), side(b))
+    assert result.counts["divergent"] == 1 and "side b lacks ['out']" in result.first_divergence["reason"]

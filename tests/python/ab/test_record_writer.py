@@ -1,0 +1,64 @@
+"""The record writer: records reach the disk in order within one drain interval (a side killed
+without exit handlers keeps them), a record whose GPU digest is not computed yet holds back the
+ones after it, and a digest the GPU never delivers ends as a named gap, never as a hang."""
+
+import json
+import threading
+import time
+
+from nccl_migrate.ab import recorder_threads
+from nccl_migrate.ab.digest import PendingDigest
+from nccl_migrate.ab.recorder_threads import RecordWriter
+
+
+class StreamNotThereYet(PendingDigest):
+    """A pending GPU digest whose stream reaches it when `arrived` is set (never, if it is not)."""
+
+    def __init__(self):  # no tensors: only readiness and value matter to the writer
+        self.arrived = threading.Event()
+
+    def ready(self):
+        return self.arrived.is_set()
+
+    def value(self):
+        assert self.arrived.is_set(), "the writer must not wait on a digest that is not ready"
+        return "gpu:feed"
+
+
+def lines(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def test_records_are_on_disk_within_an_interval_while_the_job_runs(tmp_path):
+    writer = RecordWriter(str(tmp_path / "r.jsonl"))
+    writer.put({"seq": 0, "in": "a", "out": "b"})
+    time.sleep(recorder_threads.WRITE_INTERVAL * 4)
+    assert [e["seq"] for e in lines(tmp_path / "r.jsonl")] == [0]
+    writer.close()
+
+
+def test_a_pending_gpu_digest_holds_back_later_records_until_it_arrives(tmp_path):
+    writer = RecordWriter(str(tmp_path / "r.jsonl"))
+    pending = StreamNotThereYet()
+    writer.put({"seq": 0, "in": "a", "out": pending})
+    writer.put({"seq": 1, "in": "c", "out": "d"})
+    time.sleep(recorder_threads.WRITE_INTERVAL * 4)
+    assert lines(tmp_path / "r.jsonl") == []  # order is kept: nothing overtakes seq 0
+    pending.arrived.set()
+    time.sleep(recorder_threads.WRITE_INTERVAL * 4)
+    assert [(e["seq"], e["out"]) for e in lines(tmp_path / "r.jsonl")] == [(0, "gpu:feed"), (1, "d")]
+    writer.close()
+
+
+def test_a_digest_the_gpu_never_delivers_is_named_at_close_within_the_patience(tmp_path, monkeypatch):
+    monkeypatch.setattr(recorder_threads, "GPU_DIGEST_PATIENCE", 0.3)
+    writer = RecordWriter(str(tmp_path / "r.jsonl"))
+    writer.put({"seq": 0, "in": "a", "out": StreamNotThereYet()})
+    writer.put({"seq": 1, "in": "c", "out": "d"})
+    started = time.monotonic()
+    writer.close()
+    assert time.monotonic() - started < 3
+    first, second = lines(tmp_path / "r.jsonl")
+    assert first["out"] is None and first["digests_unfinished"] == ["out"] and first["in"] == "a"
+    assert second == {"seq": 1, "in": "c", "out": "d"}

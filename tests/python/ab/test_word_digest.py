@@ -1,0 +1,107 @@
+"""The word digest (python/digest): the native value equals the definition docs/ab.md states,
+computed here independently in Python, for every size, dtype and memory layout; on a GPU the
+kernel gives the host's value for the same bytes, ordered after the work on the tensor's stream."""
+
+import random
+
+import pytest
+import torch
+from nccl_migrate._native import native
+from nccl_migrate.ab.digest import GPU_PREFIX, PendingDigest, digest_of, digest_soon
+
+MASK = (1 << 64) - 1
+POSITION_A, POSITION_B, LENGTH = 0x9E3779B97F4A7C15, 0xD6E8FEB86659FD93, 0xA0761D6478BD642F
+
+
+def _mix_a(x):
+    x ^= x >> 33
+    x = (x * 0xFF51AFD7ED558CCD) & MASK
+    x ^= x >> 33
+    x = (x * 0xC4CEB9FE1A85EC53) & MASK
+    return x ^ (x >> 33)
+
+
+def _mix_b(x):
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & MASK
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & MASK
+    return x ^ (x >> 31)
+
+
+def word_digest_by_definition(data: bytes) -> tuple[int, int]:
+    n = len(data)
+    padded = data + bytes(-n % 8)
+    a = b = 0
+    for i in range(len(padded) // 8):
+        word = int.from_bytes(padded[8 * i:8 * i + 8], "little")
+        a = (a + _mix_a(word ^ ((i * POSITION_A) & MASK))) & MASK
+        b = (b + _mix_b((word + (i + 1) * POSITION_B) & MASK)) & MASK
+    return _mix_a(a ^ n), _mix_b((b + n * LENGTH) & MASK)
+
+
+def logical_bytes(t: torch.Tensor) -> bytes:
+    return t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
+                               reason="no CUDA GPU here: the word digest's kernel cannot run on this machine")
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 1001])
+def test_the_host_value_is_the_definition(size):
+    data = bytes(random.Random(size).randrange(256) for _ in range(size))
+    tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8) if size else torch.empty(0, dtype=torch.uint8)
+    assert native.word_digest(tensor) == word_digest_by_definition(data)
+
+
+def test_layouts_hash_their_logical_elements():
+    base = torch.arange(60, dtype=torch.float16).reshape(6, 10)
+    for view in (base.t(), base[:, 3:7], base.reshape(-1)[1:], base[::2]):  # transposed, strided, odd offset
+        assert native.word_digest(view) == word_digest_by_definition(logical_bytes(view))
+    assert native.word_digest(base.t()) != native.word_digest(base)
+
+
+def test_the_compiled_kernel_is_reported():
+    # A CUDA build of torch with the toolkit present builds the kernel; without it, CUDA tensors are
+    # copied to the host and hashed there.
+    assert isinstance(native.device_digest_compiled, bool)
+    if torch.version.cuda:
+        assert native.device_digest_compiled
+
+
+@needs_gpu
+def test_the_gpu_gives_the_host_value():
+    for dtype in (torch.uint8, torch.float16, torch.float32, torch.float64, torch.int64):
+        for numel in (0, 1, 3, 1000, (1 << 20) + 3):
+            host = (torch.rand(numel, dtype=torch.float64) * 1000).to(dtype)
+            device = host.cuda()
+            assert native.word_digest(device) == native.word_digest(host), (dtype, numel)
+            # A buffer off 8-byte alignment is read bytewise by the kernel.
+            assert native.word_digest(device[1:]) == native.word_digest(host[1:]), (dtype, numel)
+
+
+@needs_gpu
+def test_a_gpu_digest_is_ordered_after_the_streams_work():
+    t = torch.zeros(1 << 24, device="cuda")
+    torch.cuda._sleep(50_000_000)  # the stream is busy for a while before it writes t
+    t.add_(1)
+    assert native.word_digest(t) == native.word_digest(torch.ones(1 << 24))
+
+
+@needs_gpu
+def test_recorded_cuda_tensors_are_hashed_on_the_gpu_and_stay_bitwise():
+    a = torch.randn(4096, device="cuda")
+    b = a.clone()
+    assert digest_of([a]).startswith(GPU_PREFIX) and digest_of([a]) == digest_of([b])
+    b.view(torch.int32)[4095] ^= 1
+    assert digest_of([a]) != digest_of([b])
+
+
+@needs_gpu
+def test_the_recorder_does_not_wait_for_the_gpu():
+    t = torch.ones(1 << 24, device="cuda")
+    torch.cuda._sleep(200_000_000)  # the stream is busy for a while
+    pending = digest_soon([t])
+    assert isinstance(pending, PendingDigest) and not pending.ready()
+    assert pending.value() == digest_of([t])
