@@ -16,6 +16,7 @@
 #if NCCL_MIGRATE_HAVE_DEVICE_DIGEST
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -40,9 +41,16 @@ class PendingWordDigest {
  public:
 #if NCCL_MIGRATE_HAVE_DEVICE_DIGEST
   // On the tensor's current stream: after the op that wrote it, before the job's next kernel.
-  explicit PendingWordDigest(const at::Tensor& dense) : bytes_(dense.nbytes()) {
+  PendingWordDigest(const at::Tensor& tensor, const at::Tensor& dense) : bytes_(dense.nbytes()) {
     c10::cuda::CUDAGuard onItsDevice(dense.device());
     const auto stream = c10::cuda::getCurrentCUDAStream(dense.device().index());
+    if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) {
+      // Captured work runs at replay, not now: there would be nothing to read back.
+      throw py::value_error("word_digest: the stream is capturing a CUDA graph");
+    }
+    // The job may free the tensor as soon as the op returns; made on another stream, its memory
+    // could then be reused there before this stream reads it. Tell the allocator to wait.
+    tensor.record_stream(stream.unwrap());
     auto sums = at::empty({2}, dense.options().dtype(at::kLong));
     C10_CUDA_CHECK(digest::enqueueWordDigestSums(dense.data_ptr(), bytes_,
                                                  reinterpret_cast<unsigned long long*>(sums.data_ptr()), stream));
@@ -52,11 +60,17 @@ class PendingWordDigest {
     event_->record(stream);
   }
 
-  bool ready() const { return event_->query(); }
+  // Both may be called from the record writer's thread: on the event's device, so a thread that
+  // never touched CUDA does not make another device's context (device 0's) current, or create it.
+  bool ready() const {
+    c10::cuda::CUDAGuard onItsDevice(event_->device_index());
+    return event_->query();
+  }
 
   Lanes result() {
     {
       py::gil_scoped_release released;
+      c10::cuda::CUDAGuard onItsDevice(event_->device_index());
       event_->synchronize();
     }
     const auto* lanes = static_cast<const std::uint64_t*>(host_.data_ptr());
@@ -69,7 +83,7 @@ class PendingWordDigest {
   at::Tensor host_;
   std::unique_ptr<at::cuda::CUDAEvent> event_;
 #else
-  explicit PendingWordDigest(const at::Tensor&) {
+  PendingWordDigest(const at::Tensor&, const at::Tensor&) {
     throw py::value_error("word_digest: this build has no CUDA kernel (built without the CUDA toolkit); "
                           "hash a host copy instead");
   }
@@ -81,7 +95,7 @@ class PendingWordDigest {
 PendingWordDigest enqueue(const at::Tensor& tensor) {
   if (!tensor.is_cuda()) throw py::value_error("word_digest_enqueue: a CUDA tensor is needed, got one on " +
                                                tensor.device().str());
-  return PendingWordDigest(denseBytesOf(tensor));
+  return PendingWordDigest(tensor, denseBytesOf(tensor));
 }
 
 Lanes wordDigest(const at::Tensor& tensor) {

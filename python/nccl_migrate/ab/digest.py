@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import torch
@@ -26,7 +27,7 @@ _TREE = 2 * _CHUNK
 _parts: ThreadPoolExecutor | None = None
 _worker: ThreadPoolExecutor | None = None
 GPU_PREFIX = "gpu:"
-_word_digest = None  # nccl_migrate._C.word_digest once a CUDA tensor needs it, False when unbuilt
+_word_digest = None  # the native module once a CUDA tensor needs it; False without the kernel
 
 
 def _gpu_word_digest():
@@ -37,10 +38,19 @@ def _gpu_word_digest():
         try:
             from .._native import native
 
-            _word_digest = native.word_digest if native.device_digest_compiled else False
+            _word_digest = native if getattr(native, "device_digest_compiled", False) else False
         except ImportError:
             _word_digest = False
     return _word_digest or None
+
+
+def _gpu_digest_failed(error: Exception) -> None:
+    """The kernel could not run here (say, a driver too old for its code): this process hashes
+    host copies from now on, and says so once."""
+    global _word_digest
+    _word_digest = False
+    print(f"nccl-migrate ab: the GPU digest failed ({str(error).splitlines()[0]}); hashing host copies of CUDA "
+          "tensors instead, which costs more time", file=sys.stderr)
 
 
 def _cores_per_rank() -> int:
@@ -113,10 +123,11 @@ def _word_digest_piece(lane_a: int, lane_b: int) -> bytes:
 def digest_soon(tensors: list[torch.Tensor]) -> str | PendingDigest | None:
     """digest_of(tensors), without waiting for a GPU: CUDA tensors give a PendingDigest whose
     value() is the same string."""
-    if tensors and all(t.device.type == "cuda" for t in tensors) and _gpu_word_digest() is not None:
-        from .._native import native
-
-        return PendingDigest(tensors, native.word_digest_enqueue)
+    if tensors and all(t.is_cuda for t in tensors) and (native := _gpu_word_digest()) is not None:
+        try:
+            return PendingDigest(tensors, native.word_digest_enqueue)
+        except (RuntimeError, ValueError) as error:
+            _gpu_digest_failed(error)
     return digest_of(tensors)
 
 
@@ -132,10 +143,15 @@ def digest_of(tensors: list[torch.Tensor]) -> str | None:
     on_gpu = False
     for t in tensors:
         h.update(_header(t))
-        if t.device.type == "cuda" and (word_digest := _gpu_word_digest()) is not None:
-            h.update(_word_digest_piece(*word_digest(t)))
-            on_gpu = True
-            continue
+        if t.is_cuda and (native := _gpu_word_digest()) is not None:
+            try:
+                h.update(_word_digest_piece(*native.word_digest(t)))
+                on_gpu = True
+                continue
+            except (RuntimeError, ValueError) as error:
+                if on_gpu:
+                    raise  # this list's digest has begun on the GPU: it cannot change method now
+                _gpu_digest_failed(error)
         data = bytes_of(t)
         h.update(_tree(memoryview(data).cast("B")) if len(data) > _TREE else data)
     return GPU_PREFIX + h.hexdigest() if on_gpu else h.hexdigest()

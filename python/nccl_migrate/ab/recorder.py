@@ -247,10 +247,21 @@ class Recorder:
         for op in done:
             self.finish(op)
 
+    @staticmethod
+    def capturing() -> bool:
+        """Whether the current CUDA stream is capturing a graph: an op issued now runs only at
+        replay, which no wrapper or hook sees, so it is counted (by its pre-hook, which every op
+        fires), not recorded, on both sides alike, which keeps their sequence numbers aligned."""
+        return torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing()
+
     # -- ops issued from C++ (hooks) -----------------------------------------------------------
     def _pre_hook(self, group, args) -> None:
         if _recorder is not self or _inside.active:
             return  # the wrapped Python call records this op itself
+        if self.capturing():
+            with self.lock:
+                self.meta["captured_ops_not_recorded"] = self.meta.get("captured_ops_not_recorded", 0) + 1
+            return
         name = HOOK_OPS.get(args.name.name, args.name.name.lower())
         inputs, outputs = list(args.input_tensors), list(args.output_tensors)
         my_rank = dist.get_rank(group)
@@ -372,7 +383,7 @@ def _wrap(name: str, fn):
     @functools.wraps(fn)
     def recorded(*args, **kwargs):
         rec = _recorder
-        if rec is None or _inside.active or not dist.is_initialized():
+        if rec is None or _inside.active or not dist.is_initialized() or rec.capturing():
             return fn(*args, **kwargs)
         rec.settle()
         try:

@@ -16,7 +16,7 @@ from .digest import PendingDigest, resolved
 
 MEMORY_INTERVAL = 0.1  # seconds between RSS samples
 WRITE_INTERVAL = 0.05  # seconds between the record writer's drains
-GPU_DIGEST_PATIENCE = 10.0  # seconds the last drain waits for digests a GPU is still computing
+GPU_DIGEST_PATIENCE = 10.0  # seconds a record waits for digests a GPU is still computing
 
 
 class MemorySampler(threading.Thread):
@@ -53,7 +53,8 @@ class RecordWriter(threading.Thread):
     path. The thread drains what has piled up every WRITE_INTERVAL seconds instead of waking at
     each record: on a host whose cores the ranks already fill, a wakeup per op is a context
     switch and a GIL handoff on the op's own path. Records keep their order; one whose digests
-    a GPU is still computing holds back those after it until the next drain."""
+    a GPU is still computing holds back those after it, for GPU_DIGEST_PATIENCE seconds at most
+    (a stream stuck behind a hung op must not keep the records that explain the hang off disk)."""
 
     def __init__(self, path: str):
         super().__init__(name="ab-records", daemon=True)
@@ -62,27 +63,26 @@ class RecordWriter(threading.Thread):
         self.start()
 
     def put(self, entry: dict) -> None:
-        self.pending.append(entry)  # a deque's append is atomic: no lock on the op's path
+        self.pending.append((time.monotonic(), entry))  # a deque's append is atomic: no lock on the op's path
 
-    def _drain(self, out, deadline: float | None = None) -> None:
-        """Writes the records whose digests are known; with a deadline (the last drain), waits
-        for the GPU until then, and past it writes what it has, naming the digests it lacks."""
+    def _drain(self, out, final: bool = False) -> None:
+        """Writes the records whose digests are known, and those that waited for a GPU past the
+        patience (the last drain, at exit, gives each the patience from then), naming the
+        digests they lack."""
         wrote = False
+        last_wait = time.monotonic() + GPU_DIGEST_PATIENCE
         while self.pending:
-            entry = self.pending[0]
-            waiting = [key for key in ("in", "out") if isinstance(entry.get(key), PendingDigest)
-                       and not entry[key].ready()]
-            if waiting and deadline is None:
+            put_at, entry = self.pending[0]
+            waiting = _waiting_digests(entry)
+            deadline = max(put_at + GPU_DIGEST_PATIENCE, last_wait if final else 0.0)
+            if waiting and not final and time.monotonic() < deadline:
                 break
             while waiting and time.monotonic() < deadline:
                 time.sleep(0.01)
-                waiting = [key for key in waiting if not entry[key].ready()]
-            for key in waiting:  # a stream that never got there (a hung or failed GPU op)
-                entry[key] = None
-                entry.setdefault("digests_unfinished", []).append(key)
-            for key in ("in", "out"):
-                entry[key] = resolved(entry.get(key))
-            out.write(json.dumps(self.pending.popleft()) + "\n")
+                waiting = _waiting_digests(entry)
+            for key in waiting:  # its stream never got there (a hung op) within the patience
+                _lacks(entry, key, None)
+            out.write(json.dumps(self.pending.popleft()[1]) + "\n")
             wrote = True
         if wrote:
             # On disk at once: a side killed for hanging (SIGTERM runs no exit handlers) keeps
@@ -93,8 +93,33 @@ class RecordWriter(threading.Thread):
         with open(self.path, "w", buffering=1 << 16) as out:
             while not self.stopped.wait(WRITE_INTERVAL):
                 self._drain(out)
-            self._drain(out, deadline=time.monotonic() + GPU_DIGEST_PATIENCE)
+            self._drain(out, final=True)
 
     def close(self) -> None:
         self.stopped.set()
         self.join()
+
+
+def _lacks(entry: dict, key: str, error: str | None) -> None:
+    entry[key] = None
+    entry.setdefault("digests_unfinished", []).append(key)
+    if error:
+        entry.setdefault("digest_errors", {})[key] = error
+
+
+def _waiting_digests(entry: dict) -> list[str]:
+    """The keys of `entry` whose GPU digest is not computed yet; those that are, or that failed
+    (a CUDA error, after a failed op), are settled in place."""
+    waiting = []
+    for key in ("in", "out"):
+        digest = entry.get(key)
+        if not isinstance(digest, PendingDigest):
+            continue
+        try:
+            if digest.ready():
+                entry[key] = resolved(digest)
+            else:
+                waiting.append(key)
+        except RuntimeError as error:  # CUDA's errors are sticky: the record says so, the writer goes on
+            _lacks(entry, key, f"{type(error).__name__}: {str(error).splitlines()[0]}")
+    return waiting

@@ -1,6 +1,7 @@
 """The record writer: records reach the disk in order within one drain interval (a side killed
 without exit handlers keeps them), a record whose GPU digest is not computed yet holds back the
-ones after it, and a digest the GPU never delivers ends as a named gap, never as a hang."""
+ones after it for a bounded time, and a digest the GPU never delivers, or fails to, ends as a
+named gap, never as a hang or a lost record."""
 
 import json
 import threading
@@ -23,6 +24,13 @@ class StreamNotThereYet(PendingDigest):
     def value(self):
         assert self.arrived.is_set(), "the writer must not wait on a digest that is not ready"
         return "gpu:feed"
+
+
+class StreamFailed(StreamNotThereYet):
+    """A pending GPU digest whose stream hit a CUDA error (sticky after a failed op)."""
+
+    def ready(self):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered\nmore")
 
 
 def lines(path):
@@ -61,4 +69,26 @@ def test_a_digest_the_gpu_never_delivers_is_named_at_close_within_the_patience(t
     assert time.monotonic() - started < 3
     first, second = lines(tmp_path / "r.jsonl")
     assert first["out"] is None and first["digests_unfinished"] == ["out"] and first["in"] == "a"
+    assert second == {"seq": 1, "in": "c", "out": "d"}
+
+
+def test_a_stuck_stream_holds_records_back_for_the_patience_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(recorder_threads, "GPU_DIGEST_PATIENCE", 0.3)
+    writer = RecordWriter(str(tmp_path / "r.jsonl"))
+    writer.put({"seq": 0, "in": "a", "out": StreamNotThereYet()})  # behind a hung op
+    writer.put({"seq": 1, "in": "c", "out": "d"})
+    time.sleep(1.0)  # the job is still running: nothing has closed the writer
+    first, second = lines(tmp_path / "r.jsonl")
+    assert first["out"] is None and first["digests_unfinished"] == ["out"] and second["seq"] == 1
+    writer.close()
+
+
+def test_a_cuda_error_on_a_digest_is_recorded_and_the_writer_goes_on(tmp_path):
+    writer = RecordWriter(str(tmp_path / "r.jsonl"))
+    writer.put({"seq": 0, "in": StreamFailed(), "out": "b"})
+    writer.put({"seq": 1, "in": "c", "out": "d"})
+    writer.close()
+    first, second = lines(tmp_path / "r.jsonl")
+    assert first["in"] is None and first["digests_unfinished"] == ["in"]
+    assert first["digest_errors"] == {"in": "RuntimeError: CUDA error: an illegal memory access was encountered"}
     assert second == {"seq": 1, "in": "c", "out": "d"}

@@ -105,3 +105,18 @@ def test_the_recorder_does_not_wait_for_the_gpu():
     pending = digest_soon([t])
     assert isinstance(pending, PendingDigest) and not pending.ready()
     assert pending.value() == digest_of([t])
+
+
+@needs_gpu
+def test_ops_captured_in_a_cuda_graph_are_told_apart_from_ops_that_run():
+    from nccl_migrate.ab.recorder import Recorder
+
+    assert not Recorder.capturing()
+    x = torch.zeros(8, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(torch.cuda.Stream()):
+        x.add_(1)  # warm-up outside the capture
+        with torch.cuda.graph(graph):
+            assert Recorder.capturing()  # an op issued now runs only at replay: not recorded
+            x.add_(1)
+    assert not Recorder.capturing()
