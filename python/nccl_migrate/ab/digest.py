@@ -27,28 +27,28 @@ _TREE = 2 * _CHUNK
 _parts: ThreadPoolExecutor | None = None
 _worker: ThreadPoolExecutor | None = None
 GPU_PREFIX = "gpu:"
-_word_digest = None  # the native module once a CUDA tensor needs it; False without the kernel
+_native_gpu = None  # the native module once a CUDA tensor needs it; False without the kernel
 
 
-def _gpu_word_digest():
-    """The native word digest if this build has its CUDA kernel, else None (CUDA tensors are then
-    copied to the host and hashed there)."""
-    global _word_digest
-    if _word_digest is None:
+def _native_with_gpu_digest():
+    """The native module if this build has the word digest's CUDA kernel, else None (CUDA tensors
+    are then copied to the host and hashed there)."""
+    global _native_gpu
+    if _native_gpu is None:
         try:
             from .._native import native
 
-            _word_digest = native if getattr(native, "device_digest_compiled", False) else False
+            _native_gpu = native if getattr(native, "device_digest_compiled", False) else False
         except ImportError:
-            _word_digest = False
-    return _word_digest or None
+            _native_gpu = False
+    return _native_gpu or None
 
 
 def _gpu_digest_failed(error: Exception) -> None:
     """The kernel could not run here (say, a driver too old for its code): this process hashes
     host copies from now on, and says so once."""
-    global _word_digest
-    _word_digest = False
+    global _native_gpu
+    _native_gpu = False
     print(f"nccl-migrate ab: the GPU digest failed ({str(error).splitlines()[0]}); hashing host copies of CUDA "
           "tensors instead, which costs more time", file=sys.stderr)
 
@@ -123,7 +123,7 @@ def _word_digest_piece(lane_a: int, lane_b: int) -> bytes:
 def digest_soon(tensors: list[torch.Tensor]) -> str | PendingDigest | None:
     """digest_of(tensors), without waiting for a GPU: CUDA tensors give a PendingDigest whose
     value() is the same string."""
-    if tensors and all(t.is_cuda for t in tensors) and (native := _gpu_word_digest()) is not None:
+    if tensors and all(t.is_cuda for t in tensors) and (native := _native_with_gpu_digest()) is not None:
         try:
             return PendingDigest(tensors, native.word_digest_enqueue)
         except (RuntimeError, ValueError) as error:
@@ -143,7 +143,7 @@ def digest_of(tensors: list[torch.Tensor]) -> str | None:
     on_gpu = False
     for t in tensors:
         h.update(_header(t))
-        if t.is_cuda and (native := _gpu_word_digest()) is not None:
+        if t.is_cuda and (native := _native_with_gpu_digest()) is not None:
             try:
                 h.update(_word_digest_piece(*native.word_digest(t)))
                 on_gpu = True
