@@ -46,7 +46,7 @@ def _rank(rank: int, world: int, store_path: str, record_dir: str, sizes, args, 
     import nccl_migrate  # noqa: F401
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
-    from nccl_migrate.ab import recorder
+    from nccl_migrate.ab import active, recorder
     from nccl_migrate.ab.digest import digest_of
 
     # The ranks line up before each op on a group of their own, through torch's functions as they
@@ -65,7 +65,7 @@ def _rank(rank: int, world: int, store_path: str, record_dir: str, sizes, args, 
     rows = []
     for size in sizes:
         op, hashed = _op(args.op, size, world)
-        recorder._recorder = None  # the wrappers and hooks pass straight through
+        active.recorder = None  # the wrappers and hooks pass straight through
         probe = timed(op)  # also the warm-up
         # Both ranks must run the same number of ops: they agree on the slower probe.
         agreed = torch.tensor([probe])
@@ -73,15 +73,15 @@ def _rank(rank: int, world: int, store_path: str, record_dir: str, sizes, args, 
         count = max(15, min(400, int(args.seconds / 2 / max(agreed.item(), 1e-4))))
         off, on, reads = [], [], []
         for _ in range(count):
-            recorder._recorder = None
+            active.recorder = None
             off.append(timed(op))
-            recorder._recorder = rec
+            active.recorder = rec
             on.append(timed(op))
-        recorder._recorder = None
+        active.recorder = None
         for _ in range(max(5, count // 4)):
             reads.append(timed(lambda hashed=hashed: [digest_of([t]) for t in hashed]))
         rows.append((size, count, statistics.median(off), statistics.median(on), statistics.median(reads)))
-    recorder._recorder = None
+    active.recorder = None
     if rank == 0:
         out.put(rows)
     dist.destroy_process_group()

@@ -1,19 +1,18 @@
 """Inside the job: records every collective and p2p op on every group, per rank, as one JSON line
 (group, per-group sequence number, op, dtype, shapes, reduce op, digests of input and output,
-timing). Two sources, one numbering: wrappers around torch.distributed's Python functions (they
-know the reduce op and the call as the job wrote it) and ProcessGroup pre/post hooks, which fire
-from the dispatcher for every op and so also see ops issued from C++ (DDP's reducer); a hook
-that fires inside a wrapped call is that call's own op and is skipped. A collective issued from
-C++ is waited on in its post-hook, before its issuer sees it (the one point where its output is
-known final and not yet reused), so recording makes such ops synchronous. Installed at
-``import torch`` when NCCL_MIGRATE_AB_RECORD names a directory (nccl_migrate_autoload), or by
-``install(directory)``."""
+timing). Two sources, one numbering: wrappers around torch.distributed's Python functions
+(wrappers.py; they know the reduce op and the call as the job wrote it) and ProcessGroup pre/post
+hooks (here), which fire from the dispatcher for every op and so also see ops issued from C++
+(DDP's reducer); a hook that fires inside a wrapped call is that call's own op and is skipped. A
+collective issued from C++ is waited on in its post-hook, before its issuer sees it (the one
+point where its output is known final and not yet reused), so recording makes such ops
+synchronous. Installed at ``import torch`` when NCCL_MIGRATE_AB_RECORD names a directory
+(nccl_migrate_autoload), or by ``install(directory)``."""
 
 from __future__ import annotations
 
 import atexit
 import functools
-import inspect
 import json
 import os
 import resource
@@ -25,19 +24,20 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from . import (
-    BACKEND_VARIABLE,
     KEEP_VARIABLE,
     PERTURB_VARIABLE,
     RECORD_VARIABLE,
     SHADOW_PERTURB_VARIABLE,
     SHADOW_VARIABLE,
+    active,
 )
 from .digest import digest_soon, has_spare_core, later, on_host, overlaps, resolved
+from .issued_op import IssuedOp, RecordedWork
 from .ops import VIEWS, OpView
 from .perturb import Perturbation
 from .recorder_threads import MemorySampler, RecordWriter
+from .wrappers import patch, wrap_init_process_group, wrap_new_group, wrap_op
 
-ASYNC_OPS = ("isend", "irecv", "batch_isend_irecv")
 # Ops whose backend may write the tensor it reads: their input is hashed before they are issued.
 # Every other op's host input is hashed on the worker thread while the op runs.
 WRITES_INPUT = ("all_reduce", "reduce", "broadcast")
@@ -54,63 +54,6 @@ HOOK_OPS = {"SEND": "send", "RECV": "recv", "BROADCAST": "broadcast", "ALLREDUCE
             "REDUCE_SCATTER_TENSOR_COALESCED": "reduce_scatter_tensor_coalesced", "ALLTOALL_BASE": "all_to_all_single"}
 HOOK_IN_PLACE = ("broadcast", "all_reduce", "reduce", "all_reduce_coalesced")  # outputs are the inputs
 
-_recorder: Recorder | None = None
-
-
-class _Inside(threading.local):
-    active = False  # set while a wrapped call runs: its own hooks, and torch's nested calls, pass
-
-
-_inside = _Inside()
-
-
-class _Op:
-    """One op between its issue and its record: the job's tensors, the input digest (or the future
-    computing it), kept tensors and the op's shadow."""
-
-    def __init__(self, entry: dict, view: OpView, kept, in_future=None):
-        self.entry, self.view, self.kept, self.in_future = entry, view, kept, in_future
-        self.start = time.perf_counter()
-        self.shadow = None
-        self.works: list = []
-        self.waited = 0
-        self.seen_done: set[int] = set()  # works whose future completed (is_completed may lag it)
-
-    def complete(self) -> bool:
-        return all(id(w) in self.seen_done or w.is_completed() for w in self.works)
-
-
-class RecordedWork:
-    """Torch's Work, unchanged, except that each way the job can learn the op is complete (wait,
-    is_completed, its future) first completes the op's record: until then the job may not touch
-    the op's tensors, so they are read unchanged."""
-
-    def __init__(self, work, op: _Op, recorder: Recorder):
-        self._work, self._op, self._recorder = work, op, recorder
-
-    def wait(self, *args, **kwargs):
-        result = self._work.wait(*args, **kwargs)
-        self._recorder.waited(self._op)
-        return result
-
-    def is_completed(self) -> bool:
-        done = self._work.is_completed()
-        if done:
-            self._recorder.observed(self._op, self._work)
-        return done
-
-    def get_future(self):
-        def recorded(future):
-            self._recorder.observed(self._op, self._work)
-            return future.value()
-
-        # The job's callbacks chain on this future, so they run after the record is complete.
-        return self._work.get_future().then(recorded)
-
-    def __getattr__(self, name):
-        return getattr(self._work, name)
-
-
 class Recorder:
     def __init__(self, directory: str, keep_bytes: int = 0, perturb: Perturbation | None = None, shadow=None):
         self.directory, self.keep_bytes, self.perturb, self.shadow = directory, keep_bytes, perturb, shadow
@@ -123,8 +66,8 @@ class Recorder:
         self.sequence: dict[str, int] = {}
         self.group_names: dict[int, str] = {}
         self.watched: set[int] = set()
-        self.pending: list[_Op] = []
-        self.hooked: dict[tuple[int, int], _Op] = {}  # issued from C++, not yet complete
+        self.pending: list[IssuedOp] = []
+        self.hooked: dict[tuple[int, int], IssuedOp] = {}  # issued from C++, not yet complete
         self.count = 0
         self.closed = False
         self.memory = MemorySampler(self.started)
@@ -153,7 +96,7 @@ class Recorder:
             return
 
     # -- one op --------------------------------------------------------------------------------
-    def begin(self, op: str, view: OpView, via: str | None = None) -> _Op:
+    def begin(self, op: str, view: OpView, via: str | None = None) -> IssuedOp:
         group = self.group_name(view.group)
         with self.lock:
             seq = self.sequence.get(group, 0)
@@ -176,9 +119,9 @@ class Recorder:
         kept = None
         if self.keep_bytes and sum(t.numel() * t.element_size() for t in tensors) <= self.keep_bytes:
             kept = [t.detach().cpu().clone() for t in view.inputs]  # in-place ops overwrite them
-        return _Op(entry, view, kept, in_future)
+        return IssuedOp(entry, view, kept, in_future)
 
-    def finish(self, op: _Op, error: str | None = None) -> None:
+    def finish(self, op: IssuedOp, error: str | None = None) -> None:
         entry, view = op.entry, op.view
         entry["ms"] = (time.perf_counter() - op.start) * 1e3
         if op.in_future is not None:
@@ -208,7 +151,7 @@ class Recorder:
                 self.memory.start()
             self.out.put(entry)
 
-    def defer(self, op: _Op, result):
+    def defer(self, op: IssuedOp, result):
         works = result if isinstance(result, list) else [result]
         op.works = [w for w in works if w is not None]
         with self.lock:
@@ -216,7 +159,7 @@ class Recorder:
         wrapped = [RecordedWork(w, op, self) if w is not None else None for w in works]
         return wrapped if isinstance(result, list) else wrapped[0]
 
-    def waited(self, op: _Op) -> None:
+    def waited(self, op: IssuedOp) -> None:
         with self.lock:
             op.waited += 1
             mine = op in self.pending and (op.waited >= len(op.works) or op.complete())
@@ -225,7 +168,7 @@ class Recorder:
         if mine:
             self.finish(op)
 
-    def observed(self, op: _Op, work) -> None:
+    def observed(self, op: IssuedOp, work) -> None:
         """The job saw ``work`` of ``op`` complete: record the op now if all its works are, before
         the job can change its tensors."""
         with self.lock:
@@ -256,7 +199,7 @@ class Recorder:
 
     # -- ops issued from C++ (hooks) -----------------------------------------------------------
     def _pre_hook(self, group, args) -> None:
-        if _recorder is not self or _inside.active:
+        if active.recorder is not self or active.inside.active:
             return  # the wrapped Python call records this op itself
         if self.capturing():
             with self.lock:
@@ -302,11 +245,11 @@ class Recorder:
             except Exception as failure:  # noqa: BLE001 - the issuer's own wait raises it again
                 error = f"{type(failure).__name__}: {failure}"
         if op.shadow is not None and error is None:
-            _inside.active = True  # the shadow's op is not the job's
+            active.inside.active = True  # the shadow's op is not the job's
             try:
                 op.shadow.issue()
             finally:
-                _inside.active = False
+                active.inside.active = False
         self.finish(op, error=error)
 
     # -- the process ---------------------------------------------------------------------------
@@ -359,135 +302,22 @@ class Recorder:
         os.replace(path + ".tmp", path)
 
 
-def _binder(fn):
-    """A fast inspect.Signature.bind(...).arguments for calls made the usual way (inspect's own
-    bind costs tens of µs per op)."""
-    signature = inspect.signature(fn)
-    names = [p.name for p in signature.parameters.values()
-             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-    def bind(args, kwargs) -> dict:
-        if len(args) > len(names) or any(k not in signature.parameters for k in kwargs):
-            return signature.bind(*args, **kwargs).arguments  # let torch's own error surface
-        arguments = dict(zip(names, args))
-        arguments.update(kwargs)
-        return arguments
-
-    return bind
-
-
-def _wrap(name: str, fn):
-    bind = _binder(fn)
-    asynchronous = name in ASYNC_OPS
-
-    @functools.wraps(fn)
-    def recorded(*args, **kwargs):
-        rec = _recorder
-        if rec is None or _inside.active or not dist.is_initialized() or rec.capturing():
-            return fn(*args, **kwargs)
-        rec.settle()
-        try:
-            arguments = bind(args, kwargs)
-            view = VIEWS[name](arguments)
-        except (TypeError, KeyError, ValueError):
-            return fn(*args, **kwargs)  # a call torch itself rejects: its error, not ours
-        op = rec.begin(name, view)
-        if rec.shadow is not None:
-            op.shadow, why = rec.shadow.prepare(fn, name, arguments, view.group, rec.rank, op.entry["group"],
-                                                op.entry["seq"])
-            if why:
-                op.entry["shadow"] = {"skipped": why}
-        _inside.active = True
-        try:
-            op.start = time.perf_counter()
-            result = fn(*args, **kwargs)
-            if op.shadow is not None:
-                op.shadow.issue()
-        except BaseException as error:
-            rec.finish(op, error=f"{type(error).__name__}: {error}")
-            raise
-        finally:
-            _inside.active = False
-        if result is not None and (asynchronous or arguments.get("async_op")):
-            return rec.defer(op, result)
-        rec.finish(op)
-        return result
-
-    return recorded
-
-
-def _wrap_init(fn):
-    signature = inspect.signature(fn)
-
-    @functools.wraps(fn)
-    def init_process_group(*args, **kwargs):
-        bound = signature.bind(*args, **kwargs)
-        requested = bound.arguments.get("backend")  # what the job asked for, before a side replaces it
-        forced = os.environ.get(BACKEND_VARIABLE)
-        if forced:
-            # The job stays unmodified: the side's backend replaces whatever it asked for.
-            bound.arguments["backend"] = forced
-            args, kwargs = bound.args, bound.kwargs
-        start = time.perf_counter()
-        result = fn(*args, **kwargs)
-        rec = _recorder
-        if rec is not None:
-            rec.initialised(time.perf_counter() - start)
-            if rec.shadow is not None:
-                _inside.active = True  # the shadow's own groups are not the job's
-                try:
-                    rec.shadow.world_created(requested)
-                finally:
-                    _inside.active = False
-        return result
-
-    return init_process_group
-
-
-def _wrap_new_group(fn):
-    signature = inspect.signature(fn)
-
-    @functools.wraps(fn)
-    def new_group(*args, **kwargs):
-        group = fn(*args, **kwargs)
-        rec = _recorder
-        if rec is None or _inside.active:
-            return group
-        rec.watch(group)
-        if rec.shadow is not None:
-            _inside.active = True
-            try:
-                rec.shadow.group_created(group, signature.bind(*args, **kwargs).arguments)
-            finally:
-                _inside.active = False
-        return group
-
-    return new_group
-
-
-def _patch(name: str, replacement) -> None:
-    # Jobs call torch.distributed.X; torch's own code calls distributed_c10d.X.
-    setattr(dist, name, replacement)
-    setattr(c10d, name, replacement)
-
-
 def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = None, shadow=None) -> Recorder:
     """Starts recording this process's ops into ``directory``; a second call returns the first
     recorder."""
-    global _recorder
-    if _recorder is not None:
-        return _recorder
-    _recorder = Recorder(directory, keep_bytes, perturb, shadow)
+    if active.recorder is not None:
+        return active.recorder
+    rec = active.recorder = Recorder(directory, keep_bytes, perturb, shadow)
     if shadow is not None:
         from .shadow import _originals
 
         _originals.update((name, getattr(c10d, name)) for name in VIEWS)
     for name in VIEWS:
-        _patch(name, _wrap(name, getattr(c10d, name)))
-    _patch("init_process_group", _wrap_init(c10d.init_process_group))
-    _patch("new_group", _wrap_new_group(c10d.new_group))
-    atexit.register(_recorder.close)
-    return _recorder
+        patch(name, wrap_op(name, getattr(c10d, name)))
+    patch("init_process_group", wrap_init_process_group(c10d.init_process_group))
+    patch("new_group", wrap_new_group(c10d.new_group))
+    atexit.register(rec.close)
+    return rec
 
 
 def install_from_environment() -> Recorder | None:
