@@ -39,7 +39,7 @@ from .recorder_threads import MemorySampler, RecordWriter
 from .wrappers import patch, wrap_init_process_group, wrap_new_group, wrap_op
 
 # Ops whose backend may write the tensor it reads: their input is hashed before they are issued.
-# Every other op's host input is hashed on the worker thread while the op runs.
+# Every other op's host input is hashed on the worker thread while the op runs, where a core is spare.
 WRITES_INPUT = ("all_reduce", "reduce", "broadcast")
 LATER_BYTES = 1 << 20  # below this, handing a digest to the worker costs more than computing it
 HOOK_ID = 0x6162  # our pre/post hooks' id on every group ("ab")
