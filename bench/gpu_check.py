@@ -2,7 +2,7 @@
 (results checked), then device memory of 16 subgroups, eager vs lazy, against torch's own
 `nccl` (nccl2 in 2.15) and `nccl-legacy` in the same run, then the A/B recorder's word digest
 on the GPU (its value checked against the host reference, its time against copying the tensor
-to the host and hashing it there). Each configuration runs in a fresh process so CUDA contexts
+to the host and hashing it there) and what recording adds to an all_reduce on the GPU. Each configuration runs in a fresh process so CUDA contexts
 and NCCL state never leak between them.
 
     .venv/bin/python bench/gpu_check.py [--groups 16] [--json PATH]
@@ -153,6 +153,37 @@ def _digest() -> dict:
     return rows
 
 
+def _recording(backend: str, store_path: str) -> dict:
+    """Per size: all_reduce on a 1-rank group of ``backend``, 20 ops back to back with the A/B
+    recorder off, then on, alternating 5 times; the best of each, in ms per op."""
+    import time
+
+    import torch
+    from nccl_migrate.ab import active, recorder
+
+    rec = recorder.install(tempfile.mkdtemp())
+    device = _init(backend, store_path)
+    import torch.distributed as dist
+
+    rows = {}
+    for mib in (1, 64, 1024):
+        t = torch.ones(mib << 18, device=device)
+        best = {"off": float("inf"), "on": float("inf")}
+        for _ in range(5):
+            for mode in ("off", "on"):
+                active.recorder = rec if mode == "on" else None
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                for _ in range(20):
+                    dist.all_reduce(t)
+                torch.cuda.synchronize()
+                best[mode] = min(best[mode], (time.perf_counter() - start) / 20 * 1e3)
+        rows[f"{mib} MiB"] = best
+    active.recorder = None
+    dist.destroy_process_group()
+    return rows
+
+
 def _child(kind: str, backend: str, env: dict, groups: int, queue) -> None:
     os.environ.update(env)
     with tempfile.TemporaryDirectory() as tmp:
@@ -160,6 +191,8 @@ def _child(kind: str, backend: str, env: dict, groups: int, queue) -> None:
         try:
             if kind == "digest":
                 value = _digest()
+            elif kind == "recording":
+                value = _recording(backend, store_path)
             else:
                 value = _every_op(backend, store_path) if kind == "ops" else _memory(backend, store_path, groups)
             queue.put(("ok", value))
@@ -225,6 +258,17 @@ def main() -> int:
             print(f"{size:>9}{row['gpu_ms']:>17.3f}{rate:>8.0f}{row['copy_and_host_hash_ms']:>23.3f}"
                   f"  {row['equals_host_reference']}")
             wrong += not row["equals_host_reference"]
+    print("\nwhat A/B recording adds to all_reduce on one GPU (ms per op, best of 5 x 20 ops)")
+    print(f"{'backend':<16}{'size':>9}{'off':>10}{'on':>10}{'on/off':>8}")
+    report["recording"] = {}
+    for backend in ("migrate-nccl2", "nccl"):
+        status, value = _run("recording", backend, {}, args.groups)
+        report["recording"][backend] = value if status == "ok" else {"error": value}
+        if status != "ok":
+            print(f"{backend:<16}  {value}")
+            continue
+        for size, row in value.items():
+            print(f"{backend:<16}{size:>9}{row['off']:>10.3f}{row['on']:>10.3f}{row['on'] / row['off']:>8.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
