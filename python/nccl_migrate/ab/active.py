@@ -10,7 +10,16 @@ recorder = None
 
 
 class _Inside(threading.local):
-    active = False  # set while a wrapped call runs: its own hooks, and torch's nested calls, pass
+    """``with inside:`` marks calls that are not the job's own (a wrapped call's nested ones and
+    its hooks, a shadow's ops): wrappers and hooks let them pass unrecorded."""
+
+    active = False
+
+    def __enter__(self) -> None:
+        self.active = True
+
+    def __exit__(self, *exc) -> None:
+        self.active = False
 
 
 inside = _Inside()

@@ -12,6 +12,7 @@ after the op and before the job's next kernel, and the record writer collects th
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,7 +54,9 @@ def _gpu_digest_failed(error: Exception) -> None:
           "tensors instead, which costs more time", file=sys.stderr)
 
 
+@functools.cache
 def _cores_per_rank() -> int:
+    # A launcher sets LOCAL_WORLD_SIZE before the rank starts: read once, not per op.
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
     return max(1, (os.cpu_count() or 1) // max(1, local))
 

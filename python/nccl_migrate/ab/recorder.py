@@ -245,11 +245,8 @@ class Recorder:
             except Exception as failure:  # noqa: BLE001 - the issuer's own wait raises it again
                 error = f"{type(failure).__name__}: {failure}"
         if op.shadow is not None and error is None:
-            active.inside.active = True  # the shadow's op is not the job's
-            try:
+            with active.inside:  # the shadow's op is not the job's
                 op.shadow.issue()
-            finally:
-                active.inside.active = False
         self.finish(op, error=error)
 
     # -- the process ---------------------------------------------------------------------------

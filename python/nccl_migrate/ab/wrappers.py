@@ -56,17 +56,15 @@ def wrap_op(name: str, fn):
                                                 op.entry["seq"])
             if why:
                 op.entry["shadow"] = {"skipped": why}
-        active.inside.active = True
         try:
-            op.start = time.perf_counter()
-            result = fn(*args, **kwargs)
-            if op.shadow is not None:
-                op.shadow.issue()
+            with active.inside:
+                op.start = time.perf_counter()
+                result = fn(*args, **kwargs)
+                if op.shadow is not None:
+                    op.shadow.issue()
         except BaseException as error:
             rec.finish(op, error=f"{type(error).__name__}: {error}")
             raise
-        finally:
-            active.inside.active = False
         if result is not None and (asynchronous or arguments.get("async_op")):
             return rec.defer(op, result)
         rec.finish(op)
@@ -93,11 +91,8 @@ def wrap_init_process_group(fn):
         if rec is not None:
             rec.initialised(time.perf_counter() - start)
             if rec.shadow is not None:
-                active.inside.active = True  # the shadow's own groups are not the job's
-                try:
+                with active.inside:  # the shadow's own groups are not the job's
                     rec.shadow.world_created(requested)
-                finally:
-                    active.inside.active = False
         return result
 
     return init_process_group
@@ -114,11 +109,8 @@ def wrap_new_group(fn):
             return group
         rec.watch(group)
         if rec.shadow is not None:
-            active.inside.active = True
-            try:
+            with active.inside:
                 rec.shadow.group_created(group, signature.bind(*args, **kwargs).arguments)
-            finally:
-                active.inside.active = False
         return group
 
     return new_group

@@ -13,20 +13,20 @@ MASK = (1 << 64) - 1
 POSITION_A, POSITION_B, LENGTH = 0x9E3779B97F4A7C15, 0xD6E8FEB86659FD93, 0xA0761D6478BD642F
 
 
-def _mix_a(x):
-    x ^= x >> 33
-    x = (x * 0xFF51AFD7ED558CCD) & MASK
-    x ^= x >> 33
-    x = (x * 0xC4CEB9FE1A85EC53) & MASK
-    return x ^ (x >> 33)
+def _xor_shift_multiply(x, s1, m1, s2, m2, s3):
+    x ^= x >> s1
+    x = (x * m1) & MASK
+    x ^= x >> s2
+    x = (x * m2) & MASK
+    return x ^ (x >> s3)
 
 
-def _mix_b(x):
-    x ^= x >> 30
-    x = (x * 0xBF58476D1CE4E5B9) & MASK
-    x ^= x >> 27
-    x = (x * 0x94D049BB133111EB) & MASK
-    return x ^ (x >> 31)
+def _mix_a(x):  # MurmurHash3's 64-bit finalizer
+    return _xor_shift_multiply(x, 33, 0xFF51AFD7ED558CCD, 33, 0xC4CEB9FE1A85EC53, 33)
+
+
+def _mix_b(x):  # SplitMix64's finalizer
+    return _xor_shift_multiply(x, 30, 0xBF58476D1CE4E5B9, 27, 0x94D049BB133111EB, 31)
 
 
 def word_digest_by_definition(data: bytes) -> tuple[int, int]:

@@ -36,24 +36,26 @@ inline constexpr std::uint64_t kPositionA = 0x9e3779b97f4a7c15ULL;  // 2^64 / go
 inline constexpr std::uint64_t kPositionB = 0xd6e8feb86659fd93ULL;
 inline constexpr std::uint64_t kLength = 0xa0761d6478bd642fULL;
 
-// MurmurHash3's 64-bit finalizer: a bijection with full avalanche.
-NCCL_MIGRATE_HOST_DEVICE inline std::uint64_t mixA(std::uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
+// x ^= x >> s1; x *= m1; x ^= x >> s2; x *= m2; x ^= x >> s3: with odd multipliers each step is
+// invertible, so the whole is a bijection of 64-bit words.
+template <unsigned S1, std::uint64_t M1, unsigned S2, std::uint64_t M2, unsigned S3>
+NCCL_MIGRATE_HOST_DEVICE inline std::uint64_t xorShiftMultiply(std::uint64_t x) {
+  x ^= x >> S1;
+  x *= M1;
+  x ^= x >> S2;
+  x *= M2;
+  x ^= x >> S3;
   return x;
 }
 
-// SplitMix64's finalizer: another bijection, with constants independent of mixA's.
+// MurmurHash3's 64-bit finalizer, with full avalanche.
+NCCL_MIGRATE_HOST_DEVICE inline std::uint64_t mixA(std::uint64_t x) {
+  return xorShiftMultiply<33, 0xff51afd7ed558ccdULL, 33, 0xc4ceb9fe1a85ec53ULL, 33>(x);
+}
+
+// SplitMix64's finalizer: constants independent of mixA's.
 NCCL_MIGRATE_HOST_DEVICE inline std::uint64_t mixB(std::uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
+  return xorShiftMultiply<30, 0xbf58476d1ce4e5b9ULL, 27, 0x94d049bb133111ebULL, 31>(x);
 }
 
 // One word's terms in the two sums.
