@@ -131,7 +131,7 @@ def digest_soon(tensors: list[torch.Tensor]) -> str | PendingDigest | None:
             return PendingDigest(tensors, native.word_digest_enqueue)
         except (RuntimeError, ValueError) as error:
             _gpu_digest_failed(error)
-    return digest_of(tensors)
+    return _host_digest(tensors)
 
 
 def resolved(digest: str | PendingDigest | None) -> str | None:
@@ -140,24 +140,19 @@ def resolved(digest: str | PendingDigest | None) -> str | None:
 
 def digest_of(tensors: list[torch.Tensor]) -> str | None:
     """One digest over a list of tensors; None when the list is empty (the op has no such side)."""
+    return resolved(digest_soon(tensors))
+
+
+def _host_digest(tensors: list[torch.Tensor]) -> str | None:
+    """The digest of the tensors' bytes read on the host (a tensor elsewhere is copied here)."""
     if not tensors:
         return None
     h = xxhash.xxh3_128()
-    on_gpu = False
     for t in tensors:
         h.update(_header(t))
-        if t.is_cuda and (native := _native_with_gpu_digest()) is not None:
-            try:
-                h.update(_word_digest_piece(*native.word_digest(t)))
-                on_gpu = True
-                continue
-            except (RuntimeError, ValueError) as error:
-                if on_gpu:
-                    raise  # this list's digest has begun on the GPU: it cannot change method now
-                _gpu_digest_failed(error)
         data = bytes_of(t)
         h.update(_tree(memoryview(data).cast("B")) if len(data) > _TREE else data)
-    return GPU_PREFIX + h.hexdigest() if on_gpu else h.hexdigest()
+    return h.hexdigest()
 
 
 def on_host(tensors: list[torch.Tensor]) -> bool:
