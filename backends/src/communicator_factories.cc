@@ -1,4 +1,5 @@
-// The per-group factory: CPU communicators through torch's Gloo, CUDA ones through NCCL.
+// The per-group factory: NCCL communicators for the devices the NCCL seams serve (CUDA in
+// production), Gloo communicators through torch's Gloo for the CPU.
 #include "nccl_migrate/backends/communicator_factories.h"
 
 #include <algorithm>
@@ -9,6 +10,10 @@
 #include "cpu/gloo_communicator.h"
 #if NCCL_MIGRATE_HAVE_NCCL
 #include "nccl/nccl_communicator.h"
+#else
+namespace nccl_migrate::backends {
+struct NcclSeams {};
+}  // namespace nccl_migrate::backends
 #endif
 
 namespace nccl_migrate::backends {
@@ -17,30 +22,48 @@ namespace {
 class DeviceCommunicatorFactory final : public CommunicatorFactory {
  public:
   DeviceCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store, GlooBackendMaker makeGloo, std::string groupName,
-                            std::chrono::milliseconds timeout)
-      : store_(std::move(store)), makeGloo_(std::move(makeGloo)), groupName_(std::move(groupName)), timeout_(timeout) {}
+                            std::chrono::milliseconds timeout, std::shared_ptr<const NcclSeams> seams,
+                            c10::DeviceType seamsDevice)
+      : store_(std::move(store)),
+        makeGloo_(std::move(makeGloo)),
+        groupName_(std::move(groupName)),
+        timeout_(timeout),
+        seams_(std::move(seams)),
+        seamsDevice_(seamsDevice) {}
 
   std::unique_ptr<Communicator> create(const CommunicatorRequest& request) override {
     CommunicatorInfo info = describe(request);
-    // A key created again (after abort or shutdown) gets a fresh rendezvous namespace.
-    std::string prefix = "nccl_migrate/" + request.key + "/" + std::to_string(generation_[request.key]++);
-    auto started = std::chrono::steady_clock::now();
-    if (request.device.is_cpu()) {
-      TORCH_CHECK(makeGloo_, "no Gloo maker: CPU communicators are created through the nccl_migrate Python package");
-      auto gloo = makeGloo_(store_, prefix, info.rank, info.size, timeout_);
-      info.creationTime = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
-      info.implementation = "gloo";
-      return std::make_unique<GlooCommunicator>(std::move(info), std::move(gloo));
-    }
-    TORCH_CHECK(request.device.is_cuda(), "nccl_migrate backends run on cpu and cuda devices, not ", request.device.str());
-#if NCCL_MIGRATE_HAVE_NCCL
-    return NcclCommunicator::create(store_, prefix, std::move(info), groupName_);
-#else
+    // Every member names the same rendezvous, whatever its device; a key created again (after
+    // abort or shutdown) gets a fresh namespace.
+    std::string prefix =
+        "nccl_migrate/" + request.rendezvousKey + "/" + std::to_string(generation_[request.rendezvousKey]++);
+    if (seams_ && request.device.type() == seamsDevice_) return ncclCommunicator(prefix, std::move(info), request);
+    if (request.device.is_cpu()) return glooCommunicator(prefix, std::move(info));
+    TORCH_CHECK(request.device.is_cuda(), "nccl_migrate backends run on cpu and cuda devices, not ",
+                request.device.str());
     TORCH_CHECK(false, "this nccl_migrate build has no NCCL: rebuild with the CUDA toolkit and torch's NCCL wheel");
-#endif
   }
 
  private:
+  std::unique_ptr<Communicator> glooCommunicator(const std::string& prefix, CommunicatorInfo info) {
+    TORCH_CHECK(makeGloo_, "no Gloo maker: CPU communicators are created through the nccl_migrate Python package");
+    auto started = std::chrono::steady_clock::now();
+    auto gloo = makeGloo_(store_, prefix, info.rank, info.size, timeout_);
+    info.creationTime = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+    info.implementation = "gloo";
+    return std::make_unique<GlooCommunicator>(std::move(info), std::move(gloo));
+  }
+
+  std::unique_ptr<Communicator> ncclCommunicator(const std::string& prefix, CommunicatorInfo info,
+                                                 const CommunicatorRequest& request) {
+#if NCCL_MIGRATE_HAVE_NCCL
+    return NcclCommunicator::create(store_, prefix, std::move(info), groupName_, request.futureOrder, *seams_);
+#else
+    (void)prefix, (void)info, (void)request;
+    TORCH_CHECK(false, "this nccl_migrate build has no NCCL");
+#endif
+  }
+
   CommunicatorInfo describe(const CommunicatorRequest& request) const {
     CommunicatorInfo info;
     info.key = request.key;
@@ -59,15 +82,36 @@ class DeviceCommunicatorFactory final : public CommunicatorFactory {
   GlooBackendMaker makeGloo_;
   std::string groupName_;
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<const NcclSeams> seams_;
+  c10::DeviceType seamsDevice_;
   std::map<std::string, int> generation_;
 };
+
+std::shared_ptr<const NcclSeams> productionSeams() {
+#if NCCL_MIGRATE_HAVE_NCCL
+  static auto seams = std::make_shared<const NcclSeams>(NcclSeams{nccl::libraryNcclApi(), nccl::cudaRuntime()});
+  return seams;
+#else
+  return nullptr;
+#endif
+}
 
 }  // namespace
 
 std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store,
                                                              GlooBackendMaker makeGloo, std::string groupName,
                                                              std::chrono::milliseconds timeout) {
-  return std::make_shared<DeviceCommunicatorFactory>(std::move(store), std::move(makeGloo), std::move(groupName), timeout);
+  return makeCommunicatorFactory(std::move(store), std::move(makeGloo), std::move(groupName), timeout,
+                                 productionSeams(), c10::kCUDA);
+}
+
+std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store,
+                                                             GlooBackendMaker makeGloo, std::string groupName,
+                                                             std::chrono::milliseconds timeout,
+                                                             std::shared_ptr<const NcclSeams> seams,
+                                                             c10::DeviceType seamsDevice) {
+  return std::make_shared<DeviceCommunicatorFactory>(std::move(store), std::move(makeGloo), std::move(groupName),
+                                                     timeout, std::move(seams), seamsDevice);
 }
 
 bool ncclCompiled() { return NCCL_MIGRATE_HAVE_NCCL != 0; }

@@ -101,10 +101,22 @@ bool EngineWork::wait(std::chrono::milliseconds timeout) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (completed_ && exception_) std::rethrow_exception(exception_);
   }
+  // torch's semantics: without a timeout, a device op only makes the caller's stream wait for it
+  // and the host runs ahead (DDP and FSDP overlap on that); the watchdog enforces the group's
+  // timeout. The host blocks for a barrier, in blocking-wait mode, or for an explicit timeout.
+  if (timeout == kNoTimeout && !identity_.waitBlocksHost && inFlight_->waitOnDevice()) {
+    if (auto error = inFlight_->failure()) {
+      settle(error, /*timedOut=*/false);
+      std::rethrow_exception(exception());
+    }
+    return true;
+  }
   auto limit = timeout == kNoTimeout ? timeout_ : timeout;
   try {
-    // Also orders the caller's CUDA stream after the op, even when already settled.
     inFlight_->wait(limit);
+  } catch (const OpTimedOut&) {
+    settle(std::current_exception(), /*timedOut=*/true);
+    std::rethrow_exception(exception());
   } catch (...) {
     settle(std::current_exception(), /*timedOut=*/!inFlight_->isDone() && !inFlight_->failure());
     std::rethrow_exception(exception());
@@ -115,7 +127,8 @@ bool EngineWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-void EngineWork::synchronize() { wait(timeout_); }
+// torch's synchronize(): the caller's stream waits for the op, as wait() without a timeout.
+void EngineWork::synchronize() { wait(kNoTimeout); }
 
 bool EngineWork::watch(std::chrono::steady_clock::time_point now) {
   if (isCompleted()) return true;

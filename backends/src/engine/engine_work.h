@@ -23,6 +23,9 @@ class EngineWork final : public c10d::Work {
     uint64_t sequence;
     std::string description;  // "allreduce (backend nccl2, group '0', rank 1, sequence number 4)"
     std::optional<uint64_t> flightRecord;
+    // wait() without a timeout blocks the host (barrier, blocking-wait mode) instead of only
+    // ordering the caller's stream after the op.
+    bool waitBlocksHost = false;
   };
 
   // `unsettled`, when given, counts this work from construction until it settles.

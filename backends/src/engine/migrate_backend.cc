@@ -220,7 +220,8 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   }
   auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
   auto work = c10::make_intrusive<EngineWork>(
-      rank_, EngineWork::Identity{op.type, shownSeq, description, record}, std::move(inFlight), op.outputs,
+      rank_, EngineWork::Identity{op.type, shownSeq, description, record, op.type == c10d::OpType::BARRIER},
+      std::move(inFlight), op.outputs,
       options_.timeout, c10::weak_intrusive_ptr<MigrateBackend>(self), batch_ ? nullptr : unsettled_);
   if (!batch_) watchUntilSettled(work);
   return work;
@@ -357,10 +358,16 @@ void MigrateBackend::dropCommunicators() {
 }
 
 void MigrateBackend::shutdown() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  aborted_ = true;
-  communicators_.clear();
-  creationOrder_.clear();
+  std::map<std::string, std::unique_ptr<Communicator>> closing;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborted_ = true;
+    closing.swap(communicators_);
+    creationOrder_.clear();
+  }
+  // Destroyed outside the lock: NCCL's destroy can wait on a dead peer, and the watchdog's abort
+  // of this group needs the lock meanwhile.
+  closing.clear();
 }
 
 std::vector<CommunicatorInfo> MigrateBackend::communicators() const {

@@ -1,9 +1,12 @@
-// The one thin layer through which every NCCL and CUDA runtime call goes. Calls that produce
-// something return it ([[nodiscard]]); every failure becomes an NcclError carrying the NCCL
-// result, the call, the op, the group and the rank. It is also the seam for unit tests.
+// The seam under the NCCL communicator: every NCCL call goes through NcclApi, an interface
+// with NCCL's own signatures and results you must look at ([[nodiscard]]). The library
+// implementation calls libnccl; tests put a simulated device or a mock in its place, so the
+// communicator's logic runs in CI without a GPU. check() turns a failed result into an
+// NcclError carrying the NCCL result, the call, the op, the group and the rank.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -29,38 +32,66 @@ class NcclError : public std::runtime_error {
   ncclResult_t result_;
 };
 
-void check(ncclResult_t result, std::string_view call, const CallSite& site);
-void checkCuda(cudaError_t error, std::string_view call, const CallSite& site);
+// Streams cross this seam as cudaStream_t; a simulated device passes its own handles in them.
+class NcclApi {
+ public:
+  virtual ~NcclApi() = default;
+  virtual const char* name() const = 0;  // "libnccl 2.30.7", "simulated"
+  [[nodiscard]] virtual const char* errorString(ncclResult_t result) = 0;
 
-[[nodiscard]] ncclUniqueId newUniqueId(const CallSite& site);
-[[nodiscard]] ncclComm_t initRank(int nranks, const ncclUniqueId& id, int rank, ncclConfig_t& config,
-                                  const CallSite& site);
-[[nodiscard]] ncclResult_t asyncError(ncclComm_t comm, const CallSite& site);
-// Free device memory of the current device, in bytes.
-[[nodiscard]] size_t freeDeviceMemory(const CallSite& site);
-void allReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
-               cudaStream_t stream, const CallSite& site);
-void broadcast(void* buffer, size_t count, ncclDataType_t type, int root, ncclComm_t comm, cudaStream_t stream,
-               const CallSite& site);
-void reduce(void* buffer, size_t count, ncclDataType_t type, ncclRedOp_t op, int root, ncclComm_t comm,
-            cudaStream_t stream, const CallSite& site);
-void allGather(const void* send, void* recv, size_t sendCount, ncclDataType_t type, ncclComm_t comm,
-               cudaStream_t stream, const CallSite& site);
-void reduceScatter(const void* send, void* recv, size_t recvCount, ncclDataType_t type, ncclRedOp_t op,
-                   ncclComm_t comm, cudaStream_t stream, const CallSite& site);
-void send(const void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream,
-          const CallSite& site);
-void recv(void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream,
-          const CallSite& site);
-void groupStart(const CallSite& site);
-void groupEnd(const CallSite& site);
-// A PREMUL_SUM op for one launch; `scalar` points to one host value of `type`.
-[[nodiscard]] ncclRedOp_t createPreMulSum(const void* scalar, ncclDataType_t type, ncclComm_t comm,
-                                          const CallSite& site);
-void destroyRedOpQuietly(ncclRedOp_t op, ncclComm_t comm) noexcept;
-// Teardown never throws: it runs in destructors and on error paths.
-void abortQuietly(ncclComm_t comm) noexcept;
-void destroyQuietly(ncclComm_t comm) noexcept;
+  [[nodiscard]] virtual ncclResult_t getUniqueId(ncclUniqueId* id) = 0;
+  [[nodiscard]] virtual ncclResult_t commInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                                        ncclConfig_t* config) = 0;
+  [[nodiscard]] virtual ncclResult_t commGetAsyncError(ncclComm_t comm, ncclResult_t* state) = 0;
+  // Both free the communicator: no call may name it afterwards.
+  [[nodiscard]] virtual ncclResult_t commAbort(ncclComm_t comm) = 0;
+  [[nodiscard]] virtual ncclResult_t commDestroy(ncclComm_t comm) = 0;
+
+  [[nodiscard]] virtual ncclResult_t allReduce(const void* send, void* recv, size_t count, ncclDataType_t type,
+                                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) = 0;
+  [[nodiscard]] virtual ncclResult_t broadcast(const void* send, void* recv, size_t count, ncclDataType_t type,
+                                               int root, ncclComm_t comm, cudaStream_t stream) = 0;
+  [[nodiscard]] virtual ncclResult_t reduce(const void* send, void* recv, size_t count, ncclDataType_t type,
+                                            ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) = 0;
+  [[nodiscard]] virtual ncclResult_t allGather(const void* send, void* recv, size_t sendCount, ncclDataType_t type,
+                                               ncclComm_t comm, cudaStream_t stream) = 0;
+  [[nodiscard]] virtual ncclResult_t reduceScatter(const void* send, void* recv, size_t recvCount,
+                                                   ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                                                   cudaStream_t stream) = 0;
+  [[nodiscard]] virtual ncclResult_t send(const void* buffer, size_t count, ncclDataType_t type, int peer,
+                                          ncclComm_t comm, cudaStream_t stream) = 0;
+  [[nodiscard]] virtual ncclResult_t recv(void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                                          cudaStream_t stream) = 0;
+  [[nodiscard]] virtual ncclResult_t groupStart() = 0;
+  [[nodiscard]] virtual ncclResult_t groupEnd() = 0;
+  [[nodiscard]] virtual ncclResult_t redOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t type,
+                                                          ncclScalarResidence_t residence, ncclComm_t comm) = 0;
+  [[nodiscard]] virtual ncclResult_t redOpDestroy(ncclRedOp_t op, ncclComm_t comm) = 0;
+};
+
+// The implementation over the libnccl this build linked.
+std::shared_ptr<NcclApi> libraryNcclApi();
+
+// Throws NcclError unless `result` is ncclSuccess or ncclInProgress.
+void check(NcclApi& api, ncclResult_t result, std::string_view call, const CallSite& site);
+
+// Calls between groupStart and groupEnd are deferred to groupEnd. The guard ends the group
+// even when a call in between throws: a group left open would defer every later NCCL call of
+// the thread forever.
+class GroupGuard {
+ public:
+  GroupGuard(NcclApi& api, const CallSite& site);
+  ~GroupGuard();
+  // Ends the group and reports its result (the launch happens here).
+  void end();
+  GroupGuard(const GroupGuard&) = delete;
+  GroupGuard& operator=(const GroupGuard&) = delete;
+
+ private:
+  NcclApi& api_;
+  CallSite site_;
+  bool open_ = true;
+};
 
 std::string versionString(int code);  // 23007 -> "2.30.7"
 

@@ -3,21 +3,26 @@
 
 #include <chrono>
 #include <cstring>
-#include <numeric>
+#include <mutex>
 #include <thread>
 
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/zeros.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/util/Exception.h>
+
+#include "nccl_in_flight.h"
 
 namespace nccl_migrate::backends {
 
-struct NcclCommunicator::BatchDone {
-  std::shared_ptr<at::cuda::CUDAEvent> event;  // set by endBatch
+struct NcclCommunicator::OpenBatch {
+  std::unique_ptr<nccl::GroupGuard> group;
+  // Tensors of every op of the batch, temporaries included: NCCL reads them at the group's
+  // end, so they live until the batch's work completes, as torch stashes coalesced tensors.
+  std::vector<at::Tensor> stash;
+  std::vector<std::function<void()>> afterLaunch;
+  bool captured = false;
 };
 
 namespace {
@@ -52,66 +57,50 @@ ncclRedOp_t ncclOpOf(const c10d::ReduceOp& op) {
 
 size_t countOf(const at::Tensor& t) { return static_cast<size_t>(t.numel()); }
 
-// Completion of an op on the communicator's stream, observed through a CUDA event.
-class NcclInFlight final : public InFlight {
- public:
-  NcclInFlight(std::shared_ptr<at::cuda::CUDAEvent> done, c10::Device device, ncclComm_t comm, nccl::CallSite site)
-      : done_(std::move(done)), device_(device), comm_(comm), site_(site) {}
+// Allocations on the communicator's device; a CPU device index only names a simulated device.
+at::TensorOptions onDevice(c10::Device device) {
+  return at::TensorOptions().device(device.is_cpu() ? c10::Device(c10::kCPU) : device);
+}
 
-  bool isDone() override { return done_->query(); }
-
-  std::exception_ptr failure() override {
-    try {
-      nccl::check(nccl::asyncError(comm_, site_), "NCCL asynchronous error", site_);
-    } catch (...) {
-      return std::current_exception();
-    }
-    return nullptr;
-  }
-
-  // Makes the caller's stream wait for the op (torch's stream semantics), then watches the host
-  // side until the op finished, NCCL reported an error, or the timeout passed.
-  void wait(std::chrono::milliseconds timeout) override {
-    c10::cuda::CUDAGuard guard(device_);
-    done_->block(c10::cuda::getCurrentCUDAStream(device_.index()));
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!done_->query()) {
-      nccl::check(nccl::asyncError(comm_, site_), "NCCL asynchronous error", site_);
-      if (std::chrono::steady_clock::now() > deadline) {
-        throw std::runtime_error("timed out after " + std::to_string(timeout.count()) + " ms");
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-  }
-
-  // CUDA results are ready in stream order: once the caller's stream waits on the op, a
-  // device-aware future records its own events on that stream.
-  void onDone(std::function<void(std::exception_ptr)> callback) override {
-    c10::cuda::CUDAGuard guard(device_);
-    done_->block(c10::cuda::getCurrentCUDAStream(device_.index()));
-    callback(nullptr);
-  }
-
- private:
-  std::shared_ptr<at::cuda::CUDAEvent> done_;
-  c10::Device device_;
-  ncclComm_t comm_;
-  nccl::CallSite site_;
+// The reduction an op runs. A PREMUL_SUM tensor factor stays on the device, converted in the
+// caller's stream: reading it on the host would sync, and is illegal under graph capture.
+struct Reduction {
+  c10d::ReduceOp op;
+  at::Tensor deviceFactor;  // on the device, read by NCCL when the op runs
+  at::Tensor hostScalar;    // on the host, read by NCCL when the op is enqueued
 };
 
-class BatchMemberInFlight final : public InFlight {
- public:
-  explicit BatchMemberInFlight(std::shared_ptr<NcclCommunicator::BatchDone> batch) : batch_(std::move(batch)) {}
-  bool isDone() override { return batch_->event && batch_->event->query(); }
-  std::exception_ptr failure() override { return nullptr; }
-  void wait(std::chrono::milliseconds) override {
-    TORCH_CHECK(false, "an op inside a coalescing batch completes with the batch: wait on endCoalescing's work");
+Reduction reductionFor(const c10d::ReduceOp& op, const at::Tensor& like) {
+  if (op != c10d::ReduceOp::PREMUL_SUM) return {op};
+  auto supplement = c10::static_intrusive_pointer_cast<c10d::PreMulSumSupplement>(op.supplement_);
+  TORCH_CHECK(supplement, "PREMUL_SUM needs a factor");
+  if (supplement->tensor_factor.defined()) {
+    return {op, supplement->tensor_factor.to(like.options()).reshape({})};
   }
-  void onDone(std::function<void(std::exception_ptr)>) override {}
+  return {op, {}, at::full({}, supplement->double_factor, like.options().device(c10::kCPU))};
+}
 
- private:
-  std::shared_ptr<NcclCommunicator::BatchDone> batch_;
-};
+// Runs `issue` with the NCCL reduce op of `r`, creating a PREMUL_SUM op for the call and
+// destroying it once the call is enqueued (NCCL allows that), also when the call throws.
+void withNcclOp(nccl::NcclApi& api, ncclComm_t comm, const Reduction& r, ncclDataType_t type,
+                const nccl::CallSite& site, const std::function<void(ncclRedOp_t)>& issue) {
+  if (r.op != c10d::ReduceOp::PREMUL_SUM) return issue(ncclOpOf(r.op));
+  ncclRedOp_t premul;
+  if (r.deviceFactor.defined()) {
+    nccl::check(api, api.redOpCreatePreMulSum(&premul, r.deviceFactor.data_ptr(), type, ncclScalarDevice, comm),
+                "ncclRedOpCreatePreMulSum", site);
+  } else {
+    nccl::check(api, api.redOpCreatePreMulSum(&premul, r.hostScalar.data_ptr(), type, ncclScalarHostImmediate, comm),
+                "ncclRedOpCreatePreMulSum", site);
+  }
+  struct Destroy {
+    nccl::NcclApi& api;
+    ncclRedOp_t op;
+    ncclComm_t comm;
+    ~Destroy() { (void)api.redOpDestroy(op, comm); }
+  } destroy{api, premul, comm};
+  issue(premul);
+}
 
 // Offsets and counts, in elements, of a split along the first dimension.
 struct SplitLayout {
@@ -135,23 +124,36 @@ char* bytesAt(const at::Tensor& t, size_t elements) {
   return static_cast<char*>(t.data_ptr()) + elements * t.element_size();
 }
 
+std::vector<at::Tensor> joined(std::vector<at::Tensor> a, const std::vector<at::Tensor>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 }  // namespace
 
-NcclCommunicator::NcclCommunicator(CommunicatorInfo info, std::string groupName, ncclComm_t comm,
-                                   c10::cuda::CUDAStream stream)
-    : info_(std::move(info)), groupName_(std::move(groupName)), comm_(comm), stream_(stream) {}
+NcclCommunicator::NcclCommunicator(CommunicatorInfo info, std::string groupName, FutureOrder futureOrder,
+                                   NcclSeams seams, std::shared_ptr<nccl::CommHandle> handle, nccl::StreamRef stream)
+    : info_(std::move(info)),
+      groupName_(std::move(groupName)),
+      futureOrder_(futureOrder),
+      seams_(std::move(seams)),
+      handle_(std::move(handle)),
+      stream_(stream) {}
 
-NcclCommunicator::~NcclCommunicator() { nccl::destroyQuietly(comm_); }
+// Ops in flight keep the handle: the NCCL communicator is destroyed when the last of them is done.
+NcclCommunicator::~NcclCommunicator() = default;
 
 std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_ptr<c10d::Store>& store,
                                                            const std::string& storePrefix, CommunicatorInfo info,
-                                                           const std::string& groupName) {
+                                                           const std::string& groupName, FutureOrder futureOrder,
+                                                           NcclSeams seams) {
   nccl::CallSite site{"communicator init", groupName, info.rank};
-  c10::cuda::CUDAGuard guard(info.device);
+  nccl::NcclApi& api = *seams.api;
+  auto current = seams.runtime->makeCurrent(info.device);
   ncclUniqueId id;
   std::string key = storePrefix + "/nccl_unique_id";
   if (info.rank == 0) {
-    id = nccl::newUniqueId(site);
+    nccl::check(api, api.getUniqueId(&id), "ncclGetUniqueId", site);
     const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
     store->set(key, std::vector<uint8_t>(bytes, bytes + sizeof(id)));
   } else {
@@ -160,122 +162,136 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
     std::memcpy(&id, bytes.data(), sizeof(id));
   }
   auto started = std::chrono::steady_clock::now();
-  size_t freeBefore = nccl::freeDeviceMemory(site);
+  std::optional<size_t> freeBefore = seams.runtime->freeMemory(info.device);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   std::string commName = groupName + ":" + info.key;
   config.commName = commName.c_str();
-  ncclComm_t comm = nccl::initRank(info.size, id, info.rank, config, site);
-  size_t freeAfter = nccl::freeDeviceMemory(site);
+  ncclComm_t comm = nullptr;
+  nccl::check(api, api.commInitRankConfig(&comm, info.size, id, info.rank, &config), "ncclCommInitRankConfig", site);
+  auto handle = std::make_shared<nccl::CommHandle>(seams.api, comm, groupName, info.rank, info.key);
+  // ncclInProgress (nonblocking mode): no op may be issued before the communicator is ready.
+  handle->waitUntilReady(store->getTimeout());
+  std::optional<size_t> freeAfter = seams.runtime->freeMemory(info.device);
   info.creationTime = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
   // Process-wide difference: exact when nothing else allocates during init, as in a fresh group.
-  if (freeBefore >= freeAfter) info.deviceMemoryBytes = freeBefore - freeAfter;
+  if (freeBefore && freeAfter && *freeBefore >= *freeAfter) info.deviceMemoryBytes = *freeBefore - *freeAfter;
   info.implementation = "nccl";
-  auto stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, info.device.index());
-  return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(std::move(info), groupName, comm, stream));
+  nccl::StreamRef stream = seams.runtime->newStream(info.device, /*highPriority=*/false);
+  return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(std::move(info), groupName, futureOrder,
+                                                                std::move(seams), std::move(handle), stream));
 }
 
-ncclComm_t NcclCommunicator::comm(std::string_view op) const {
-  TORCH_CHECK(comm_, op, " on communicator ", info_.key, " of group '", groupName_, "': the communicator was aborted");
-  return comm_;
-}
-
-void NcclCommunicator::orderAfterCaller() {
-  at::cuda::CUDAEvent ready;
-  ready.record(c10::cuda::getCurrentCUDAStream(info_.device.index()));
-  ready.block(stream_);
-}
-
-std::unique_ptr<InFlight> NcclCommunicator::launch(std::string_view op, const std::vector<at::Tensor>& keepAlive,
-                                                   const std::function<void(ncclComm_t, cudaStream_t)>& issue) {
-  ncclComm_t handle = comm(op);
-  c10::cuda::CUDAGuard guard(info_.device);
-  if (!batch_) orderAfterCaller();
-  issue(handle, stream_.stream());
-  for (const at::Tensor& t : keepAlive) {
-    if (t.defined() && t.is_cuda()) c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), stream_);
+std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
+  nccl::DeviceRuntime& runtime = *seams_.runtime;
+  auto current = runtime.makeCurrent(info_.device);
+  nccl::StreamRef caller = runtime.currentStream(info_.device);
+  bool captured = runtime.capturing(caller);
+  // Every op, inside a batch too, waits for what the job queued before it: a batch's later ops
+  // may read tensors the job wrote between them.
+  auto ready = runtime.newEvent(info_.device);
+  ready->record(caller);
+  ready->block(stream_);
+  handle_->use(l.op, [&](ncclComm_t comm) { l.issue(comm, stream_.forNccl()); });
+  for (const at::Tensor& t : l.tensors) runtime.recordStream(t, stream_);
+  if (batch_) {
+    batch_->stash.insert(batch_->stash.end(), l.tensors.begin(), l.tensors.end());
+    if (l.afterLaunch) batch_->afterLaunch.push_back(std::move(l.afterLaunch));
+    batch_->captured = batch_->captured || captured;
+    return nullptr;  // the batch's InFlight, from endBatch, covers this op
   }
-  if (batch_) return std::make_unique<BatchMemberInFlight>(batch_);
-  auto done = std::make_shared<at::cuda::CUDAEvent>();
-  done->record(stream_);
-  return std::make_unique<NcclInFlight>(done, info_.device, handle, site(op));
+  if (l.afterLaunch) l.afterLaunch();
+  return finished(l.op, std::move(l.tensors), captured);
 }
 
-void NcclCommunicator::withNcclOp(const c10d::ReduceOp& op, const at::Tensor& like,
-                                  const std::function<void(ncclRedOp_t)>& issue) {
-  if (op != c10d::ReduceOp::PREMUL_SUM) return issue(ncclOpOf(op));
-  auto supplement = c10::static_intrusive_pointer_cast<c10d::PreMulSumSupplement>(op.supplement_);
-  TORCH_CHECK(supplement, "PREMUL_SUM needs a factor");
-  double factor = supplement->tensor_factor.defined() ? supplement->tensor_factor.item<double>() : supplement->double_factor;
-  // The scalar has the tensor's own type, on the host, read when the op is enqueued.
-  at::Tensor scalar = at::full({}, factor, like.options().device(at::kCPU));
-  ncclRedOp_t premul = nccl::createPreMulSum(scalar.data_ptr(), ncclTypeOf(like.scalar_type()), comm("allreduce"),
-                                             site("allreduce"));
-  try {
-    issue(premul);
-  } catch (...) {
-    nccl::destroyRedOpQuietly(premul, comm_);
-    throw;
-  }
-  nccl::destroyRedOpQuietly(premul, comm_);  // allowed once the last call using it is enqueued
+std::unique_ptr<InFlight> NcclCommunicator::finished(std::string_view op, std::vector<at::Tensor> stash,
+                                                     bool captured) {
+  auto end = seams_.runtime->newEvent(info_.device);
+  end->record(stream_);
+  return std::make_unique<NcclInFlight>(NcclInFlight::Parts{handle_, seams_.runtime, std::move(end), info_.device,
+                                                            stream_, futureOrder_, std::move(stash), captured,
+                                                            std::string(op)});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) {
-  return launch("allreduce", {tensor}, [&](ncclComm_t c, cudaStream_t s) {
-    withNcclOp(op, tensor, [&](ncclRedOp_t r) {
-      nccl::allReduce(tensor.data_ptr(), tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()), r, c, s,
-                      site("allreduce"));
-    });
-  });
+  Reduction r = reductionFor(op, tensor);
+  return launch({"allreduce", {tensor, r.deviceFactor}, [&, r](ncclComm_t c, cudaStream_t s) {
+                   ncclDataType_t type = ncclTypeOf(tensor.scalar_type());
+                   withNcclOp(*seams_.api, c, r, type, site("allreduce"), [&](ncclRedOp_t nop) {
+                     nccl::check(*seams_.api,
+                                 seams_.api->allReduce(tensor.data_ptr(), tensor.data_ptr(), countOf(tensor), type, nop,
+                                                       c, s),
+                                 "ncclAllReduce", site("allreduce"));
+                   });
+                 }});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::broadcast(at::Tensor& tensor, int root) {
-  return launch("broadcast", {tensor}, [&](ncclComm_t c, cudaStream_t s) {
-    nccl::broadcast(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()), root, c, s, site("broadcast"));
-  });
+  return launch({"broadcast", {tensor}, [&](ncclComm_t c, cudaStream_t s) {
+                   nccl::check(*seams_.api,
+                               seams_.api->broadcast(tensor.data_ptr(), tensor.data_ptr(), countOf(tensor),
+                                                     ncclTypeOf(tensor.scalar_type()), root, c, s),
+                               "ncclBroadcast", site("broadcast"));
+                 }});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::reduce(at::Tensor& tensor, int root, const c10d::ReduceOp& op) {
-  return launch("reduce", {tensor}, [&](ncclComm_t c, cudaStream_t s) {
-    withNcclOp(op, tensor, [&](ncclRedOp_t r) {
-      nccl::reduce(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()), r, root, c, s, site("reduce"));
-    });
-  });
+  Reduction r = reductionFor(op, tensor);
+  return launch({"reduce", {tensor, r.deviceFactor}, [&, r](ncclComm_t c, cudaStream_t s) {
+                   ncclDataType_t type = ncclTypeOf(tensor.scalar_type());
+                   withNcclOp(*seams_.api, c, r, type, site("reduce"), [&](ncclRedOp_t nop) {
+                     nccl::check(*seams_.api,
+                                 seams_.api->reduce(tensor.data_ptr(), tensor.data_ptr(), countOf(tensor), type, nop,
+                                                    root, c, s),
+                                 "ncclReduce", site("reduce"));
+                   });
+                 }});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::allGatherInto(at::Tensor& output, at::Tensor& input) {
-  return launch("allgather", {output, input}, [&](ncclComm_t c, cudaStream_t s) {
-    nccl::allGather(input.data_ptr(), output.data_ptr(), countOf(input), ncclTypeOf(input.scalar_type()), c, s,
-                    site("allgather"));
-  });
+  return launch({"allgather", {output, input}, [&](ncclComm_t c, cudaStream_t s) {
+                   nccl::check(*seams_.api,
+                               seams_.api->allGather(input.data_ptr(), output.data_ptr(), countOf(input),
+                                                     ncclTypeOf(input.scalar_type()), c, s),
+                               "ncclAllGather", site("allgather"));
+                 }});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::allGather(std::vector<at::Tensor>& outputs, at::Tensor& input) {
   at::Tensor flat = at::empty({static_cast<int64_t>(countOf(input)) * info_.size}, input.options());
-  std::vector<at::Tensor> keep{flat, input};
-  keep.insert(keep.end(), outputs.begin(), outputs.end());
-  return launch("allgather", keep, [&](ncclComm_t c, cudaStream_t s) {
-    nccl::allGather(input.data_ptr(), flat.data_ptr(), countOf(input), ncclTypeOf(input.scalar_type()), c, s,
-                    site("allgather"));
-    c10::cuda::CUDAStreamGuard onCommStream(stream_);
+  // The copies out of the staging buffer follow the gather's launch: at the group's end in a batch.
+  auto copyOut = [this, flat, outputs, n = input.numel()] {
     for (int i = 0; i < info_.size; ++i) {
-      outputs[i].copy_(flat.narrow(0, i * input.numel(), input.numel()).view(outputs[i].sizes()), /*non_blocking=*/true);
+      seams_.runtime->copy(outputs[i], flat.narrow(0, i * n, n).view(outputs[i].sizes()), stream_);
     }
-  });
+  };
+  return launch({"allgather", joined({flat, input}, outputs),
+                 [&](ncclComm_t c, cudaStream_t s) {
+                   nccl::check(*seams_.api,
+                               seams_.api->allGather(input.data_ptr(), flat.data_ptr(), countOf(input),
+                                                     ncclTypeOf(input.scalar_type()), c, s),
+                               "ncclAllGather", site("allgather"));
+                 },
+                 copyOut});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::reduceScatterFrom(at::Tensor& output, at::Tensor& input,
                                                               const c10d::ReduceOp& op) {
-  return launch("reduce_scatter", {output, input}, [&](ncclComm_t c, cudaStream_t s) {
-    withNcclOp(op, input, [&](ncclRedOp_t r) {
-      nccl::reduceScatter(input.data_ptr(), output.data_ptr(), countOf(output), ncclTypeOf(output.scalar_type()), r, c, s,
-                          site("reduce_scatter"));
-    });
-  });
+  Reduction r = reductionFor(op, input);
+  return launch({"reduce_scatter", {output, input, r.deviceFactor}, [&, r](ncclComm_t c, cudaStream_t s) {
+                   ncclDataType_t type = ncclTypeOf(output.scalar_type());
+                   withNcclOp(*seams_.api, c, r, type, site("reduce_scatter"), [&](ncclRedOp_t nop) {
+                     nccl::check(*seams_.api,
+                                 seams_.api->reduceScatter(input.data_ptr(), output.data_ptr(), countOf(output), type,
+                                                           nop, c, s),
+                                 "ncclReduceScatter", site("reduce_scatter"));
+                   });
+                 }});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::reduceScatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
                                                           const c10d::ReduceOp& op) {
-  at::Tensor flat = at::cat(inputs).reshape(-1);  // on the caller's stream, before the op is ordered after it
+  // On the caller's stream, which the op then waits for; the op keeps the result alive.
+  at::Tensor flat = at::cat(inputs).reshape(-1);
   at::Tensor out = output.reshape(-1);
   return reduceScatterFrom(out, flat, op);
 }
@@ -284,116 +300,131 @@ std::unique_ptr<InFlight> NcclCommunicator::allToAllSingle(at::Tensor& output, a
                                                            const std::vector<int64_t>& outputSplits,
                                                            const std::vector<int64_t>& inputSplits) {
   SplitLayout in = layoutOf(input, inputSplits, info_.size), out = layoutOf(output, outputSplits, info_.size);
-  return launch("all_to_all", {output, input}, [&](ncclComm_t c, cudaStream_t s) {
-    ncclDataType_t type = ncclTypeOf(input.scalar_type());
-    nccl::groupStart(site("all_to_all"));
-    for (int peer = 0; peer < info_.size; ++peer) {
-      if (in.counts[peer]) nccl::send(bytesAt(input, in.offsets[peer]), in.counts[peer], type, peer, c, s, site("all_to_all"));
-      if (out.counts[peer]) nccl::recv(bytesAt(output, out.offsets[peer]), out.counts[peer], type, peer, c, s, site("all_to_all"));
-    }
-    nccl::groupEnd(site("all_to_all"));
-  });
+  return launch({"all_to_all", {output, input}, [&](ncclComm_t c, cudaStream_t s) {
+                   nccl::NcclApi& api = *seams_.api;
+                   ncclDataType_t type = ncclTypeOf(input.scalar_type());
+                   nccl::GroupGuard group(api, site("all_to_all"));
+                   for (int peer = 0; peer < info_.size; ++peer) {
+                     if (in.counts[peer]) {
+                       nccl::check(api, api.send(bytesAt(input, in.offsets[peer]), in.counts[peer], type, peer, c, s),
+                                   "ncclSend", site("all_to_all"));
+                     }
+                     if (out.counts[peer]) {
+                       nccl::check(api, api.recv(bytesAt(output, out.offsets[peer]), out.counts[peer], type, peer, c, s),
+                                   "ncclRecv", site("all_to_all"));
+                     }
+                   }
+                   group.end();
+                 }});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::allToAll(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs) {
-  std::vector<at::Tensor> keep = outputs;
-  keep.insert(keep.end(), inputs.begin(), inputs.end());
-  return launch("all_to_all", keep, [&](ncclComm_t c, cudaStream_t s) {
-    nccl::groupStart(site("all_to_all"));
-    for (int peer = 0; peer < info_.size; ++peer) {
-      nccl::send(inputs[peer].data_ptr(), countOf(inputs[peer]), ncclTypeOf(inputs[peer].scalar_type()), peer, c, s,
-                 site("all_to_all"));
-      nccl::recv(outputs[peer].data_ptr(), countOf(outputs[peer]), ncclTypeOf(outputs[peer].scalar_type()), peer, c, s,
-                 site("all_to_all"));
-    }
-    nccl::groupEnd(site("all_to_all"));
-  });
+  return launch({"all_to_all", joined(outputs, inputs), [&](ncclComm_t c, cudaStream_t s) {
+                   nccl::NcclApi& api = *seams_.api;
+                   nccl::GroupGuard group(api, site("all_to_all"));
+                   for (int peer = 0; peer < info_.size; ++peer) {
+                     nccl::check(api,
+                                 api.send(inputs[peer].data_ptr(), countOf(inputs[peer]),
+                                          ncclTypeOf(inputs[peer].scalar_type()), peer, c, s),
+                                 "ncclSend", site("all_to_all"));
+                     nccl::check(api,
+                                 api.recv(outputs[peer].data_ptr(), countOf(outputs[peer]),
+                                          ncclTypeOf(outputs[peer].scalar_type()), peer, c, s),
+                                 "ncclRecv", site("all_to_all"));
+                   }
+                   group.end();
+                 }});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) {
-  std::vector<at::Tensor> keep = outputs;
-  keep.push_back(input);
-  return launch("gather", keep, [&](ncclComm_t c, cudaStream_t s) {
-    ncclDataType_t type = ncclTypeOf(input.scalar_type());
-    nccl::groupStart(site("gather"));
-    if (info_.rank == root) {
-      for (int peer = 0; peer < info_.size; ++peer) {
-        if (peer == root) continue;
-        nccl::recv(outputs[peer].data_ptr(), countOf(outputs[peer]), type, peer, c, s, site("gather"));
-      }
-    } else {
-      nccl::send(input.data_ptr(), countOf(input), type, root, c, s, site("gather"));
-    }
-    nccl::groupEnd(site("gather"));
-    if (info_.rank == root) {
-      c10::cuda::CUDAStreamGuard onCommStream(stream_);
-      outputs[root].copy_(input, /*non_blocking=*/true);
-    }
-  });
+  bool isRoot = info_.rank == root;
+  std::function<void()> keepOwn;
+  if (isRoot) keepOwn = [this, own = outputs[root], input] { seams_.runtime->copy(own, input, stream_); };
+  return launch({"gather", joined(outputs, {input}),
+                 [&](ncclComm_t c, cudaStream_t s) {
+                   nccl::NcclApi& api = *seams_.api;
+                   ncclDataType_t type = ncclTypeOf(input.scalar_type());
+                   nccl::GroupGuard group(api, site("gather"));
+                   if (isRoot) {
+                     for (int peer = 0; peer < info_.size; ++peer) {
+                       if (peer == root) continue;
+                       nccl::check(api, api.recv(outputs[peer].data_ptr(), countOf(outputs[peer]), type, peer, c, s),
+                                   "ncclRecv", site("gather"));
+                     }
+                   } else {
+                     nccl::check(api, api.send(input.data_ptr(), countOf(input), type, root, c, s), "ncclSend",
+                                 site("gather"));
+                   }
+                   group.end();
+                 },
+                 keepOwn});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) {
-  std::vector<at::Tensor> keep = inputs;
-  keep.push_back(output);
-  return launch("scatter", keep, [&](ncclComm_t c, cudaStream_t s) {
-    ncclDataType_t type = ncclTypeOf(output.scalar_type());
-    nccl::groupStart(site("scatter"));
-    if (info_.rank == root) {
-      for (int peer = 0; peer < info_.size; ++peer) {
-        if (peer == root) continue;
-        nccl::send(inputs[peer].data_ptr(), countOf(inputs[peer]), type, peer, c, s, site("scatter"));
-      }
-    } else {
-      nccl::recv(output.data_ptr(), countOf(output), type, root, c, s, site("scatter"));
-    }
-    nccl::groupEnd(site("scatter"));
-    if (info_.rank == root) {
-      c10::cuda::CUDAStreamGuard onCommStream(stream_);
-      output.copy_(inputs[root], /*non_blocking=*/true);
-    }
-  });
+  bool isRoot = info_.rank == root;
+  std::function<void()> keepOwn;
+  if (isRoot) keepOwn = [this, output, own = inputs[root]] { seams_.runtime->copy(output, own, stream_); };
+  return launch({"scatter", joined(inputs, {output}),
+                 [&](ncclComm_t c, cudaStream_t s) {
+                   nccl::NcclApi& api = *seams_.api;
+                   ncclDataType_t type = ncclTypeOf(output.scalar_type());
+                   nccl::GroupGuard group(api, site("scatter"));
+                   if (isRoot) {
+                     for (int peer = 0; peer < info_.size; ++peer) {
+                       if (peer == root) continue;
+                       nccl::check(api, api.send(inputs[peer].data_ptr(), countOf(inputs[peer]), type, peer, c, s),
+                                   "ncclSend", site("scatter"));
+                     }
+                   } else {
+                     nccl::check(api, api.recv(output.data_ptr(), countOf(output), type, root, c, s), "ncclRecv",
+                                 site("scatter"));
+                   }
+                   group.end();
+                 },
+                 keepOwn});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::send(at::Tensor& tensor, int peer) {
-  return launch("send", {tensor}, [&](ncclComm_t c, cudaStream_t s) {
-    nccl::send(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()), peer, c, s, site("send"));
-  });
+  return launch({"send", {tensor}, [&](ncclComm_t c, cudaStream_t s) {
+                   nccl::check(*seams_.api,
+                               seams_.api->send(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()),
+                                                peer, c, s),
+                               "ncclSend", site("send"));
+                 }});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::recv(at::Tensor& tensor, int peer) {
-  return launch("recv", {tensor}, [&](ncclComm_t c, cudaStream_t s) {
-    nccl::recv(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()), peer, c, s, site("recv"));
-  });
+  return launch({"recv", {tensor}, [&](ncclComm_t c, cudaStream_t s) {
+                   nccl::check(*seams_.api,
+                               seams_.api->recv(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()),
+                                                peer, c, s),
+                               "ncclRecv", site("recv"));
+                 }});
 }
 
-// An all-reduce of one element, as torch's NCCL backends do it.
+// An all-reduce of one element, as torch's NCCL backends do it; the op keeps the token alive.
 std::unique_ptr<InFlight> NcclCommunicator::barrier() {
-  c10::cuda::CUDAGuard guard(info_.device);
-  at::Tensor token = at::zeros({1}, at::TensorOptions().device(info_.device).dtype(at::kFloat));
+  auto current = seams_.runtime->makeCurrent(info_.device);
+  at::Tensor token = at::zeros({1}, onDevice(info_.device).dtype(at::kFloat));
   return allReduce(token, c10d::ReduceOp(c10d::ReduceOp::SUM));
 }
 
 void NcclCommunicator::beginBatch() {
   TORCH_CHECK(!batch_, "a coalescing batch is already open on communicator ", info_.key);
-  c10::cuda::CUDAGuard guard(info_.device);
-  orderAfterCaller();
-  nccl::groupStart(site("coalescing"));
-  batch_ = std::make_shared<BatchDone>();
+  auto batch = std::make_unique<OpenBatch>();
+  batch->group = std::make_unique<nccl::GroupGuard>(*seams_.api, site("coalescing"));
+  batch_ = std::move(batch);
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::endBatch() {
   TORCH_CHECK(batch_, "endCoalescing without startCoalescing on communicator ", info_.key);
-  c10::cuda::CUDAGuard guard(info_.device);
-  auto batch = std::exchange(batch_, nullptr);
-  nccl::groupEnd(site("coalescing"));
-  batch->event = std::make_shared<at::cuda::CUDAEvent>();
-  batch->event->record(stream_);
-  return std::make_unique<NcclInFlight>(batch->event, info_.device, comm("coalescing"), site("coalescing"));
+  auto current = seams_.runtime->makeCurrent(info_.device);
+  std::unique_ptr<OpenBatch> batch = std::move(batch_);
+  handle_->use("coalescing", [&](ncclComm_t) { batch->group->end(); });  // the batch launches here
+  for (auto& copy : batch->afterLaunch) copy();
+  return finished("coalescing", std::move(batch->stash), batch->captured);
 }
 
-void NcclCommunicator::abort() {
-  nccl::abortQuietly(comm_);
-  comm_ = nullptr;
-}
+void NcclCommunicator::abort() { handle_->abort(); }
 
 }  // namespace nccl_migrate::backends

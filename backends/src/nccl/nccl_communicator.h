@@ -1,20 +1,28 @@
-// CUDA communicator: one NCCL communicator with its own stream on one device. Every op is
-// ordered after the caller's current stream, runs on the communicator's stream, and keeps its
-// tensors alive in the caching allocator until that stream has passed them.
+// Device communicator: one NCCL communicator with its own stream on one device, over the two
+// seams (NcclApi, DeviceRuntime), so the same code runs on a GPU and on the simulated device of
+// the tests. Every op is ordered after the caller's current stream, runs on the communicator's
+// stream, and keeps every tensor it reads or writes, temporaries included, until the stream has
+// passed it.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include <ATen/cuda/CUDAEvent.h>
-#include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "comm_handle.h"
+#include "device_runtime.h"
 #include "nccl_api.h"
 #include "nccl_migrate/backends/communicator.h"
 
 namespace nccl_migrate::backends {
+
+// What the NCCL communicator runs on: libnccl and CUDA in production, a simulation in tests.
+struct NcclSeams {
+  std::shared_ptr<nccl::NcclApi> api;
+  std::shared_ptr<nccl::DeviceRuntime> runtime;
+};
 
 class NcclCommunicator final : public Communicator {
  public:
@@ -22,7 +30,8 @@ class NcclCommunicator final : public Communicator {
   // NCCL unique id, the others read it (the store's timeout bounds the wait).
   static std::unique_ptr<NcclCommunicator> create(const c10::intrusive_ptr<c10d::Store>& store,
                                                   const std::string& storePrefix, CommunicatorInfo info,
-                                                  const std::string& groupName);
+                                                  const std::string& groupName, FutureOrder futureOrder,
+                                                  NcclSeams seams);
   ~NcclCommunicator() override;
 
   const CommunicatorInfo& info() const override { return info_; }
@@ -47,24 +56,31 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<InFlight> endBatch() override;
   void abort() override;
 
-  struct BatchDone;  // the end event of the open batch, shared with its members
+  struct OpenBatch;  // the NCCL group of a coalescing batch, open until endBatch
 
  private:
-  NcclCommunicator(CommunicatorInfo info, std::string groupName, ncclComm_t comm, c10::cuda::CUDAStream stream);
-  nccl::CallSite site(std::string_view op) const { return {op, groupName_, info_.rank}; }
-  ncclComm_t comm(std::string_view op) const;
-  void orderAfterCaller();
-  // Issues `issue` on the communicator's stream and returns what tracks it.
-  std::unique_ptr<InFlight> launch(std::string_view op, const std::vector<at::Tensor>& keepAlive,
-                                   const std::function<void(ncclComm_t, cudaStream_t)>& issue);
-  // Runs `issue` with a reduce op NCCL understands, creating (and freeing) PREMUL_SUM ops.
-  void withNcclOp(const c10d::ReduceOp& op, const at::Tensor& like, const std::function<void(ncclRedOp_t)>& issue);
+  // How one op is put on the stream: its NCCL calls, the tensors it uses, and what must follow
+  // its launch (copies out of a staging buffer), which inside a batch waits for the group's end.
+  struct Launch {
+    std::string_view op;
+    std::vector<at::Tensor> tensors;
+    std::function<void(ncclComm_t, cudaStream_t)> issue;
+    std::function<void()> afterLaunch;
+  };
+
+  NcclCommunicator(CommunicatorInfo info, std::string groupName, FutureOrder futureOrder, NcclSeams seams,
+                   std::shared_ptr<nccl::CommHandle> handle, nccl::StreamRef stream);
+  nccl::CallSite site(std::string_view op) const { return handle_->site(op); }
+  std::unique_ptr<InFlight> launch(Launch launch);
+  std::unique_ptr<InFlight> finished(std::string_view op, std::vector<at::Tensor> stash, bool captured);
 
   CommunicatorInfo info_;
   std::string groupName_;
-  ncclComm_t comm_;
-  c10::cuda::CUDAStream stream_;
-  std::shared_ptr<BatchDone> batch_;
+  FutureOrder futureOrder_;
+  NcclSeams seams_;
+  std::shared_ptr<nccl::CommHandle> handle_;
+  nccl::StreamRef stream_;
+  std::unique_ptr<OpenBatch> batch_;
 };
 
 }  // namespace nccl_migrate::backends

@@ -7,6 +7,12 @@
 namespace nccl_migrate::backends {
 namespace {
 
+// Legacy futures complete in the communicator's stream order and leave the caller's stream alone.
+CommunicatorRequest withLegacyFutures(CommunicatorRequest request) {
+  request.futureOrder = FutureOrder::CommunicatorStream;
+  return request;
+}
+
 class LegacyPolicy final : public CommunicatorPolicy {
  public:
   LegacyPolicy(int groupRank, int groupSize) : groupRank_(groupRank), groupSize_(groupSize) {}
@@ -17,20 +23,23 @@ class LegacyPolicy final : public CommunicatorPolicy {
   std::vector<CommunicatorRequest> atGroupCreation(std::optional<c10::Device> device) override {
     if (!device) return {};
     bound_ = device;
-    return {wholeGroupRequest(*device, groupRank_, groupSize_)};
+    return {withLegacyFutures(wholeGroupRequest(*device, groupRank_, groupSize_))};
   }
 
   CommunicatorRequest forCollective(c10::Device device) override {
-    return wholeGroupRequest(device, groupRank_, groupSize_);
+    return withLegacyFutures(wholeGroupRequest(onBound(device), groupRank_, groupSize_));
   }
 
   CommunicatorRequest forPeer(c10::Device device, int peer) override {
-    return peerPairRequest(device, groupRank_, groupSize_, peer);
+    return withLegacyFutures(peerPairRequest(onBound(device), groupRank_, groupSize_, peer));
   }
 
   std::optional<c10::Device> boundDevice() const override { return bound_; }
 
  private:
+  // The bound device, for an op on it (a CPU tensor names no index): one communicator, not two.
+  c10::Device onBound(c10::Device device) const { return bound_ && sameDevice(*bound_, device) ? *bound_ : device; }
+
   int groupRank_;
   int groupSize_;
   std::optional<c10::Device> bound_;

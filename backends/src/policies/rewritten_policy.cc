@@ -26,7 +26,7 @@ class RewrittenPolicy : public CommunicatorPolicy {
   CommunicatorRequest forCollective(c10::Device device) override {
     if (!bound_) bound_ = device;
     // torch's nccl2 wording, so users and their log scrapers see the same text.
-    TORCH_CHECK(*bound_ == device, "ProcessGroupNCCL is bound to device ", bound_->str(),
+    TORCH_CHECK(sameDevice(*bound_, device), "ProcessGroupNCCL is bound to device ", bound_->str(),
                 " but an operation was issued on ", device.str());
     return wholeGroupRequest(*bound_, groupRank_, groupSize_);
   }
@@ -57,8 +57,8 @@ class RewrittenLazyP2PPolicy final : public RewrittenPolicy {
   std::string policyName() const override { return "rewritten-lazy-p2p"; }
 
   CommunicatorRequest forPeer(c10::Device device, int peer) override {
-    forCollective(device);  // the device binding still applies
-    return peerPairRequest(device, groupRank_, groupSize_, peer);
+    // The device binding still applies, and the pair lives on the bound device.
+    return peerPairRequest(forCollective(device).device, groupRank_, groupSize_, peer);
   }
 };
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,17 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 namespace nccl_migrate::backends {
+
+// The one error an op's wait raises when its time ran out, whatever the transport.
+class OpTimedOut : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// When a future of a device op is complete, which differs between torch's behaviours: legacy
+// completes it in the communicator's stream order and never touches the caller's stream (DDP's
+// comm hooks overlap on that); nccl2 makes the caller's stream wait at getFuture().
+enum class FutureOrder { CommunicatorStream, CallerStreamWaits };
 
 // An op a communicator has issued. Completion is observed, never assumed.
 class InFlight {
@@ -26,12 +38,16 @@ class InFlight {
   virtual bool isDone() = 0;
   // Non-blocking: the op's error once one is known (NCCL's asynchronous error, Gloo's failure).
   virtual std::exception_ptr failure() = 0;
-  // Blocks until done or `timeout` passes; throws on failure or timeout. For CUDA ops it also
-  // makes the caller's current stream wait for the op.
+  // Blocks the host until done or `timeout` passes; throws on failure, OpTimedOut on timeout.
+  // For device ops it also makes the caller's current stream wait for the op.
   virtual void wait(std::chrono::milliseconds timeout) = 0;
+  // torch's wait() without a timeout: for device ops, the caller's current stream waits for the
+  // op and the host goes on (true). Host ops have no stream to order (false): the caller waits
+  // on the host instead.
+  virtual bool waitOnDevice() { return false; }
   // Runs `callback` once the result may be used, with the error (nullptr on success), possibly
-  // on another thread. CUDA ops call it at once after ordering the caller's current stream
-  // after the op: their results are ready in stream order, as torch's CUDA futures are.
+  // on another thread. Device ops complete it in stream order, as torch's CUDA futures are, by
+  // the communicator's FutureOrder.
   virtual void onDone(std::function<void(std::exception_ptr)> callback) = 0;
 };
 
@@ -99,6 +115,10 @@ struct CommunicatorRequest {
   c10::Device device{c10::kCPU};
   std::vector<int> groupRanks;  // members, group-local, ascending
   int myGroupRank = 0;
+  // Names the rendezvous: the same on every member, never device-dependent (members of one
+  // communicator may sit on different devices): "collective", "p2p:1:3".
+  std::string rendezvousKey;
+  FutureOrder futureOrder = FutureOrder::CallerStreamWaits;
 };
 
 // Makes communicators over the group's store. All members must ask for the same key in the

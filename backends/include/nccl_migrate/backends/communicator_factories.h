@@ -26,6 +26,16 @@ std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<
                                                              std::string groupName,
                                                              std::chrono::milliseconds timeout);
 
+struct NcclSeams;  // src/nccl/nccl_communicator.h: the NCCL API and device runtime
+
+// The same over other seams: communicators on `seamsDevice` devices are NCCL communicators
+// over `seams` (how the tests' simulated device serves CPU tensors; CUDA in production).
+std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store,
+                                                             GlooBackendMaker makeGloo, std::string groupName,
+                                                             std::chrono::milliseconds timeout,
+                                                             std::shared_ptr<const NcclSeams> seams,
+                                                             c10::DeviceType seamsDevice);
+
 // Whether this build compiled the NCCL communicator (it always does when NCCL was found).
 bool ncclCompiled();
 // NCCL version this build was compiled against, "2.30.7", or "" without NCCL.

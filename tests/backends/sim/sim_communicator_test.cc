@@ -1,0 +1,490 @@
+// The NCCL communicator's own code, with only its seams swapped for the simulated device, run
+// by real ranks in separate processes: every op and dtype, coalescing, p2p per policy, waits,
+// capture, timeouts, aborts and asynchronous errors. Each rank is bound to its own device
+// (sim:0, sim:1, ...), as GPU jobs are. Tests named DefectNN cover that item of the NCCL-path
+// review.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <c10/util/StringUtil.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include "nccl_migrate/backends/communicator_factories.h"
+#include "nccl_migrate/backends/communicator_policy.h"
+#include "nccl_migrate/backends/migrate_backend.h"
+#include "ranks.h"
+#include "sim_nccl.h"
+
+namespace nccl_migrate::sim {
+namespace {
+
+using backends::CommunicatorRequest;
+using backends::GroupOptions;
+using backends::MigrateBackend;
+using backends::PolicyMaker;
+
+c10::Device simDevice(int rank) { return c10::Device(c10::kCPU, static_cast<c10::DeviceIndex>(rank)); }
+
+PolicyMaker legacy() {
+  return [](int rank, int size) { return backends::makeLegacyPolicy(rank, size); };
+}
+PolicyMaker rewritten(bool lazyInit = false) {
+  return [lazyInit](int rank, int size) { return backends::makeRewrittenPolicy(rank, size, lazyInit); };
+}
+PolicyMaker rewrittenLazyP2P() {
+  return [](int rank, int size) { return backends::makeRewrittenLazyP2PPolicy(rank, size, false); };
+}
+
+// A toolkit backend of this rank whose device communicators run on the simulated device.
+c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMaker& policy,
+                                              std::chrono::milliseconds timeout = std::chrono::seconds(20),
+                                              Faults faults = {}) {
+  GroupOptions options{"0", "default_pg", timeout, {}, simDevice(ctx.rank)};
+  auto seams = simulatedSeams(ctx.store, faults);
+  backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
+    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.timeout, seams, c10::kCPU);
+  };
+  return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory);
+}
+
+// Rank r's input: small integers, exact in every type.
+at::Tensor inputOf(int rank, int64_t n, at::ScalarType type) {
+  return (at::arange(n, at::kDouble).remainder(3) + rank + 1).to(type);
+}
+
+std::string toText(const at::Tensor& t) {
+  std::ostringstream out;
+  out << t.to(at::kDouble).reshape(-1);
+  return out.str();
+}
+
+void expectEqual(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
+  if (!at::equal(actual.to(at::kDouble), expected.to(at::kDouble))) {
+    throw std::runtime_error(what + ": got " + toText(actual) +
+                             ", expected " + toText(expected));
+  }
+}
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error(what);
+}
+
+void waitOn(const c10::intrusive_ptr<c10d::Work>& work) { work->wait(); }
+
+c10d::AllreduceOptions allreduceWith(c10d::ReduceOp op) {
+  c10d::AllreduceOptions o;
+  o.reduceOp = op;
+  return o;
+}
+
+// Every collective and p2p op through the engine, checked against values computed without
+// communication; each rank runs it bound to its own simulated device.
+void everyOp(RankContext& ctx, const PolicyMaker& policy) {
+  auto pg = simBackend(ctx, policy);
+  const int n = ctx.size, me = ctx.rank;
+  const int64_t k = 6;
+  auto sumOfInputs = [&](at::ScalarType type) {
+    at::Tensor s = at::zeros({k}, at::kDouble);
+    for (int r = 0; r < n; ++r) s += inputOf(r, k, at::kDouble);
+    return s.to(type);
+  };
+  for (at::ScalarType type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kChar, at::kByte, at::kInt,
+                              at::kLong}) {
+    std::string tag = std::string(" (") + c10::toString(type) + ")";
+    std::vector<at::Tensor> t{inputOf(me, k, type)};
+    waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM)));
+    expectEqual(t[0], sumOfInputs(type), "all_reduce SUM" + tag);
+
+    t = {inputOf(me, k, type)};
+    waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::MAX)));
+    expectEqual(t[0], inputOf(n - 1, k, type), "all_reduce MAX" + tag);
+
+    t = {inputOf(me, k, type)};
+    waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::MIN)));
+    expectEqual(t[0], inputOf(0, k, type), "all_reduce MIN" + tag);
+
+    std::vector<at::Tensor> b{me == 1 ? inputOf(1, k, type) : at::zeros({k}, type)};
+    c10d::BroadcastOptions bo;
+    bo.rootRank = 1;
+    waitOn(pg->broadcast(b, bo));
+    expectEqual(b[0], inputOf(1, k, type), "broadcast" + tag);
+
+    std::vector<std::vector<at::Tensor>> outs{{}};
+    for (int r = 0; r < n; ++r) outs[0].push_back(at::full({k}, -1, type));
+    std::vector<at::Tensor> in{inputOf(me, k, type)};
+    waitOn(pg->allgather(outs, in, {}));
+    for (int r = 0; r < n; ++r) expectEqual(outs[0][r], inputOf(r, k, type), "all_gather[" + std::to_string(r) + "]" + tag);
+
+    at::Tensor flat = at::full({k * n}, -1, type);
+    waitOn(pg->all_gather_single(flat, in[0], {}));
+    for (int r = 0; r < n; ++r) expectEqual(flat.narrow(0, r * k, k), inputOf(r, k, type), "all_gather_into_tensor" + tag);
+
+    at::Tensor rsIn = at::cat({inputOf(me, k * n, type)});
+    at::Tensor rsOut = at::full({k}, -1, type);
+    waitOn(pg->reduce_scatter_single(rsOut, rsIn, {}));
+    at::Tensor rsExpected = at::zeros({k}, at::kDouble);
+    for (int r = 0; r < n; ++r) rsExpected += inputOf(r, k * n, at::kDouble).narrow(0, me * k, k);
+    expectEqual(rsOut, rsExpected.to(type), "reduce_scatter_tensor" + tag);
+  }
+
+  // Float-only reductions: AVG and PREMUL_SUM with a double and with a tensor factor.
+  std::vector<at::Tensor> t{inputOf(me, k, at::kFloat)};
+  waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::AVG)));
+  expectEqual(t[0], sumOfInputs(at::kDouble) / n, "all_reduce AVG");
+  t = {inputOf(me, k, at::kFloat)};
+  waitOn(pg->allreduce(t, allreduceWith(c10d::makePreMulSum(2.0))));
+  expectEqual(t[0], sumOfInputs(at::kDouble) * 2, "all_reduce PREMUL_SUM (double factor)");
+  t = {inputOf(me, k, at::kFloat)};
+  waitOn(pg->allreduce(t, allreduceWith(c10d::makePreMulSum(at::full({}, 3.0, at::kFloat)))));
+  expectEqual(t[0], sumOfInputs(at::kDouble) * 3, "all_reduce PREMUL_SUM (tensor factor)");
+
+  // reduce to a non-zero root; other ranks' inputs stay as they were.
+  std::vector<at::Tensor> r{inputOf(me, k, at::kFloat)};
+  c10d::ReduceOptions ro;
+  ro.rootRank = n - 1;
+  waitOn(pg->reduce(r, ro));
+  expectEqual(r[0], me == n - 1 ? sumOfInputs(at::kFloat) : inputOf(me, k, at::kFloat), "reduce");
+
+  // list reduce_scatter, gather, scatter.
+  std::vector<std::vector<at::Tensor>> rsLists{{}};
+  for (int i = 0; i < n; ++i) rsLists[0].push_back(inputOf(me + i, k, at::kFloat));
+  std::vector<at::Tensor> rsOut{at::full({k}, -1, at::kFloat)};
+  waitOn(pg->reduce_scatter(rsOut, rsLists, {}));
+  at::Tensor rsExpected = at::zeros({k}, at::kDouble);
+  for (int q = 0; q < n; ++q) rsExpected += inputOf(q + me, k, at::kDouble);
+  expectEqual(rsOut[0], rsExpected, "reduce_scatter (list)");
+
+  const int root = 1;
+  std::vector<std::vector<at::Tensor>> gatherOut;
+  if (me == root) {
+    gatherOut.emplace_back();
+    for (int q = 0; q < n; ++q) gatherOut[0].push_back(at::full({k}, -1, at::kFloat));
+  }
+  std::vector<at::Tensor> gatherIn{inputOf(me, k, at::kFloat)};
+  c10d::GatherOptions go;
+  go.rootRank = root;
+  waitOn(pg->gather(gatherOut, gatherIn, go));
+  if (me == root) {
+    for (int q = 0; q < n; ++q) expectEqual(gatherOut[0][q], inputOf(q, k, at::kFloat), "gather[" + std::to_string(q) + "]");
+  }
+  std::vector<std::vector<at::Tensor>> scatterIn;
+  if (me == root) {
+    scatterIn.emplace_back();
+    for (int q = 0; q < n; ++q) scatterIn[0].push_back(inputOf(10 * q, k, at::kFloat));
+  }
+  std::vector<at::Tensor> scatterOut{at::full({k}, -1, at::kFloat)};
+  c10d::ScatterOptions so;
+  so.rootRank = root;
+  waitOn(pg->scatter(scatterOut, scatterIn, so));
+  expectEqual(scatterOut[0], inputOf(10 * me, k, at::kFloat), "scatter");
+
+  // all_to_all_single with uneven splits: rank r sends (q + 1) rows to rank q.
+  std::vector<int64_t> inSplits, outSplits;
+  for (int q = 0; q < n; ++q) inSplits.push_back(q + 1);
+  for (int q = 0; q < n; ++q) outSplits.push_back(me + 1);
+  int64_t inRows = n * (n + 1) / 2;
+  at::Tensor a2aIn = (at::arange(inRows, at::kFloat) + 100 * me).reshape({inRows, 1});
+  at::Tensor a2aOut = at::full({n * (me + 1), 1}, -1, at::kFloat);
+  waitOn(pg->all_to_all_single(a2aOut, a2aIn, outSplits, inSplits, {}));
+  for (int q = 0; q < n; ++q) {
+    int64_t offset = me * (me + 1) / 2;  // where rank q put my rows in its input
+    at::Tensor expected = (at::arange(offset, offset + me + 1, at::kFloat) + 100 * q).reshape({me + 1, 1});
+    expectEqual(a2aOut.narrow(0, q * (me + 1), me + 1), expected, "all_to_all_single from " + std::to_string(q));
+  }
+
+  // A ring of send/recv: even ranks send first, odd ranks receive first.
+  at::Tensor out = at::full({k}, me, at::kFloat), in2 = at::full({k}, -1, at::kFloat);
+  std::vector<at::Tensor> sendT{out}, recvT{in2};
+  int next = (me + 1) % n, prev = (me + n - 1) % n;
+  if (me % 2 == 0) {
+    waitOn(pg->send(sendT, next, 0));
+    waitOn(pg->recv(recvT, prev, 0));
+  } else {
+    waitOn(pg->recv(recvT, prev, 0));
+    waitOn(pg->send(sendT, next, 0));
+  }
+  expectEqual(in2, at::full({k}, prev, at::kFloat), "recv from " + std::to_string(prev));
+
+  c10d::BarrierOptions barrier;
+  waitOn(pg->barrier(barrier));
+}
+
+TEST(SimulatedDevice, EveryOpOnThreeRanksUnderEachPolicy) {
+  for (auto& [name, policy] : std::vector<std::pair<std::string, PolicyMaker>>{
+           {"legacy", legacy()}, {"rewritten", rewritten()}, {"rewritten-lazy-p2p", rewrittenLazyP2P()}}) {
+    EXPECT_EQ(runRanks(3, [&](RankContext& ctx) { everyOp(ctx, policy); }), "") << name;
+  }
+}
+
+TEST(SimulatedDevice, EveryOpOnFourRanks) {
+  EXPECT_EQ(runRanks(4, [&](RankContext& ctx) { everyOp(ctx, rewritten()); }), "");
+}
+
+// Review item 1: members of one communicator on different devices (every multi-GPU job) must
+// meet at one rendezvous; before the fix each device waited under its own name until the
+// store timed out.
+TEST(SimulatedDevice, Defect01_MembersOnDifferentDevicesMeet) {
+  EXPECT_EQ(runRanks(3,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, legacy());
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM)));
+                       expectEqual(t[0], at::full({4}, 3.0), "sum over three devices");
+                       // A pair communicator, on the two ranks' different devices.
+                       std::vector<at::Tensor> p{at::full({2}, static_cast<float>(ctx.rank))};
+                       if (ctx.rank == 0) waitOn(pg->send(p, 2, 0));
+                       if (ctx.rank == 2) {
+                         waitOn(pg->recv(p, 0, 0));
+                         expectEqual(p[0], at::zeros({2}), "recv over a pair on different devices");
+                       }
+                     },
+                     std::chrono::seconds(25)),
+            "");
+}
+
+// The simulation must hang (and so fail the test) when members hold different unique ids, or
+// it could hide rendezvous bugs like the one above.
+TEST(SimulatedDevice, RanksWithDifferentUniqueIdsNeverMeet) {
+  std::string failures = runRanks(
+      2,
+      [](RankContext& ctx) {
+        auto api = std::make_shared<SimNcclApi>(ctx.store, SimRuntime::instance());
+        ncclUniqueId id;
+        (void)api->getUniqueId(&id);  // each rank its own
+        ncclComm_t comm;
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        (void)api->commInitRankConfig(&comm, 2, id, ctx.rank, &config);
+      },
+      std::chrono::seconds(3));
+  EXPECT_NE(failures.find("did not finish"), std::string::npos) << failures;
+}
+
+// p2p per policy: legacy and nccl-lazy make a 2-rank communicator per pair, the rewritten
+// behaviour runs send/recv on the group's communicator.
+TEST(SimulatedDevice, PeerToPeerCommunicatorsPerPolicy) {
+  auto countAfterP2P = [](const PolicyMaker& policy, std::vector<std::string> expectedKeys) {
+    return runRanks(3, [&](RankContext& ctx) {
+      auto pg = simBackend(ctx, policy);
+      std::vector<at::Tensor> t{at::full({3}, static_cast<float>(ctx.rank))};
+      if (ctx.rank == 0) waitOn(pg->send(t, 1, 0));
+      if (ctx.rank == 1) waitOn(pg->recv(t, 0, 0));
+      if (ctx.rank != 1) return;
+      expectEqual(t[0], at::zeros({3}), "received");
+      std::vector<std::string> keys;
+      for (auto& info : pg->communicators()) keys.push_back(info.key);
+      check(keys == expectedKeys, "communicators: " + c10::Join(",", keys));
+    });
+  };
+  EXPECT_EQ(countAfterP2P(legacy(), {"cpu:1", "cpu:1/p2p:0:1"}), "");
+  EXPECT_EQ(countAfterP2P(rewritten(), {"cpu:1"}), "");
+  EXPECT_EQ(countAfterP2P(rewrittenLazyP2P(), {"cpu:1", "cpu:1/p2p:0:1"}), "");
+}
+
+// Review item 4: wait() without a timeout makes the caller's stream wait and returns; the host
+// blocks only for a barrier or an explicit timeout.
+TEST(SimulatedDevice, Defect04_WaitOrdersTheStreamWithoutBlockingTheHost) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten());
+                       auto runtime = SimRuntime::instance();
+                       auto job = runtime->makeWorkerStream("job");
+                       runtime->setCurrentStream(job.get());
+                       // The job's stream is busy for a while before the op can start.
+                       job->enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(1500)); });
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       auto started = std::chrono::steady_clock::now();
+                       work->wait();
+                       auto waited = std::chrono::steady_clock::now() - started;
+                       check(waited < std::chrono::milliseconds(500), "wait() blocked the host");
+                       check(job->pending() > 0, "the job's stream does not wait for the op");
+                       // The job stream's next work sees the result.
+                       auto seen = std::make_shared<at::Tensor>();
+                       job->enqueue([seen, t] { *seen = t[0].clone(); });
+                       while (job->pending() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                       expectEqual(*seen, at::full({4}, 2.0), "result in stream order");
+                       runtime->setCurrentStream(nullptr);
+                     }),
+            "");
+}
+
+// Review item 5: an op issued while the job's stream is captured into a graph is not watched
+// as if it ran now: the watchdog must not end the process, the work reports completion.
+TEST(SimulatedDevice, Defect05_CapturedOpDoesNotEndTheProcess) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten());
+                       auto runtime = SimRuntime::instance();
+                       auto job = runtime->makeWorkerStream("job");
+                       runtime->setCurrentStream(job.get());
+                       job->capturing = true;
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       work->wait();
+                       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the watchdog polls it
+                       check(work->isCompleted() && work->isSuccess(), "captured op not settled as completed");
+                       expectEqual(t[0], at::ones({4}), "a captured op ran at capture time");
+                       runtime->setCurrentStream(nullptr);
+                     }),
+            "");
+}
+
+// Review item 6: abort while ops are in flight; the watchdog keeps polling them and no call may
+// reach the freed communicator (the simulation ends the process if one does).
+TEST(SimulatedDevice, Defect06_AbortWithOpsInFlightNeverTouchesTheFreedCommunicator) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       Faults stallFirst;
+                       stallFirst.stallAt = 1;
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(20), stallFirst);
+                       std::vector<at::Tensor> a{at::ones({4})}, b{at::ones({4})};
+                       auto first = pg->allreduce(a, allreduceWith(c10d::ReduceOp::SUM));
+                       auto second = pg->allreduce(b, allreduceWith(c10d::ReduceOp::SUM));
+                       pg->abort();
+                       std::this_thread::sleep_for(std::chrono::milliseconds(500));  // watchdog polls
+                       check(!second->isSuccess(), "an op of an aborted group reported success");
+                       try {
+                         std::vector<at::Tensor> c{at::ones({4})};
+                         (void)pg->allreduce(c, allreduceWith(c10d::ReduceOp::SUM));
+                         check(false, "an op after abort was issued");
+                       } catch (const c10::Error&) {
+                       }
+                     }),
+            "");
+}
+
+// Review item 7: a batch whose later op reads what the job wrote between ops, and a list
+// all_gather inside a batch, whose copies out of the staging buffer must follow the launch.
+TEST(SimulatedDevice, Defect07_BatchesOrderEachOpAndCopyAfterTheLaunch) {
+  EXPECT_EQ(runRanks(3,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten());
+                       auto runtime = SimRuntime::instance();
+                       auto job = runtime->makeWorkerStream("job");
+                       runtime->setCurrentStream(job.get());
+                       at::Tensor first = at::ones({4}), second = at::zeros({4});
+                       std::vector<std::vector<at::Tensor>> gathered{{}};
+                       for (int r = 0; r < ctx.size; ++r) gathered[0].push_back(at::full({4}, -1.0));
+                       std::vector<at::Tensor> gatherIn{at::full({4}, static_cast<float>(ctx.rank))};
+                       pg->startCoalescing();
+                       std::vector<at::Tensor> a{first};
+                       (void)pg->allreduce(a, allreduceWith(c10d::ReduceOp::SUM));
+                       // The job writes the next op's input on its stream, after a delay.
+                       job->enqueue([second]() mutable {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                         second.fill_(5.0);
+                       });
+                       std::vector<at::Tensor> b{second};
+                       (void)pg->allreduce(b, allreduceWith(c10d::ReduceOp::SUM));
+                       (void)pg->allgather(gathered, gatherIn, {});
+                       auto work = pg->endCoalescing();
+                       work->wait(std::chrono::milliseconds(15000));
+                       expectEqual(first, at::full({4}, 3.0), "first op of the batch");
+                       expectEqual(second, at::full({4}, 15.0), "second op read its input before the job wrote it");
+                       for (int r = 0; r < ctx.size; ++r) {
+                         expectEqual(gathered[0][r], at::full({4}, r), "all_gather in a batch, from " + std::to_string(r));
+                       }
+                       runtime->setCurrentStream(nullptr);
+                     }),
+            "");
+}
+
+// Review item 11: an op that throws between ncclGroupStart and ncclGroupEnd must not leave the
+// thread's group open (every later call would be deferred forever: a hang).
+TEST(SimulatedDevice, Defect11_AFailedGroupedOpLeavesNoGroupOpen) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       Faults failSend;
+                       failSend.failCall = "ncclSend";  // inside all_to_all's group
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(20), failSend);
+                       std::vector<at::Tensor> outs{at::zeros({2}), at::zeros({2})};
+                       std::vector<at::Tensor> ins{at::ones({2}), at::ones({2})};
+                       try {
+                         (void)pg->alltoall(outs, ins, {});
+                         check(false, "the failed ncclSend was not reported");
+                       } catch (const c10::Error&) {
+                       }
+                       std::vector<at::Tensor> t{at::ones({2})};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::milliseconds(10000));
+                       expectEqual(t[0], at::full({2}, 2.0), "the op after the failed one");
+                     }),
+            "");
+}
+
+// Review item 12: a PREMUL_SUM tensor factor is handed to NCCL on the device (no host read), and
+// every PREMUL_SUM op created is destroyed.
+TEST(SimulatedDevice, Defect12_PreMulSumFactorStaysOnTheDevice) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto seams = simulatedSeams(ctx.store);
+                       auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
+                       GroupOptions options{"0", "default_pg", std::chrono::seconds(20), {}, simDevice(ctx.rank)};
+                       backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& s,
+                                                                const GroupOptions& o) {
+                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.timeout, seams, c10::kCPU);
+                       };
+                       auto pg = c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, rewritten(),
+                                                                     factory);
+                       std::vector<at::Tensor> t{at::ones({3})};
+                       waitOn(pg->allreduce(t, allreduceWith(c10d::makePreMulSum(at::full({}, 4.0)))));
+                       expectEqual(t[0], at::full({3}, 8.0), "PREMUL_SUM with a tensor factor");
+                       auto calls = api->calls();
+                       check(std::count(calls.begin(), calls.end(), "ncclRedOpCreatePreMulSum(device)") == 1,
+                             "the tensor factor did not reach NCCL as a device scalar");
+                       check(api->livePreMulSumOps() == 0, "a PREMUL_SUM op was never destroyed");
+                     }),
+            "");
+}
+
+// A stalled op times out: the work fails with a backend error naming the timeout, the group
+// reports TIMEOUT, and the process goes on.
+TEST(SimulatedDevice, StalledOpTimesOutAndTheProcessSurvives) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       Faults stallFirst;
+                       stallFirst.stallAt = 1;
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::milliseconds(800), stallFirst);
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       try {
+                         work->wait(std::chrono::milliseconds(5000));
+                         check(false, "a stalled op completed");
+                       } catch (const c10::DistBackendError& e) {
+                         check(std::string(e.what()).find("timed out") != std::string::npos ||
+                                   std::string(e.what()).find("timeout") != std::string::npos,
+                               std::string("not a timeout: ") + e.what());
+                       }
+                       std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                       check(pg->getError() == c10d::ErrorType::TIMEOUT, "group error is not TIMEOUT");
+                     }),
+            "");
+}
+
+// NCCL's asynchronous error fails the op it interrupts and the group reports COMM_ERROR.
+TEST(SimulatedDevice, AsynchronousErrorFailsThePendingOp) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       Faults failSecond;
+                       failSecond.asyncErrorAt = 2;
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(20), failSecond);
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::milliseconds(10000));
+                       auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       try {
+                         work->wait(std::chrono::milliseconds(10000));
+                         check(false, "the op completed despite NCCL's error");
+                       } catch (const c10::DistBackendError& e) {
+                         check(std::string(e.what()).find("remote error") != std::string::npos,
+                               std::string("not NCCL's error: ") + e.what());
+                       }
+                       check(pg->getError() == c10d::ErrorType::COMM_ERROR, "group error is not COMM_ERROR");
+                     }),
+            "");
+}
+
+}  // namespace
+}  // namespace nccl_migrate::sim

@@ -1,0 +1,184 @@
+// SimRuntime: see sim_device.h.
+#include "sim_device.h"
+
+#include <c10/util/Exception.h>
+
+namespace nccl_migrate::sim {
+namespace {
+
+using backends::nccl::EventState;
+using backends::nccl::EventStatus;
+using backends::nccl::StreamRef;
+
+thread_local SimStream* currentOverride = nullptr;
+
+// What an event marks: generations recorded and reached, shared with the tasks that reach it.
+struct EventMarks {
+  std::mutex mutex;
+  std::condition_variable cv;
+  uint64_t recorded = 0;
+  uint64_t reached = 0;
+  bool captured = false;
+  bool failed = false;
+
+  void reach(uint64_t generation) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      reached = std::max(reached, generation);
+    }
+    cv.notify_all();
+  }
+  void awaitGeneration(uint64_t generation) {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return reached >= generation; });
+  }
+};
+
+class SimEvent final : public backends::nccl::DeviceEvent {
+ public:
+  explicit SimEvent(SimRuntime& runtime) : runtime_(runtime), marks_(std::make_shared<EventMarks>()) {}
+
+  void record(const StreamRef& ref) override {
+    SimStream& stream = SimRuntime::streamOf(ref);
+    uint64_t generation;
+    {
+      std::lock_guard<std::mutex> lock(marks_->mutex);
+      generation = ++marks_->recorded;
+      marks_->captured = stream.capturing.load();
+      marks_->failed = runtime_.failEvents.load();
+    }
+    if (marks_->captured) return;
+    stream.enqueue([marks = marks_, generation] { marks->reach(generation); });
+  }
+
+  void block(const StreamRef& ref) override {
+    SimStream& stream = SimRuntime::streamOf(ref);
+    uint64_t generation;
+    {
+      std::lock_guard<std::mutex> lock(marks_->mutex);
+      if (marks_->captured) {
+        stream.capturing = true;  // waiting on captured work pulls the stream into the capture
+        return;
+      }
+      generation = marks_->recorded;
+    }
+    if (generation == 0) return;
+    stream.enqueue([marks = marks_, generation] { marks->awaitGeneration(generation); });
+  }
+
+  EventStatus query() noexcept override {
+    std::lock_guard<std::mutex> lock(marks_->mutex);
+    if (marks_->captured) return {EventState::Captured, ""};
+    if (marks_->failed) return {EventState::Failed, "simulated sticky device error"};
+    return {marks_->reached >= marks_->recorded ? EventState::Done : EventState::Pending, ""};
+  }
+
+ private:
+  SimRuntime& runtime_;
+  std::shared_ptr<EventMarks> marks_;
+};
+
+}  // namespace
+
+SimStream::SimStream(std::string name, bool host) : name_(std::move(name)), host_(host) {
+  if (!host_) worker_ = std::thread([this] { run(); });
+}
+
+SimStream::~SimStream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.detach();
+}
+
+void SimStream::enqueue(std::function<void()> task) {
+  if (host_) return task();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (capturing.load()) {
+      ++captured_;  // recorded into the graph: runs on replay, not now
+      return;
+    }
+    queue_.push_back(std::move(task));
+  }
+  cv_.notify_all();
+}
+
+size_t SimStream::pending() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size() + running_;
+}
+
+void SimStream::run() {
+  while (true) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      ++running_;
+    }
+    task();
+    std::lock_guard<std::mutex> lock(mutex_);
+    --running_;
+  }
+}
+
+SimRuntime::SimRuntime() : host_(std::make_shared<SimStream>("host", /*host=*/true)) {}
+
+std::shared_ptr<SimRuntime> SimRuntime::instance() {
+  static auto* runtime = new std::shared_ptr<SimRuntime>(new SimRuntime());  // never destroyed
+  return *runtime;
+}
+
+SimStream& SimRuntime::streamOf(const StreamRef& ref) {
+  TORCH_CHECK(ref.handle, "simulated device: a null stream");
+  return *static_cast<SimStream*>(ref.handle);
+}
+
+StreamRef SimRuntime::currentStream(c10::Device device) {
+  return {currentOverride ? currentOverride : host_.get(), device};
+}
+
+StreamRef SimRuntime::newStream(c10::Device device, bool) {
+  return {makeWorkerStream("sim:" + std::to_string(device.index()) + "/comm").get(), device};
+}
+
+std::shared_ptr<SimStream> SimRuntime::makeWorkerStream(const std::string& name) {
+  auto stream = std::make_shared<SimStream>(name, /*host=*/false);
+  std::lock_guard<std::mutex> lock(streamsMutex_);
+  streams_.push_back(stream);
+  return stream;
+}
+
+void SimRuntime::setCurrentStream(SimStream* stream) { currentOverride = stream; }
+
+std::unique_ptr<backends::nccl::DeviceEvent> SimRuntime::newEvent(c10::Device) {
+  return std::make_unique<SimEvent>(*this);
+}
+
+void SimRuntime::recordStream(const at::Tensor& tensor, const StreamRef& ref) {
+  if (!tensor.defined()) return;
+  // The memory stays taken until the stream has passed this point, as the caching allocator does.
+  streamOf(ref).enqueue([storage = tensor.storage()] {});
+}
+
+void SimRuntime::copy(const at::Tensor& dst, const at::Tensor& src, const StreamRef& ref) {
+  streamOf(ref).enqueue([dst, src]() mutable { dst.copy_(src); });
+}
+
+void SimRuntime::completeInStreamOrder(const StreamRef& ref, std::function<void()> mark) {
+  streamOf(ref).enqueue(std::move(mark));
+}
+
+bool SimRuntime::capturing(const StreamRef& ref) { return streamOf(ref).capturing.load(); }
+
+std::optional<size_t> SimRuntime::freeMemory(c10::Device) { return kTotalBytes - usedBytes.load(); }
+
+std::shared_ptr<void> SimRuntime::makeCurrent(c10::Device) { return nullptr; }
+
+}  // namespace nccl_migrate::sim

@@ -1,0 +1,82 @@
+// The simulated device: a DeviceRuntime on the CPU for tests. A test double, never a backend
+// users can select. Streams are worker threads that run their work in order; the job's own
+// "current stream" is the host itself by default (CPU tensors are read and written by the
+// host in program order), and a test may make a worker stream current to see what the host
+// does not wait for. Events complete when their stream reaches them; ops issued to a stream
+// that is being captured are recorded, not run, and their events report Captured.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "nccl/device_runtime.h"
+
+namespace nccl_migrate::sim {
+
+class SimStream {
+ public:
+  explicit SimStream(std::string name, bool host);
+  ~SimStream();
+  // Host stream: runs `task` now, on the caller. Worker stream: queues it (or records it, while
+  // captured).
+  void enqueue(std::function<void()> task);
+  bool isHost() const { return host_; }
+  const std::string& name() const { return name_; }
+  std::atomic<bool> capturing{false};
+  // Tasks queued and not yet finished.
+  size_t pending();
+
+ private:
+  void run();
+  std::string name_;
+  bool host_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  size_t running_ = 0;
+  size_t captured_ = 0;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+class SimRuntime final : public backends::nccl::DeviceRuntime {
+ public:
+  // One per process, never destroyed: its worker threads may be blocked on peers at exit.
+  static std::shared_ptr<SimRuntime> instance();
+
+  std::string name() const override { return "simulated"; }
+  backends::nccl::StreamRef currentStream(c10::Device device) override;
+  backends::nccl::StreamRef newStream(c10::Device device, bool highPriority) override;
+  std::unique_ptr<backends::nccl::DeviceEvent> newEvent(c10::Device device) override;
+  void recordStream(const at::Tensor& tensor, const backends::nccl::StreamRef& stream) override;
+  void copy(const at::Tensor& dst, const at::Tensor& src, const backends::nccl::StreamRef& stream) override;
+  void completeInStreamOrder(const backends::nccl::StreamRef& stream, std::function<void()> mark) override;
+  bool capturing(const backends::nccl::StreamRef& stream) override;
+  std::optional<size_t> freeMemory(c10::Device device) override;
+  std::shared_ptr<void> makeCurrent(c10::Device device) override;
+
+  // Test controls.
+  static SimStream& streamOf(const backends::nccl::StreamRef& ref);
+  // Makes `stream` the calling thread's current stream (nullptr: the host again).
+  void setCurrentStream(SimStream* stream);
+  std::shared_ptr<SimStream> makeWorkerStream(const std::string& name);
+  // Every event recorded from now on reports a device error (a sticky CUDA error).
+  std::atomic<bool> failEvents{false};
+  // Device memory the simulated communicators hold.
+  std::atomic<size_t> usedBytes{0};
+  static constexpr size_t kTotalBytes = size_t(1) << 34;
+
+ private:
+  SimRuntime();
+  std::shared_ptr<SimStream> host_;
+  std::mutex streamsMutex_;
+  std::deque<std::shared_ptr<SimStream>> streams_;  // kept for the life of the process
+};
+
+}  // namespace nccl_migrate::sim

@@ -1,0 +1,515 @@
+// SimNcclApi: see sim_nccl.h.
+#include "sim_nccl.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+namespace nccl_migrate::sim {
+
+struct PreMul {
+  ncclScalarResidence_t residence;
+  double hostValue = 0.0;          // read when the op was created
+  const void* devicePtr = nullptr;  // read when the op runs
+  ncclDataType_t type;
+};
+
+struct SimComm {
+  std::string id;
+  int size = 0;
+  int rank = 0;
+  std::atomic<bool> freed{false};
+  std::atomic<bool> aborted{false};
+  std::atomic<ncclResult_t> asyncError{ncclSuccess};
+  std::mutex mutex;
+  uint64_t collectives = 0;
+  std::map<int, uint64_t> sends, recvs;
+  std::map<int, PreMul> preMuls;
+  int nextRedOp = ncclNumOps;
+};
+
+struct SimNcclApi::Op {
+  enum Kind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send, Recv } kind;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  ncclDataType_t type = ncclFloat32;
+  ncclRedOp_t redOp = ncclSum;
+  std::optional<PreMul> preMul;
+  int root = 0;  // root of rooted collectives; the peer of send and recv
+  SimComm* comm = nullptr;
+  SimStream* stream = nullptr;
+  std::string key;  // where its data meets its peers' in the store
+  bool collective() const { return kind != Send && kind != Recv; }
+};
+
+namespace {
+
+constexpr size_t kCommunicatorBytes = size_t(64) << 20;  // what a simulated communicator "costs"
+
+thread_local int groupDepth = 0;
+thread_local std::vector<SimNcclApi::Op> deferredOps;
+
+at::ScalarType scalarTypeOf(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt8: return at::kChar;
+    case ncclUint8: return at::kByte;
+    case ncclInt32: return at::kInt;
+    case ncclInt64: return at::kLong;
+    case ncclFloat16: return at::kHalf;
+    case ncclFloat32: return at::kFloat;
+    case ncclFloat64: return at::kDouble;
+    case ncclBfloat16: return at::kBFloat16;
+    case ncclFloat8e4m3: return at::kFloat8_e4m3fn;
+    case ncclFloat8e5m2: return at::kFloat8_e5m2;
+    default: TORCH_CHECK(false, "simulated NCCL: data type ", static_cast<int>(type), " is not simulated");
+  }
+}
+
+size_t bytesOf(size_t count, ncclDataType_t type) { return count * c10::elementSize(scalarTypeOf(type)); }
+
+at::Tensor viewOf(const void* data, size_t count, ncclDataType_t type) {
+  return at::from_blob(const_cast<void*>(data), {static_cast<int64_t>(count)}, at::TensorOptions().dtype(scalarTypeOf(type)));
+}
+
+std::vector<uint8_t> bytesAt(const void* data, size_t bytes) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  return std::vector<uint8_t>(p, p + bytes);
+}
+
+double scalarValue(const void* data, ncclDataType_t type) { return viewOf(data, 1, type).item<double>(); }
+
+// The reduction NCCL computes, in a wide type and cast back (integers wrap, as on the GPU).
+at::Tensor reduced(const std::vector<at::Tensor>& parts, const SimNcclApi::Op& op) {
+  at::ScalarType type = parts[0].scalar_type();
+  at::ScalarType wide = at::isFloatingType(type) ? at::kDouble : at::kLong;
+  double factor = 1.0;
+  if (op.preMul) {
+    factor = op.preMul->residence == ncclScalarDevice ? scalarValue(op.preMul->devicePtr, op.preMul->type)
+                                                      : op.preMul->hostValue;
+  }
+  at::Tensor acc = parts[0].to(wide);
+  if (op.preMul) acc = acc * factor;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    at::Tensor x = parts[i].to(wide);
+    if (op.preMul) {
+      acc = acc + x * factor;
+      continue;
+    }
+    switch (op.redOp) {
+      case ncclSum:
+      case ncclAvg: acc = acc + x; break;
+      case ncclProd: acc = acc * x; break;
+      case ncclMin: acc = at::minimum(acc, x); break;
+      case ncclMax: acc = at::maximum(acc, x); break;
+      default: TORCH_CHECK(false, "simulated NCCL: reduce op ", static_cast<int>(op.redOp), " unknown");
+    }
+  }
+  if (!op.preMul && op.redOp == ncclAvg) {
+    acc = wide == at::kDouble ? acc / static_cast<double>(parts.size())
+                              : at::div(acc, static_cast<int64_t>(parts.size()), "trunc");
+  }
+  return acc.to(type);
+}
+
+void writeTo(void* data, const at::Tensor& values, ncclDataType_t type) {
+  viewOf(data, static_cast<size_t>(values.numel()), type).copy_(values);
+}
+
+[[noreturn]] void useAfterFree(const char* call) {
+  std::fprintf(stderr, "simulated NCCL: %s on a communicator that ncclCommAbort or ncclCommDestroy already freed\n",
+               call);
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace
+
+Faults faultsFromEnvironment() {
+  Faults faults;
+  if (const char* v = std::getenv("NCCL_MIGRATE_SIM_STALL_AT"); v && *v) faults.stallAt = std::stoull(v);
+  if (const char* v = std::getenv("NCCL_MIGRATE_SIM_ASYNC_ERROR_AT"); v && *v) faults.asyncErrorAt = std::stoull(v);
+  return faults;
+}
+
+SimNcclApi::SimNcclApi(c10::intrusive_ptr<c10d::Store> store, std::shared_ptr<SimRuntime> runtime, Faults faults)
+    : store_(std::move(store)), runtime_(std::move(runtime)), faults_(faults) {}
+
+const char* SimNcclApi::errorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclSystemError: return "simulated system error (a peer never arrived)";
+    case ncclRemoteError: return "simulated remote error (injected)";
+    case ncclInvalidUsage: return "invalid usage";
+    case ncclInvalidArgument: return "invalid argument";
+    case ncclInProgress: return "in progress";
+    default: return "simulated NCCL error";
+  }
+}
+
+void SimNcclApi::note(const char* call) {
+  std::lock_guard<std::mutex> lock(callsMutex_);
+  calls_.emplace_back(call);
+}
+
+std::vector<std::string> SimNcclApi::calls() {
+  std::lock_guard<std::mutex> lock(callsMutex_);
+  return calls_;
+}
+
+SimComm* SimNcclApi::live(ncclComm_t comm, const char* call) {
+  note(call);
+  auto* sim = reinterpret_cast<SimComm*>(comm);
+  if (!sim) return nullptr;
+  if (sim->freed.load()) useAfterFree(call);
+  return sim;
+}
+
+ncclResult_t SimNcclApi::getUniqueId(ncclUniqueId* id) {
+  note("ncclGetUniqueId");
+  std::memset(id, 0, sizeof(*id));
+  std::random_device random;
+  std::snprintf(id->internal, sizeof(id->internal), "sim-%08x%08x", random(), random());
+  return ncclSuccess;
+}
+
+ncclResult_t SimNcclApi::commInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                            ncclConfig_t* config) {
+  note("ncclCommInitRankConfig");
+  if (rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  auto* sim = new SimComm();  // never deleted: a freed communicator stays as a tombstone
+  sim->id = std::string(id.internal, strnlen(id.internal, sizeof(id.internal)));
+  sim->size = nranks;
+  sim->rank = rank;
+  *comm = reinterpret_cast<ncclComm_t>(sim);
+  runtime_->usedBytes += kCommunicatorBytes;
+  // Every member announces itself under the id and waits for the others: members holding
+  // different ids wait on different names until the store gives up.
+  auto rendezvous = [store = store_, sim] {
+    store->set(sim->id + "/init/" + std::to_string(sim->rank), std::vector<uint8_t>{1});
+    std::vector<std::string> keys;
+    for (int r = 0; r < sim->size; ++r) keys.push_back(sim->id + "/init/" + std::to_string(r));
+    try {
+      store->wait(keys);
+      return ncclSuccess;
+    } catch (const std::exception&) {
+      return ncclSystemError;
+    }
+  };
+  if (config && config->blocking == 0) {
+    sim->asyncError = ncclInProgress;
+    std::thread([sim, rendezvous] { sim->asyncError = rendezvous(); }).detach();
+    return ncclInProgress;
+  }
+  return rendezvous();
+}
+
+ncclResult_t SimNcclApi::commGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
+  SimComm* sim = live(comm, "ncclCommGetAsyncError");
+  if (!sim) return ncclInvalidArgument;
+  *state = sim->asyncError.load();
+  return ncclSuccess;
+}
+
+ncclResult_t SimNcclApi::commAbort(ncclComm_t comm) {
+  SimComm* sim = live(comm, "ncclCommAbort");
+  if (!sim) return ncclInvalidArgument;
+  sim->aborted = true;  // ops waiting on peers give up
+  sim->freed = true;
+  runtime_->usedBytes -= kCommunicatorBytes;
+  return ncclSuccess;
+}
+
+ncclResult_t SimNcclApi::commDestroy(ncclComm_t comm) {
+  SimComm* sim = live(comm, "ncclCommDestroy");
+  if (!sim) return ncclInvalidArgument;
+  sim->freed = true;
+  runtime_->usedBytes -= kCommunicatorBytes;
+  return ncclSuccess;
+}
+
+ncclResult_t SimNcclApi::redOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t type,
+                                              ncclScalarResidence_t residence, ncclComm_t comm) {
+  SimComm* sim = live(comm, residence == ncclScalarDevice ? "ncclRedOpCreatePreMulSum(device)"
+                                                          : "ncclRedOpCreatePreMulSum(host)");
+  if (!sim) return ncclInvalidArgument;
+  PreMul preMul{residence, 0.0, nullptr, type};
+  if (residence == ncclScalarHostImmediate) {
+    preMul.hostValue = scalarValue(scalar, type);
+  } else {
+    preMul.devicePtr = scalar;
+  }
+  std::lock_guard<std::mutex> lock(sim->mutex);
+  int id = sim->nextRedOp++;
+  sim->preMuls[id] = preMul;
+  *op = static_cast<ncclRedOp_t>(id);
+  ++livePreMulSums_;
+  return ncclSuccess;
+}
+
+ncclResult_t SimNcclApi::redOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  SimComm* sim = live(comm, "ncclRedOpDestroy");
+  if (!sim) return ncclInvalidArgument;
+  std::lock_guard<std::mutex> lock(sim->mutex);
+  if (sim->preMuls.erase(static_cast<int>(op)) == 0) return ncclInvalidArgument;
+  --livePreMulSums_;
+  return ncclSuccess;
+}
+
+ncclResult_t SimNcclApi::groupStart() {
+  note("ncclGroupStart");
+  ++groupDepth;
+  return ncclSuccess;
+}
+
+ncclResult_t SimNcclApi::groupEnd() {
+  note("ncclGroupEnd");
+  if (groupDepth == 0) return ncclInvalidUsage;
+  if (--groupDepth > 0) return ncclSuccess;
+  std::vector<Op> ops = std::move(deferredOps);
+  deferredOps.clear();
+  // One task per stream: its ops post everything first and then collect, so grouped sends and
+  // receives (and several collectives) progress together.
+  std::map<SimStream*, std::vector<Op>> byStream;
+  for (Op& op : ops) byStream[op.stream].push_back(std::move(op));
+  for (auto& [stream, streamOps] : byStream) {
+    stream->enqueue([this, streamOps] { run(streamOps); });
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t SimNcclApi::submit(Op op) {
+  static const char* kCallNames[] = {"ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather",
+                                     "ncclReduceScatter", "ncclSend", "ncclRecv"};
+  if (faults_.failCall == kCallNames[op.kind] && !failCallSpent_.exchange(true)) return ncclInternalError;
+  {
+    std::lock_guard<std::mutex> lock(op.comm->mutex);
+    const std::string& id = op.comm->id;
+    int me = op.comm->rank;
+    switch (op.kind) {
+      case Op::Send:
+        op.key = id + "/p/" + std::to_string(me) + "-" + std::to_string(op.root) + "/" +
+                 std::to_string(op.comm->sends[op.root]++);
+        break;
+      case Op::Recv:
+        op.key = id + "/p/" + std::to_string(op.root) + "-" + std::to_string(me) + "/" +
+                 std::to_string(op.comm->recvs[op.root]++);
+        break;
+      default:
+        op.key = id + "/c/" + std::to_string(++op.comm->collectives);
+    }
+    if (op.redOp >= ncclNumOps && op.collective()) {
+      auto it = op.comm->preMuls.find(static_cast<int>(op.redOp));
+      if (it == op.comm->preMuls.end()) return ncclInvalidArgument;
+      op.preMul = it->second;  // captured now: the op may be destroyed once enqueued
+    }
+  }
+  if (groupDepth > 0) {
+    deferredOps.push_back(std::move(op));
+    return ncclSuccess;
+  }
+  op.stream->enqueue([this, op] { run({op}); });
+  return ncclSuccess;
+}
+
+namespace {
+
+// Waits until `key` is in the store; false when the communicator was aborted meanwhile.
+bool arrived(c10d::Store& store, SimComm& comm, const std::string& key) {
+  auto pause = std::chrono::microseconds(100);
+  while (!store.check({key})) {
+    if (comm.aborted.load()) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+  return true;
+}
+
+std::string partKey(const SimNcclApi::Op& op, int rank) { return op.key + "/" + std::to_string(rank); }
+
+}  // namespace
+
+void SimNcclApi::run(const std::vector<Op>& ops) {
+  // Faults are counted per collective of this rank's communicator.
+  for (const Op& op : ops) {
+    if (!op.collective()) continue;
+    uint64_t n = std::stoull(op.key.substr(op.key.rfind('/') + 1));
+    if (faults_.asyncErrorAt && n == *faults_.asyncErrorAt) op.comm->asyncError = ncclRemoteError;
+    if ((faults_.stallAt && n == *faults_.stallAt) || (faults_.asyncErrorAt && n == *faults_.asyncErrorAt)) {
+      while (!op.comm->aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return;
+    }
+  }
+  c10d::Store& store = *store_;
+  // Post: every op's own contribution.
+  for (const Op& op : ops) {
+    int me = op.comm->rank;
+    switch (op.kind) {
+      case Op::AllReduce:
+      case Op::Reduce:
+      case Op::AllGather:
+        store.set(partKey(op, me), bytesAt(op.send, bytesOf(op.count, op.type)));
+        break;
+      case Op::ReduceScatter:
+        store.set(partKey(op, me), bytesAt(op.send, bytesOf(op.count * op.comm->size, op.type)));
+        break;
+      case Op::Broadcast:
+        if (me == op.root) store.set(partKey(op, me), bytesAt(op.send, bytesOf(op.count, op.type)));
+        break;
+      case Op::Send:
+        store.set(op.key, bytesAt(op.send, bytesOf(op.count, op.type)));
+        break;
+      case Op::Recv:
+        break;
+    }
+  }
+  // Collect: what each op needs from its peers.
+  for (const Op& op : ops) {
+    SimComm& comm = *op.comm;
+    int me = comm.rank, n = comm.size;
+    auto part = [&](int rank) -> std::optional<at::Tensor> {
+      if (!arrived(store, comm, partKey(op, rank))) return std::nullopt;
+      std::vector<uint8_t> bytes = store.get(partKey(op, rank));
+      size_t count = bytes.size() / c10::elementSize(scalarTypeOf(op.type));
+      return viewOf(bytes.data(), count, op.type).clone();
+    };
+    auto everyone = [&]() -> std::optional<std::vector<at::Tensor>> {
+      std::vector<at::Tensor> parts;
+      for (int r = 0; r < n; ++r) {
+        auto p = part(r);
+        if (!p) return std::nullopt;
+        parts.push_back(*p);
+      }
+      return parts;
+    };
+    switch (op.kind) {
+      case Op::AllReduce: {
+        auto parts = everyone();
+        if (!parts) return;
+        writeTo(op.recv, reduced(*parts, op), op.type);
+        break;
+      }
+      case Op::Reduce: {
+        auto parts = everyone();
+        if (!parts) return;
+        if (me == op.root) writeTo(op.recv, reduced(*parts, op), op.type);
+        break;
+      }
+      case Op::AllGather: {
+        auto parts = everyone();
+        if (!parts) return;
+        writeTo(op.recv, at::cat(*parts), op.type);
+        break;
+      }
+      case Op::ReduceScatter: {
+        auto parts = everyone();
+        if (!parts) return;
+        std::vector<at::Tensor> mine;
+        for (auto& p : *parts) mine.push_back(p.narrow(0, static_cast<int64_t>(me * op.count), op.count));
+        writeTo(op.recv, reduced(mine, op), op.type);
+        break;
+      }
+      case Op::Broadcast: {
+        auto p = part(op.root);
+        if (!p) return;
+        writeTo(op.recv, *p, op.type);
+        break;
+      }
+      case Op::Recv: {
+        if (!arrived(store, comm, op.key)) return;
+        std::vector<uint8_t> bytes = store.get(op.key);
+        std::memcpy(op.recv, bytes.data(), bytes.size());
+        store.set(op.key + "/ack", std::vector<uint8_t>{1});
+        break;
+      }
+      case Op::Send:
+        break;
+    }
+  }
+  // A send completes once its receiver took the data.
+  for (const Op& op : ops) {
+    if (op.kind == Op::Send && !arrived(store, *op.comm, op.key + "/ack")) return;
+  }
+}
+
+ncclResult_t SimNcclApi::allReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  SimComm* sim = live(comm, "ncclAllReduce");
+  Op o{Op::AllReduce, send, recv, count, type, op};
+  o.comm = sim;
+  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
+  return submit(std::move(o));
+}
+
+ncclResult_t SimNcclApi::broadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  SimComm* sim = live(comm, "ncclBroadcast");
+  Op o{Op::Broadcast, send, recv, count, type};
+  o.root = root;
+  o.comm = sim;
+  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
+  return submit(std::move(o));
+}
+
+ncclResult_t SimNcclApi::reduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                                int root, ncclComm_t comm, cudaStream_t stream) {
+  SimComm* sim = live(comm, "ncclReduce");
+  Op o{Op::Reduce, send, recv, count, type, op};
+  o.root = root;
+  o.comm = sim;
+  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
+  return submit(std::move(o));
+}
+
+ncclResult_t SimNcclApi::allGather(const void* send, void* recv, size_t sendCount, ncclDataType_t type,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  SimComm* sim = live(comm, "ncclAllGather");
+  Op o{Op::AllGather, send, recv, sendCount, type};
+  o.comm = sim;
+  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
+  return submit(std::move(o));
+}
+
+ncclResult_t SimNcclApi::reduceScatter(const void* send, void* recv, size_t recvCount, ncclDataType_t type,
+                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  SimComm* sim = live(comm, "ncclReduceScatter");
+  Op o{Op::ReduceScatter, send, recv, recvCount, type, op};
+  o.comm = sim;
+  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
+  return submit(std::move(o));
+}
+
+ncclResult_t SimNcclApi::send(const void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                              cudaStream_t stream) {
+  SimComm* sim = live(comm, "ncclSend");
+  Op o{Op::Send, buffer, nullptr, count, type};
+  o.root = peer;
+  o.comm = sim;
+  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
+  return submit(std::move(o));
+}
+
+ncclResult_t SimNcclApi::recv(void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                              cudaStream_t stream) {
+  SimComm* sim = live(comm, "ncclRecv");
+  Op o{Op::Recv, nullptr, buffer, count, type};
+  o.root = peer;
+  o.comm = sim;
+  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
+  return submit(std::move(o));
+}
+
+std::shared_ptr<const backends::NcclSeams> simulatedSeams(c10::intrusive_ptr<c10d::Store> store, Faults faults) {
+  auto runtime = SimRuntime::instance();
+  return std::make_shared<const backends::NcclSeams>(
+      backends::NcclSeams{std::make_shared<SimNcclApi>(std::move(store), runtime, faults), runtime});
+}
+
+}  // namespace nccl_migrate::sim

@@ -1,0 +1,98 @@
+// The simulated NCCL: an NcclApi over the simulated device, for tests. A test double, never a
+// backend users can select. Ranks are real processes; a communicator's members meet through a
+// c10d Store (the unique id names the rendezvous, so ranks holding different ids wait for each
+// other until the store times out, as NCCL hangs). Ops run on their stream's worker when it
+// reaches them and complete when every participant's contribution has arrived; calls between
+// groupStart and groupEnd are deferred to groupEnd and progress together, so grouped sends and
+// receives cannot deadlock while a lone send waits for its receiver, as in NCCL. Using a
+// communicator after ncclCommAbort or ncclCommDestroy ends the process with a message.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "nccl/nccl_api.h"
+#include "nccl/nccl_communicator.h"
+#include "sim_device.h"
+
+namespace nccl_migrate::sim {
+
+// Faults to inject, per process (read from the environment by faultsFromEnvironment()).
+struct Faults {
+  // The n-th collective (1-based, per communicator) this rank runs never finishes...
+  std::optional<uint64_t> stallAt;
+  // ...or finishes never and raises ncclRemoteError as NCCL's asynchronous error.
+  std::optional<uint64_t> asyncErrorAt;
+  // The first call of this name ("ncclSend") fails with ncclInternalError when it is made.
+  std::optional<std::string> failCall;
+};
+// NCCL_MIGRATE_SIM_STALL_AT, NCCL_MIGRATE_SIM_ASYNC_ERROR_AT.
+Faults faultsFromEnvironment();
+
+struct SimComm;
+
+class SimNcclApi final : public backends::nccl::NcclApi {
+ public:
+  SimNcclApi(c10::intrusive_ptr<c10d::Store> store, std::shared_ptr<SimRuntime> runtime, Faults faults = {});
+
+  const char* name() const override { return "simulated"; }
+  const char* errorString(ncclResult_t result) override;
+  ncclResult_t getUniqueId(ncclUniqueId* id) override;
+  ncclResult_t commInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                  ncclConfig_t* config) override;
+  ncclResult_t commGetAsyncError(ncclComm_t comm, ncclResult_t* state) override;
+  ncclResult_t commAbort(ncclComm_t comm) override;
+  ncclResult_t commDestroy(ncclComm_t comm) override;
+  ncclResult_t allReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                         ncclComm_t comm, cudaStream_t stream) override;
+  ncclResult_t broadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
+                         cudaStream_t stream) override;
+  ncclResult_t reduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int root,
+                      ncclComm_t comm, cudaStream_t stream) override;
+  ncclResult_t allGather(const void* send, void* recv, size_t sendCount, ncclDataType_t type, ncclComm_t comm,
+                         cudaStream_t stream) override;
+  ncclResult_t reduceScatter(const void* send, void* recv, size_t recvCount, ncclDataType_t type, ncclRedOp_t op,
+                             ncclComm_t comm, cudaStream_t stream) override;
+  ncclResult_t send(const void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                    cudaStream_t stream) override;
+  ncclResult_t recv(void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                    cudaStream_t stream) override;
+  ncclResult_t groupStart() override;
+  ncclResult_t groupEnd() override;
+  ncclResult_t redOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t type,
+                                    ncclScalarResidence_t residence, ncclComm_t comm) override;
+  ncclResult_t redOpDestroy(ncclRedOp_t op, ncclComm_t comm) override;
+
+  // For tests: the calls made, in order ("ncclAllReduce", ...), and PREMUL_SUM ops alive.
+  std::vector<std::string> calls();
+  int livePreMulSumOps() const { return livePreMulSums_.load(); }
+
+  struct Op;
+
+ private:
+  SimComm* live(ncclComm_t comm, const char* call);
+  ncclResult_t submit(Op op);
+  // Runs ops that launch together on one stream: posts every contribution, then collects.
+  void run(const std::vector<Op>& ops);
+  void note(const char* call);
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::shared_ptr<SimRuntime> runtime_;
+  Faults faults_;
+  std::atomic<int> livePreMulSums_{0};
+  std::atomic<bool> failCallSpent_{false};
+  std::mutex callsMutex_;
+  std::vector<std::string> calls_;
+};
+
+// Seams for the NCCL communicator over the simulated device, rendezvousing through `store`.
+std::shared_ptr<const backends::NcclSeams> simulatedSeams(c10::intrusive_ptr<c10d::Store> store,
+                                                         Faults faults = faultsFromEnvironment());
+
+}  // namespace nccl_migrate::sim
