@@ -185,7 +185,35 @@ std::unique_ptr<InFlight> GlooCommunicator::reduceScatterFrom(at::Tensor& output
 
 std::unique_ptr<InFlight> GlooCommunicator::allToAll(std::vector<at::Tensor>& outputs,
                                                      std::vector<at::Tensor>& inputs) {
+#if NCCL_MIGRATE_TORCH_HAS_GLOO_ALLTOALL
   return track(gloo().alltoall(outputs, inputs));
+#else
+  // Older torch's Gloo (2.11) has only the flat all-to-all: the inputs go as one buffer split
+  // per peer, and each peer's part is copied out once it arrived (synchronously, as AVG in
+  // summed() is).
+  std::vector<at::Tensor> flatInputs;
+  std::vector<int64_t> inSplits, outSplits;
+  for (const at::Tensor& in : inputs) {
+    flatInputs.push_back(in.reshape(-1));
+    inSplits.push_back(in.numel());
+  }
+  int64_t received = 0;
+  for (const at::Tensor& out : outputs) {
+    outSplits.push_back(out.numel());
+    received += out.numel();
+  }
+  at::Tensor flatIn = at::cat(flatInputs);
+  at::Tensor flatOut = at::empty({received}, outputs.at(0).options());
+  // Gloo takes the split sizes by reference and may consume them: it gets copies.
+  std::vector<int64_t> outSplitsArg = outSplits, inSplitsArg = inSplits;
+  gloo().alltoall_base(flatOut, flatIn, outSplitsArg, inSplitsArg)->wait();
+  int64_t offset = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].copy_(flatOut.narrow(0, offset, outSplits[i]).view(outputs[i].sizes()));
+    offset += outSplits[i];
+  }
+  return std::make_unique<FinishedInFlight>();
+#endif
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::allToAllSingle(at::Tensor& output, at::Tensor& input,
