@@ -20,6 +20,7 @@ JobSettings settingsFromEnvironment() {
       .implementation = variable("NCCL_MIGRATE_IMPL"),
       .allocConf = variable("PYTORCH_ALLOC_CONF"),
       .cudaAllocConf = variable("PYTORCH_CUDA_ALLOC_CONF"),
+      .localRank = variable("LOCAL_RANK"),
   };
 }
 

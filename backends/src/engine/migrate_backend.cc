@@ -337,8 +337,10 @@ c10::intrusive_ptr<c10d::Backend> MigrateBackend::split(const c10::intrusive_ptr
                                              std::move(child), makePolicy_, makeFactory_);
 }
 
+// torch calls this for every new group of a device-bound world; what it creates is the policy's
+// call, so lazy groups stay lazy (bound, without a communicator until their first op).
 void MigrateBackend::eagerConnectSingleDevice(at::Device device) {
-  communicatorFor(policy_->forCollective(device));
+  for (const CommunicatorRequest& request : policy_->atGroupCreation(device)) communicatorFor(request);
 }
 
 void MigrateBackend::abort() {

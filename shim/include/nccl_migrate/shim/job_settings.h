@@ -12,6 +12,7 @@ struct JobSettings {
   std::optional<std::string> implementation;  // NCCL_MIGRATE_IMPL
   std::optional<std::string> allocConf;       // PYTORCH_ALLOC_CONF
   std::optional<std::string> cudaAllocConf;   // PYTORCH_CUDA_ALLOC_CONF
+  std::optional<std::string> localRank;       // LOCAL_RANK
 };
 
 // Reads the variables from this process's environment (unset stays nullopt; set-but-empty is
