@@ -38,6 +38,7 @@ PolicyMaker policyMakerFor(shim::Behaviour behaviour) {
 c10::intrusive_ptr<c10d::Backend> toolkitBackend(shim::Behaviour behaviour, const c10::intrusive_ptr<c10d::Store>& store,
                                                  int rank, int size, const CreateOptions& options) {
   GroupOptions group{options.groupName, "default_pg", options.timeout, {}, options.device};
+  applyNcclEnvironment(group);
   // Like torch's nccl2, the rewritten behaviours bind to a device at creation: the given one,
   // else the shim's rule (local rank, or rank, modulo the GPUs), else the CPU.
   if (!group.boundDevice && behaviour != shim::Behaviour::Legacy) {
@@ -48,7 +49,7 @@ c10::intrusive_ptr<c10d::Backend> toolkitBackend(shim::Behaviour behaviour, cons
   }
   GlooBackendMaker gloo = options.makeGloo;
   FactoryMaker makeFactory = [gloo](const c10::intrusive_ptr<c10d::Store>& s, const GroupOptions& o) {
-    return makeCommunicatorFactory(s, gloo, o.groupName, o.timeout);
+    return makeCommunicatorFactory(s, gloo, o.groupName, o.timeout, o.deviceComms);
   };
   return c10::make_intrusive<MigrateBackend>(store, rank, size, std::move(group), policyMakerFor(behaviour),
                                              std::move(makeFactory));

@@ -97,7 +97,26 @@ def _create(behaviour: str, opts, pg_options, create_native=None):
         lazy_init=_lazy_init(pg_options, is_subgroup=bool(opts.global_ranks_in_group)),
         make_gloo=_make_gloo,
         enable_reconfigure=bool(getattr(opts, "enable_reconfigure", False)),
+        device_comms=_device_comm_options(pg_options),
     )
+
+
+# ncclConfig_t's "not set" (NCCL_CONFIG_UNDEF_INT), which torch's Options.config fields start as.
+_NCCL_UNSET = -(2**31)
+
+
+def _device_comm_options(pg_options) -> dict:
+    """What ``pg_options`` (torch's ProcessGroupNCCL.Options) asks of a group's NCCL
+    communicators: the config fields the job set, and a high-priority stream."""
+    wanted = {}
+    config = getattr(pg_options, "config", None)
+    for field in ("blocking", "max_ctas", "min_ctas", "cga_cluster_size", "split_share"):
+        value = getattr(config, field, None)
+        if isinstance(value, int) and value != _NCCL_UNSET:
+            wanted[field] = value
+    if getattr(pg_options, "is_high_priority_stream", False):
+        wanted["high_priority_stream"] = True
+    return wanted
 
 
 def creator_for(name: str, requested: str | None = None, create_native=None):

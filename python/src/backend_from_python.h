@@ -65,6 +65,21 @@ inline backends::PolicyMaker policyMakerFor(const std::string& behaviour, bool l
   throw py::value_error("unknown behaviour '" + behaviour + "'; expected legacy, rewritten or rewritten-lazy-p2p");
 }
 
+// pg_options' NCCL settings as the Python package passes them (blocking, max_ctas, min_ctas,
+// cga_cluster_size, split_share, high_priority_stream), over what the environment set.
+inline backends::DeviceCommOptions deviceCommOptionsFrom(const py::dict& given, backends::DeviceCommOptions options) {
+  auto field = [&](const char* name, std::optional<int>& into) {
+    if (given.contains(name)) into = given[name].cast<int>();
+  };
+  field("blocking", options.blocking);
+  field("max_ctas", options.maxCtas);
+  field("min_ctas", options.minCtas);
+  field("cga_cluster_size", options.cgaClusterSize);
+  field("split_share", options.splitShare);
+  if (given.contains("high_priority_stream")) options.highPriorityStream = given["high_priority_stream"].cast<bool>();
+  return options;
+}
+
 // Binds create_backend(behaviour, store, rank, size, timeout, group_name, group_desc, global_ranks,
 // bound_device, lazy_init, make_gloo, enable_reconfigure) into `m`, making each group's
 // communicator factory with `factoryFor` (the production one in _C; tests pass another).
@@ -73,10 +88,12 @@ inline void bindCreateBackend(py::module_& m, std::function<backends::FactoryMak
                              std::chrono::milliseconds timeout, const std::string& groupName,
                              const std::string& groupDesc, std::vector<uint64_t> globalRanks,
                              std::optional<at::Device> boundDevice, bool lazyInit, py::function makeGloo,
-                             bool enableReconfigure) -> c10::intrusive_ptr<c10d::Backend> {
+                             bool enableReconfigure, const py::dict& deviceComms) -> c10::intrusive_ptr<c10d::Backend> {
   auto cppStore = owned<c10d::Store>(store, "Store");
   backends::GroupOptions options{groupName, groupDesc, timeout, std::move(globalRanks), boundDevice,
                                  enableReconfigure};
+  backends::applyNcclEnvironment(options);
+  options.deviceComms = deviceCommOptionsFrom(deviceComms, options.deviceComms);
   auto makePolicy = policyMakerFor(behaviour, lazyInit);
   backends::FactoryMaker makeFactory = factoryFor(glooMakerFrom(std::move(makeGloo)));
   // Eager policies rendezvous with the other ranks here; let their Python threads run.
@@ -86,7 +103,8 @@ inline void bindCreateBackend(py::module_& m, std::function<backends::FactoryMak
   };
   m.def("create_backend", create, py::arg("behaviour"), py::arg("store"), py::arg("rank"), py::arg("size"),
         py::arg("timeout"), py::arg("group_name"), py::arg("group_desc"), py::arg("global_ranks"),
-        py::arg("bound_device"), py::arg("lazy_init"), py::arg("make_gloo"), py::arg("enable_reconfigure") = false);
+        py::arg("bound_device"), py::arg("lazy_init"), py::arg("make_gloo"), py::arg("enable_reconfigure") = false,
+        py::arg("device_comms") = py::dict());
 }
 
 }  // namespace nccl_migrate::python

@@ -50,7 +50,7 @@ class GlooInFlight final : public InFlight {
       }
       if (!future->completed()) {
         if (signal_->aborted) std::rethrow_exception(abortedError());
-        throw std::runtime_error("the op did not complete within " + std::to_string(timeout.count()) + " ms");
+        throw OpTimedOut("the op did not complete within " + std::to_string(timeout.count()) + " ms");
       }
     } else if (signal_->aborted && !work_->isCompleted()) {
       std::rethrow_exception(abortedError());
@@ -58,10 +58,23 @@ class GlooInFlight final : public InFlight {
     work_->wait(timeout);  // Gloo's own error, if any
   }
   void onDone(std::function<void(std::exception_ptr)> callback) override {
-    TORCH_CHECK(hasFuture_, "Gloo gives no future for this op (send, recv, flat reduce-scatter); wait on it instead");
-    work_->getFuture()->addCallback([callback = std::move(callback)](c10::ivalue::Future& future) {
-      callback(future.hasError() ? future.exception_ptr() : nullptr);
-    });
+    if (hasFuture_) {
+      work_->getFuture()->addCallback([callback = std::move(callback)](c10::ivalue::Future& future) {
+        callback(future.hasError() ? future.exception_ptr() : nullptr);
+      });
+      return;
+    }
+    // Gloo gives no future for send, recv and the flat reduce-scatter: a thread waits in Gloo
+    // (bounded by its timeout) and completes ours, so get_future() works for every op, as on NCCL.
+    std::thread([work = work_, callback = std::move(callback)] {
+      std::exception_ptr error;
+      try {
+        work->wait();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      callback(error);
+    }).detach();
   }
 
  private:

@@ -57,7 +57,9 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::allreduce(std::vector<at::Tensor>
                                                          const c10d::AllreduceOptions& opts) {
   const at::Tensor& t = checks::singleTensor(tensors);
   c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, t, "all_reduce");
-  return issue({"all_reduce", c10d::OpType::ALLREDUCE, t.device(), {t}, {t}}, policy_->forCollective(t.device()),
+  Op issued{"all_reduce", c10d::OpType::ALLREDUCE, t.device(), {t}, {t}};
+  issued.timeout = opts.timeout;
+  return issue(std::move(issued), policy_->forCollective(t.device()),
                [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(t);
                  return c.allReduce(x, op);
@@ -99,13 +101,27 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::allgather(std::vector<std::vector
   const at::Tensor& in = checks::singleTensor(inputs);
   TORCH_CHECK_VALUE(outputs.size() == 1, "Only single tensor / single list supported (got ", outputs.size(), " lists)");
   std::vector<at::Tensor>& outs = outputs[0];
-  checks::tensorListLike(outs, in, size_, "all_gather");
+  checks::perRankList(outs, in, size_, rank_, "all_gather");
+  if (!checks::even(outs, in)) return allGatherUneven(outs, in);
   return issue({"all_gather", c10d::OpType::ALLGATHER, in.device(), {in}, outs}, policy_->forCollective(in.device()),
                [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(in);
                  std::vector<at::Tensor> ys = carried(outs);
                  return c.allGather(ys, x);
                });
+}
+
+// Uneven lists, as torch's NCCL backends run them: each rank broadcasts its input into every
+// rank's entry for it, all in one batch. This rank's own entry is filled first, in the caller's
+// order, and the batch reads it from there.
+c10::intrusive_ptr<c10d::Work> MigrateBackend::allGatherUneven(std::vector<at::Tensor>& outputs, const at::Tensor& input) {
+  outputs[rank_].view(-1).copy_(input.reshape(-1));
+  return asOneBatch(outputs.size(), [&](size_t root) {
+    std::vector<at::Tensor> one{outputs[root]};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = static_cast<int64_t>(root);
+    return broadcast(one, opts);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> MigrateBackend::all_gather_single(at::Tensor& output, at::Tensor& input,
@@ -190,14 +206,32 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter(std::vector<at::Te
   const at::Tensor& out = checks::singleTensor(outputs);
   TORCH_CHECK_VALUE(inputs.size() == 1, "Only single tensor / single list supported (got ", inputs.size(), " lists)");
   std::vector<at::Tensor>& ins = inputs[0];
-  checks::tensorListLike(ins, out, size_, "reduce_scatter");
+  checks::perRankList(ins, out, size_, rank_, "reduce_scatter");
   c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, out, "reduce_scatter");
+  if (!checks::even(ins, out)) return reduceScatterUneven(outputs[0], ins, opts);
   return issue({"reduce_scatter", c10d::OpType::REDUCE_SCATTER, out.device(), ins, {out}},
                policy_->forCollective(out.device()), [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor y = checks::asCarried(out);
                  std::vector<at::Tensor> xs = carried(ins);
                  return c.reduceScatter(y, xs, op);
                });
+}
+
+// Uneven lists: one reduce per rank in one batch, each to the rank whose share it is. This rank's
+// share is reduced in place in its output (filled first, in the caller's order); the shares it
+// sends go from copies, so the job's inputs stay as they were.
+c10::intrusive_ptr<c10d::Work> MigrateBackend::reduceScatterUneven(at::Tensor& output, std::vector<at::Tensor>& inputs,
+                                                                   const c10d::ReduceScatterOptions& opts) {
+  output.view(-1).copy_(inputs[rank_].reshape(-1));
+  std::vector<at::Tensor> shares;
+  for (int root = 0; root < size_; ++root) shares.push_back(root == rank_ ? output : inputs[root].clone());
+  return asOneBatch(shares.size(), [&](size_t root) {
+    std::vector<at::Tensor> one{shares[root]};
+    c10d::ReduceOptions reduceOpts;
+    reduceOpts.rootRank = static_cast<int64_t>(root);
+    reduceOpts.reduceOp = opts.reduceOp;
+    return reduce(one, reduceOpts);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter_single(at::Tensor& output, at::Tensor& input,
@@ -285,7 +319,9 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::barrier(const c10d::BarrierOption
                        : !opts.device_ids.empty() ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(opts.device_ids[0]))
                        : policy_->boundDevice() ? *policy_->boundDevice()
                                                 : c10::Device(c10::kCPU);
-  return issue({"barrier", c10d::OpType::BARRIER, device, {}, {}}, policy_->forCollective(device),
+  Op op{"barrier", c10d::OpType::BARRIER, device, {}, {}};
+  op.timeout = opts.timeout;
+  return issue(std::move(op), policy_->forCollective(device),
                [&](Communicator& c, const CommunicatorRequest&) { return c.barrier(); });
 }
 

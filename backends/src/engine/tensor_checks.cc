@@ -1,6 +1,8 @@
 // Argument checks (see tensor_checks.h).
 #include "tensor_checks.h"
 
+#include <algorithm>
+
 #include <ATen/ops/view_as_real.h>
 #include <c10/util/Exception.h>
 
@@ -71,6 +73,23 @@ void tensorListLike(const std::vector<at::Tensor>& list, const at::Tensor& like,
     TORCH_CHECK_VALUE(t.numel() == like.numel(), op, ": all tensors must have the same number of elements, got ",
                       t.numel(), " and ", like.numel());
   }
+}
+
+void perRankList(const std::vector<at::Tensor>& list, const at::Tensor& like, int size, int myRank, std::string_view op) {
+  TORCH_CHECK_VALUE(static_cast<int>(list.size()) == size, op, " expects ", size, " tensors (one per rank), got ",
+                    list.size());
+  for (const at::Tensor& t : list) {
+    usableTensor(t);
+    sameDevice(like, t);
+    TORCH_CHECK_VALUE(t.scalar_type() == like.scalar_type(), op, ": all tensors must have the same type, got ",
+                      t.scalar_type(), " and ", like.scalar_type());
+  }
+  TORCH_CHECK_VALUE(list[myRank].numel() == like.numel(), op, ": this rank's entry (", myRank, ") holds ",
+                    list[myRank].numel(), " elements but its tensor holds ", like.numel());
+}
+
+bool even(const std::vector<at::Tensor>& list, const at::Tensor& like) {
+  return std::all_of(list.begin(), list.end(), [&](const at::Tensor& t) { return t.numel() == like.numel(); });
 }
 
 void flatOutputOfGather(const at::Tensor& output, const at::Tensor& input, int size) {

@@ -146,7 +146,7 @@ NcclCommunicator::~NcclCommunicator() = default;
 std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_ptr<c10d::Store>& store,
                                                            const std::string& storePrefix, CommunicatorInfo info,
                                                            const std::string& groupName, FutureOrder futureOrder,
-                                                           NcclSeams seams) {
+                                                           const DeviceCommOptions& options, NcclSeams seams) {
   nccl::CallSite site{"communicator init", groupName, info.rank};
   nccl::NcclApi& api = *seams.api;
   auto current = seams.runtime->makeCurrent(info.device);
@@ -166,6 +166,11 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   std::string commName = groupName + ":" + info.key;
   config.commName = commName.c_str();
+  if (options.blocking) config.blocking = *options.blocking;
+  if (options.maxCtas) config.maxCTAs = *options.maxCtas;
+  if (options.minCtas) config.minCTAs = *options.minCtas;
+  if (options.cgaClusterSize) config.cgaClusterSize = *options.cgaClusterSize;
+  if (options.splitShare) config.splitShare = *options.splitShare;
   ncclComm_t comm = nullptr;
   nccl::check(api, api.commInitRankConfig(&comm, info.size, id, info.rank, &config), "ncclCommInitRankConfig", site);
   auto handle = std::make_shared<nccl::CommHandle>(seams.api, comm, groupName, info.rank, info.key);
@@ -176,7 +181,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
   // Process-wide difference: exact when nothing else allocates during init, as in a fresh group.
   if (freeBefore && freeAfter && *freeBefore >= *freeAfter) info.deviceMemoryBytes = *freeBefore - *freeAfter;
   info.implementation = "nccl";
-  nccl::StreamRef stream = seams.runtime->newStream(info.device, /*highPriority=*/false);
+  nccl::StreamRef stream = seams.runtime->newStream(info.device, options.highPriorityStream);
   return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(std::move(info), groupName, futureOrder,
                                                                 std::move(seams), std::move(handle), stream));
 }

@@ -42,11 +42,13 @@ PolicyMaker rewrittenLazyP2P() {
 // A toolkit backend of this rank whose device communicators run on the simulated device.
 c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMaker& policy,
                                               std::chrono::milliseconds timeout = std::chrono::seconds(20),
-                                              Faults faults = {}) {
+                                              Faults faults = {}, backends::DeviceCommOptions comms = {}) {
   GroupOptions options{"0", "default_pg", timeout, {}, simDevice(ctx.rank)};
+  options.deviceComms = comms;
+  backends::applyNcclEnvironment(options);  // as every creation path does
   auto seams = simulatedSeams(ctx.store, faults);
   backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
-    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.timeout, seams, c10::kCPU);
+    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.timeout, seams, c10::kCPU, o.deviceComms);
   };
   return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory);
 }
@@ -425,7 +427,8 @@ TEST(SimulatedDevice, Defect12_PreMulSumFactorStaysOnTheDevice) {
                        GroupOptions options{"0", "default_pg", std::chrono::seconds(20), {}, simDevice(ctx.rank)};
                        backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& s,
                                                                 const GroupOptions& o) {
-                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.timeout, seams, c10::kCPU);
+                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.timeout, seams, c10::kCPU,
+                                                                         o.deviceComms);
                        };
                        auto pg = c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, rewritten(),
                                                                      factory);
@@ -482,6 +485,101 @@ TEST(SimulatedDevice, AsynchronousErrorFailsThePendingOp) {
                                std::string("not NCCL's error: ") + e.what());
                        }
                        check(pg->getError() == c10d::ErrorType::COMM_ERROR, "group error is not COMM_ERROR");
+                     }),
+            "");
+}
+
+// Review item 10: a legacy future completes in the communicator's stream order and leaves the
+// caller's stream alone (DDP's comm hooks overlap on that); nccl2's makes the caller's stream
+// wait for the op at get_future().
+void futureOrder(RankContext& ctx, const PolicyMaker& policy, bool callerStreamWaits) {
+  auto pg = simBackend(ctx, policy);
+  auto runtime = SimRuntime::instance();
+  auto job = runtime->makeWorkerStream("job");
+  runtime->setCurrentStream(job.get());
+  if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(800));  // the op cannot finish before
+  std::vector<at::Tensor> t{at::ones({2})};
+  auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+  auto started = std::chrono::steady_clock::now();
+  auto future = work->getFuture();
+  auto markerAt = std::make_shared<std::atomic<int64_t>>(-1);
+  job->enqueue([markerAt, started] {
+    *markerAt = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+  });
+  future->wait();
+  while (*markerAt < 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  expectEqual(t[0], at::full({2}, 2.0), "the future's result");
+  if (ctx.rank == 0) {
+    check(callerStreamWaits ? *markerAt >= 500 : *markerAt < 300,
+          "the job's next work ran " + std::to_string(markerAt->load()) + " ms after get_future()");
+  }
+  runtime->setCurrentStream(nullptr);
+}
+
+TEST(SimulatedDevice, Defect10_LegacyFuturesLeaveTheCallersStreamAlone) {
+  EXPECT_EQ(runRanks(2, [](RankContext& ctx) { futureOrder(ctx, legacy(), /*callerStreamWaits=*/false); }), "");
+}
+
+TEST(SimulatedDevice, Defect10_RewrittenFuturesMakeTheCallersStreamWait) {
+  EXPECT_EQ(runRanks(2, [](RankContext& ctx) { futureOrder(ctx, rewritten(), /*callerStreamWaits=*/true); }), "");
+}
+
+// torch's per-op timeout (barrier(timeout=) in Python) bounds that op, not the group's timeout.
+TEST(SimulatedDevice, BarrierHonoursItsOwnTimeout) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       Faults stallFirst;
+                       stallFirst.stallAt = 1;
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(30), stallFirst);
+                       c10d::BarrierOptions opts;
+                       opts.timeout = std::chrono::milliseconds(600);
+                       auto started = std::chrono::steady_clock::now();
+                       try {
+                         pg->barrier(opts)->wait();
+                         check(false, "a stalled barrier completed");
+                       } catch (const c10::DistBackendError&) {
+                       }
+                       check(std::chrono::steady_clock::now() - started < std::chrono::seconds(5),
+                             "the barrier waited for the group's timeout, not its own");
+                     }),
+            "");
+}
+
+// Review item 13: a communicator made in NCCL's nonblocking mode (pg_options.config.blocking=0
+// or TORCH_NCCL_USE_COMM_NONBLOCKING=1) returns from init before it is ready; no op may reach it
+// before it is.
+TEST(SimulatedDevice, Defect13_NonblockingCommunicatorsAreReadyBeforeTheirFirstOp) {
+  EXPECT_EQ(runRanks(3,
+                     [](RankContext& ctx) {
+                       if (ctx.rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // init lags
+                       backends::DeviceCommOptions nonblocking;
+                       nonblocking.blocking = 0;
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(20), {}, nonblocking);
+                       std::vector<at::Tensor> t{at::ones({2})};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::milliseconds(10000));
+                       expectEqual(t[0], at::full({2}, 3.0), "first op on a nonblocking communicator");
+                     }),
+            "");
+}
+
+// Review item 13: TORCH_NCCL_BLOCKING_WAIT=1 makes wait() block the host until the op ended.
+TEST(SimulatedDevice, Defect13_BlockingWaitBlocksTheHost) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 1);
+                       auto pg = simBackend(ctx, rewritten());
+                       auto runtime = SimRuntime::instance();
+                       auto job = runtime->makeWorkerStream("job");
+                       runtime->setCurrentStream(job.get());
+                       job->enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(800)); });
+                       std::vector<at::Tensor> t{at::ones({2})};
+                       auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       auto started = std::chrono::steady_clock::now();
+                       work->wait();
+                       check(std::chrono::steady_clock::now() - started > std::chrono::milliseconds(500),
+                             "wait() returned before the op ended in blocking-wait mode");
+                       check(work->isCompleted(), "the op is not complete after a blocking wait");
+                       runtime->setCurrentStream(nullptr);
                      }),
             "");
 }

@@ -289,6 +289,8 @@ ncclResult_t SimNcclApi::submit(Op op) {
   static const char* kCallNames[] = {"ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather",
                                      "ncclReduceScatter", "ncclSend", "ncclRecv"};
   if (faults_.failCall == kCallNames[op.kind] && !failCallSpent_.exchange(true)) return ncclInternalError;
+  // A nonblocking communicator takes no op until its init completed, as in NCCL.
+  if (op.comm->asyncError.load() == ncclInProgress) return ncclInvalidUsage;
   {
     std::lock_guard<std::mutex> lock(op.comm->mutex);
     const std::string& id = op.comm->id;
