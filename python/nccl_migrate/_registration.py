@@ -137,7 +137,14 @@ def serving_devices() -> list[str]:
     """The device types a name served by the toolkit covers, as torch's NCCL backends do: CUDA
     where there are GPUs, else the CPU (over Gloo). Never both: torch would then run object
     collectives and barriers of a GPU job on the CPU, which a group bound to a GPU rejects."""
-    return ["cuda"] if torch.cuda.is_available() else ["cpu"]
+    return ["cuda"] if _gpus_present() else ["cpu"]
+
+
+def _gpus_present() -> bool:
+    """Whether the machine has GPUs, asked of NVML where it can answer: registration runs at
+    import, and initialising CUDA there would break jobs that fork workers afterwards."""
+    count = getattr(torch.cuda, "_device_count_nvml", lambda: -1)()
+    return count > 0 if count >= 0 else torch.cuda.is_available()
 
 
 def register_name(name: str, creator, devices: list[str] | None = None) -> None:

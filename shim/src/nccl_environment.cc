@@ -14,13 +14,14 @@ std::string lowered(std::string text) {
   return text;
 }
 
-// torch's boolean variables: 1/0, true/false (any case); unset keeps the default.
+// torch's boolean spellings (getCvarBool): 1, true, t, yes, y and 0, false, f, no, n, in any
+// case; unset keeps the default.
 std::optional<std::string> parseBool(const char* name, const std::optional<std::string>& value, bool& out) {
   if (!value) return std::nullopt;
   std::string v = lowered(*value);
-  if (v == "1" || v == "true") {
+  if (v == "1" || v == "true" || v == "t" || v == "yes" || v == "y") {
     out = true;
-  } else if (v == "0" || v == "false") {
+  } else if (v == "0" || v == "false" || v == "f" || v == "no" || v == "n") {
     out = false;
   } else {
     return std::string(name) + "='" + *value + "' is not a boolean: set 1 or 0";

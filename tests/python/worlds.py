@@ -21,11 +21,16 @@ SIM_MODULE_DIR = os.environ.get("NCCL_MIGRATE_TEST_MODULES", os.path.join(ROOT, 
 
 
 def simulated_device_missing() -> str | None:
-    """Why sim-bound worlds cannot run here, or None when they can."""
-    if not glob.glob(os.path.join(SIM_MODULE_DIR, "_nccl_migrate_sim*.so")):
-        return (f"the simulated-device module is not built in {SIM_MODULE_DIR} (it is built with the NCCL "
-                "communicator; run tools/build.sh)")
-    return None
+    """Why sim-bound worlds cannot run here (a build without the NCCL communicator), or None
+    when they can. A build with it must have the module: its absence is a failure, not a skip."""
+    if glob.glob(os.path.join(SIM_MODULE_DIR, "_nccl_migrate_sim*.so")):
+        return None
+    from nccl_migrate._native import native
+
+    if native.nccl_compiled():
+        raise AssertionError(f"the simulated-device module is missing from {SIM_MODULE_DIR} although this build has "
+                             "the NCCL communicator: run tools/build.sh, or point NCCL_MIGRATE_TEST_MODULES at it")
+    return "this build has no NCCL communicator, so no simulated device to run it on"
 
 
 def _register_simulated(backend: str) -> str:

@@ -26,6 +26,19 @@ TEST(NcclEnvironment, ReadsEachVariable) {
   EXPECT_EQ(env.value().asyncErrorHandling, 0);
 }
 
+TEST(NcclEnvironment, TakesTorchsBooleanSpellings) {
+  for (const char* yes : {"1", "true", "TRUE", "t", "yes", "Y"}) {
+    JobSettings s;
+    s.blockingWait = yes;
+    EXPECT_TRUE(ncclEnvironment(s).value().blockingWait) << yes;
+  }
+  for (const char* no : {"0", "false", "F", "no", "n"}) {
+    JobSettings s;
+    s.blockingWait = no;
+    EXPECT_FALSE(ncclEnvironment(s).value().blockingWait) << no;
+  }
+}
+
 TEST(NcclEnvironment, TheOlderBlockingWaitSpellingCountsWhenTheNewOneIsUnset) {
   JobSettings s;
   s.legacyBlockingWait = "1";

@@ -69,6 +69,7 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
   cv_.notify_all();
   if (unsettled_) unsettled_->fetch_sub(1, std::memory_order_relaxed);
   // A failed op stays "started" in the flight recorder: the dump must show where the rank stopped.
+  if (error) inFlight_->giveUp();
   if (!error) {
     if (identity_.flightRecord) FlightRecorder::instance().markCompleted(*identity_.flightRecord);
     return;

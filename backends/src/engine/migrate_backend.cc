@@ -256,7 +256,13 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::endCoalescing() {
   std::string description = describeOp("coalesced", seq);
   std::unique_ptr<InFlight> inFlight;
   if (batch->communicator) {
-    *batch->slot = std::shared_ptr<InFlight>(batch->communicator->endBatch());
+    try {
+      *batch->slot = std::shared_ptr<InFlight>(batch->communicator->endBatch());
+    } catch (const c10::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, description, " failed: ", e.what());
+    }
     inFlight = std::make_unique<DeferredInFlight>(batch->slot);
   } else {
     inFlight = std::make_unique<FinishedInFlight>();  // an empty batch

@@ -34,6 +34,7 @@ class NcclInFlight final : public InFlight {
   void wait(std::chrono::milliseconds timeout) override;
   bool waitOnDevice() override;
   bool onDevice() const override { return true; }
+  void giveUp() override { p_.handle->markBroken(); }
   void onDone(std::function<void(std::exception_ptr)> callback) override;
 
  private:

@@ -275,6 +275,10 @@ ncclResult_t SimNcclApi::groupEnd() {
   if (--groupDepth > 0) return ncclSuccess;
   std::vector<Op> ops = std::move(deferredOps);
   deferredOps.clear();
+  // Launching a group's ops on a communicator freed meanwhile is a use after free in NCCL.
+  for (const Op& op : ops) {
+    if (op.comm->freed.load()) useAfterFree("ncclGroupEnd");
+  }
   // One task per stream: its ops post everything first and then collect, so grouped sends and
   // receives (and several collectives) progress together.
   std::map<SimStream*, std::vector<Op>> byStream;

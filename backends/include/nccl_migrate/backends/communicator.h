@@ -47,6 +47,9 @@ class InFlight {
   virtual bool waitOnDevice() { return false; }
   // Whether the op runs on a device stream (NCCL) rather than on the host (Gloo).
   virtual bool onDevice() const { return false; }
+  // The engine failed the op (an error or a timeout): its transport must not wait for it later,
+  // when it frees what the op used.
+  virtual void giveUp() {}
   // Runs `callback` once the result may be used, with the error (nullptr on success), possibly
   // on another thread. Device ops complete it in stream order, as torch's CUDA futures are, by
   // the communicator's FutureOrder.

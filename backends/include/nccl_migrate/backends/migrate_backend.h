@@ -163,6 +163,7 @@ class MigrateBackend final : public c10d::Backend {
   using Run = std::function<std::unique_ptr<InFlight>(Communicator&, const CommunicatorRequest&)>;
 
   c10::intrusive_ptr<c10d::Work> issue(Op op, const CommunicatorRequest& where, const Run& run);
+  static Op timed(Op op, std::chrono::milliseconds timeout);
   // Issues `count` ops (issueNth(0..count-1)) as one coalescing batch and returns its work.
   using IssueNth = std::function<c10::intrusive_ptr<c10d::Work>(size_t)>;
   c10::intrusive_ptr<c10d::Work> asOneBatch(size_t count, const IssueNth& issueNth);
@@ -171,6 +172,7 @@ class MigrateBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> reduceScatterUneven(at::Tensor& output, std::vector<at::Tensor>& inputs,
                                                      const c10d::ReduceScatterOptions& opts);
   Communicator& communicatorFor(const CommunicatorRequest& request);
+  c10::Device barrierDevice(const c10d::BarrierOptions& opts) const;
   std::string describeOp(const std::string& op, uint64_t seq) const;
   void checkUsable() const;
   // Aborts every communicator so pending ops fail, and forgets them; the backend stays usable

@@ -13,7 +13,8 @@ struct NcclEnvironment {
   // TORCH_NCCL_USE_COMM_NONBLOCKING: communicators are made in NCCL's nonblocking mode.
   bool commNonblocking = false;
   // TORCH_NCCL_ASYNC_ERROR_HANDLING: 0 leaves a failed group as it is; any other mode aborts
-  // its communicators so pending ops fail instead of hanging (the process is never killed).
+  // its communicators so pending ops fail instead of hanging. torch's modes 1 and 3 also end
+  // the process; the toolkit never does: the job sees DistBackendError and decides.
   int asyncErrorHandling = 3;
 };
 
