@@ -149,9 +149,13 @@ c10d::ReduceOp GlooCommunicator::asGlooSum(const c10d::ReduceOp& op, at::Tensor&
 std::unique_ptr<InFlight> GlooCommunicator::summed(c10::intrusive_ptr<c10d::Work> work, const c10d::ReduceOp& op,
                                                    at::Tensor* result, bool hasFuture) {
   if (op != c10d::ReduceOp::AVG) return track(std::move(work), hasFuture);
-  // Synchronous, so nobody can see the undivided sum.
+  // Synchronous, so nobody can see the undivided sum. Integers divide as NCCL does: truncated.
   work->wait();
-  if (result) result->div_(info_.size);
+  if (result && at::isIntegralType(result->scalar_type(), /*includeBool=*/false)) {
+    result->div_(info_.size, "trunc");
+  } else if (result) {
+    result->div_(info_.size);
+  }
   return std::make_unique<FinishedInFlight>();
 }
 
@@ -163,10 +167,12 @@ std::unique_ptr<InFlight> GlooCommunicator::broadcast(at::Tensor& tensor, int ro
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::reduce(at::Tensor& tensor, int root, const c10d::ReduceOp& op) {
-  std::vector<at::Tensor> tensors{tensor};
+  // NCCL leaves a non-root's buffer as it was: a PREMUL_SUM scales a copy there.
+  at::Tensor source = op == c10d::ReduceOp::PREMUL_SUM && info_.rank != root ? tensor.clone() : tensor;
+  std::vector<at::Tensor> tensors{source};
   c10d::ReduceOptions options;
   options.rootRank = root;
-  options.reduceOp = asGlooSum(op, tensor);
+  options.reduceOp = asGlooSum(op, source);
   return summed(gloo().reduce(tensors, options), op, info_.rank == root ? &tensor : nullptr);
 }
 

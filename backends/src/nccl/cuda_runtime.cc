@@ -54,7 +54,6 @@ class CudaEvent final : public DeviceEvent {
 
 class CudaRuntime final : public DeviceRuntime {
  public:
-  std::string name() const override { return "cuda"; }
   StreamRef currentStream(c10::Device device) override {
     return refOf(c10::cuda::getCurrentCUDAStream(device.index()));
   }

@@ -41,7 +41,6 @@ class SimNcclApi final : public backends::nccl::NcclApi {
  public:
   SimNcclApi(c10::intrusive_ptr<c10d::Store> store, std::shared_ptr<SimRuntime> runtime, Faults faults = {});
 
-  const char* name() const override { return "simulated"; }
   const char* errorString(ncclResult_t result) override;
   ncclResult_t getUniqueId(ncclUniqueId* id) override;
   ncclResult_t commInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,

@@ -71,7 +71,9 @@ class Case:
 def cases() -> list[Case]:
     out: list[Case] = []
     for dtype in ALL_TYPES:
-        ops = ["SUM", "PRODUCT", "MIN", "MAX"] + (["AVG", "PREMUL_SUM"] if dtype in FLOATS else [])
+        # AVG of integers is NCCL's too (the sum divided, truncated); PREMUL_SUM is for floats.
+        ops = ["SUM", "PRODUCT", "MIN", "MAX"] + (["AVG", "PREMUL_SUM"] if dtype in FLOATS else
+                                                  ["AVG"] if dtype in INTS else [])
         out += [Case("all_reduce", dtype, op) for op in ops]
         out += [Case("reduce", dtype, op) for op in ("SUM", "MAX")]
         out += [Case(name, dtype) for name in ("broadcast", "all_gather", "all_gather_into_tensor")]
