@@ -39,6 +39,15 @@ PolicyMaker rewrittenLazyP2P() {
   return [](int rank, int size) { return backends::makeRewrittenLazyP2PPolicy(rank, size, false); };
 }
 
+// A worker stream as the calling thread's current stream: the job's stream, which the host does
+// not wait for (the simulated device's default current stream is the host itself).
+struct JobStream {
+  std::shared_ptr<SimStream> stream = SimRuntime::instance()->makeWorkerStream("job");
+  JobStream() { SimRuntime::instance()->setCurrentStream(stream.get()); }
+  ~JobStream() { SimRuntime::instance()->setCurrentStream(nullptr); }
+  SimStream* operator->() const { return stream.get(); }
+};
+
 // A toolkit backend of this rank whose device communicators run on the simulated device.
 c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMaker& policy,
                                               std::chrono::milliseconds timeout = std::chrono::seconds(20),
@@ -292,9 +301,7 @@ TEST(SimulatedDevice, Defect04_WaitOrdersTheStreamWithoutBlockingTheHost) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
                        auto pg = simBackend(ctx, rewritten());
-                       auto runtime = SimRuntime::instance();
-                       auto job = runtime->makeWorkerStream("job");
-                       runtime->setCurrentStream(job.get());
+                       JobStream job;
                        // The job's stream is busy for a while before the op can start.
                        job->enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(3000)); });
                        std::vector<at::Tensor> t{at::ones({4})};
@@ -310,7 +317,6 @@ TEST(SimulatedDevice, Defect04_WaitOrdersTheStreamWithoutBlockingTheHost) {
                        job->enqueue([seen, t] { *seen = t[0].clone(); });
                        while (job->pending() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
                        expectEqual(*seen, at::full({4}, 2.0), "result in stream order");
-                       runtime->setCurrentStream(nullptr);
                      }),
             "");
 }
@@ -321,9 +327,7 @@ TEST(SimulatedDevice, Defect04_BatchesWaitWithoutBlockingTheHost) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
                        auto pg = simBackend(ctx, rewritten());
-                       auto runtime = SimRuntime::instance();
-                       auto job = runtime->makeWorkerStream("job");
-                       runtime->setCurrentStream(job.get());
+                       JobStream job;
                        job->enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(3000)); });
                        pg->startCoalescing();
                        std::vector<at::Tensor> a{at::ones({4})};
@@ -340,7 +344,6 @@ TEST(SimulatedDevice, Defect04_BatchesWaitWithoutBlockingTheHost) {
                        uneven->wait(std::chrono::milliseconds(20000));  // explicit timeout: the host waits
                        expectEqual(a[0], at::full({4}, 2.0), "the batch's all_reduce");
                        expectEqual(outs[0][1], at::ones({2}), "the uneven all_gather");
-                       runtime->setCurrentStream(nullptr);
                      }),
             "");
 }
@@ -351,9 +354,7 @@ TEST(SimulatedDevice, Defect05_CapturedOpDoesNotEndTheProcess) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
                        auto pg = simBackend(ctx, rewritten());
-                       auto runtime = SimRuntime::instance();
-                       auto job = runtime->makeWorkerStream("job");
-                       runtime->setCurrentStream(job.get());
+                       JobStream job;
                        job->capturing = true;
                        std::vector<at::Tensor> t{at::ones({4})};
                        auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
@@ -361,7 +362,6 @@ TEST(SimulatedDevice, Defect05_CapturedOpDoesNotEndTheProcess) {
                        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the watchdog polls it
                        check(work->isCompleted() && work->isSuccess(), "captured op not settled as completed");
                        expectEqual(t[0], at::ones({4}), "a captured op ran at capture time");
-                       runtime->setCurrentStream(nullptr);
                      }),
             "");
 }
@@ -417,9 +417,7 @@ TEST(SimulatedDevice, Defect07_BatchesOrderEachOpAndCopyAfterTheLaunch) {
   EXPECT_EQ(runRanks(3,
                      [](RankContext& ctx) {
                        auto pg = simBackend(ctx, rewritten());
-                       auto runtime = SimRuntime::instance();
-                       auto job = runtime->makeWorkerStream("job");
-                       runtime->setCurrentStream(job.get());
+                       JobStream job;
                        at::Tensor first = at::ones({4}), second = at::zeros({4});
                        std::vector<std::vector<at::Tensor>> gathered{{}};
                        for (int r = 0; r < ctx.size; ++r) gathered[0].push_back(at::full({4}, -1.0));
@@ -442,7 +440,6 @@ TEST(SimulatedDevice, Defect07_BatchesOrderEachOpAndCopyAfterTheLaunch) {
                        for (int r = 0; r < ctx.size; ++r) {
                          expectEqual(gathered[0][r], at::full({4}, r), "all_gather in a batch, from " + std::to_string(r));
                        }
-                       runtime->setCurrentStream(nullptr);
                      }),
             "");
 }
@@ -546,9 +543,7 @@ TEST(SimulatedDevice, AsynchronousErrorFailsThePendingOp) {
 // wait for the op at get_future().
 void futureOrder(RankContext& ctx, const PolicyMaker& policy, bool callerStreamWaits) {
   auto pg = simBackend(ctx, policy);
-  auto runtime = SimRuntime::instance();
-  auto job = runtime->makeWorkerStream("job");
-  runtime->setCurrentStream(job.get());
+  JobStream job;
   if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // the op cannot finish before
   std::vector<at::Tensor> t{at::ones({2})};
   auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
@@ -565,7 +560,6 @@ void futureOrder(RankContext& ctx, const PolicyMaker& policy, bool callerStreamW
     check(callerStreamWaits ? *markerAt >= 1500 : *markerAt < 1000,
           "the job's next work ran " + std::to_string(markerAt->load()) + " ms after get_future()");
   }
-  runtime->setCurrentStream(nullptr);
 }
 
 TEST(SimulatedDevice, Defect10_LegacyFuturesLeaveTheCallersStreamAlone) {
@@ -620,9 +614,7 @@ TEST(SimulatedDevice, Defect13_BlockingWaitBlocksTheHost) {
                      [](RankContext& ctx) {
                        setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 1);
                        auto pg = simBackend(ctx, rewritten());
-                       auto runtime = SimRuntime::instance();
-                       auto job = runtime->makeWorkerStream("job");
-                       runtime->setCurrentStream(job.get());
+                       JobStream job;
                        job->enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(2000)); });
                        std::vector<at::Tensor> t{at::ones({2})};
                        auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
@@ -631,7 +623,6 @@ TEST(SimulatedDevice, Defect13_BlockingWaitBlocksTheHost) {
                        check(std::chrono::steady_clock::now() - started > std::chrono::milliseconds(1000),
                              "wait() returned before the op ended in blocking-wait mode");
                        check(work->isCompleted(), "the op is not complete after a blocking wait");
-                       runtime->setCurrentStream(nullptr);
                      }),
             "");
 }
