@@ -23,13 +23,14 @@ class DeviceCommunicatorFactory final : public CommunicatorFactory {
  public:
   DeviceCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store, GlooBackendMaker makeGloo, std::string groupName,
                             std::chrono::milliseconds timeout, std::shared_ptr<const NcclSeams> seams,
-                            c10::DeviceType seamsDevice)
+                            c10::DeviceType seamsDevice, DeviceCommOptions deviceOptions)
       : store_(std::move(store)),
         makeGloo_(std::move(makeGloo)),
         groupName_(std::move(groupName)),
         timeout_(timeout),
         seams_(std::move(seams)),
-        seamsDevice_(seamsDevice) {}
+        seamsDevice_(seamsDevice),
+        deviceOptions_(deviceOptions) {}
 
   std::unique_ptr<Communicator> create(const CommunicatorRequest& request) override {
     CommunicatorInfo info = describe(request);
@@ -57,7 +58,8 @@ class DeviceCommunicatorFactory final : public CommunicatorFactory {
   std::unique_ptr<Communicator> ncclCommunicator(const std::string& prefix, CommunicatorInfo info,
                                                  const CommunicatorRequest& request) {
 #if NCCL_MIGRATE_HAVE_NCCL
-    return NcclCommunicator::create(store_, prefix, std::move(info), groupName_, request.futureOrder, *seams_);
+    return NcclCommunicator::create(store_, prefix, std::move(info), groupName_, request.futureOrder, deviceOptions_,
+                                    *seams_);
 #else
     (void)prefix, (void)info, (void)request;
     TORCH_CHECK(false, "this nccl_migrate build has no NCCL");
@@ -84,6 +86,7 @@ class DeviceCommunicatorFactory final : public CommunicatorFactory {
   std::chrono::milliseconds timeout_;
   std::shared_ptr<const NcclSeams> seams_;
   c10::DeviceType seamsDevice_;
+  DeviceCommOptions deviceOptions_;
   std::map<std::string, int> generation_;
 };
 
@@ -100,18 +103,20 @@ std::shared_ptr<const NcclSeams> productionSeams() {
 
 std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store,
                                                              GlooBackendMaker makeGloo, std::string groupName,
-                                                             std::chrono::milliseconds timeout) {
+                                                             std::chrono::milliseconds timeout,
+                                                             DeviceCommOptions deviceOptions) {
   return makeCommunicatorFactory(std::move(store), std::move(makeGloo), std::move(groupName), timeout,
-                                 productionSeams(), c10::kCUDA);
+                                 productionSeams(), c10::kCUDA, deviceOptions);
 }
 
 std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store,
                                                              GlooBackendMaker makeGloo, std::string groupName,
                                                              std::chrono::milliseconds timeout,
                                                              std::shared_ptr<const NcclSeams> seams,
-                                                             c10::DeviceType seamsDevice) {
+                                                             c10::DeviceType seamsDevice,
+                                                             DeviceCommOptions deviceOptions) {
   return std::make_shared<DeviceCommunicatorFactory>(std::move(store), std::move(makeGloo), std::move(groupName),
-                                                     timeout, std::move(seams), seamsDevice);
+                                                     timeout, std::move(seams), seamsDevice, deviceOptions);
 }
 
 bool ncclCompiled() { return NCCL_MIGRATE_HAVE_NCCL != 0; }

@@ -12,6 +12,7 @@
 
 #include "nccl_migrate/backends/communicator_policy.h"
 #include "nccl_migrate/backends/migrate_backend.h"
+#include "nccl_migrate/shim/group_device.h"
 #include "nccl_migrate/shim/job_settings.h"
 
 #if NCCL_MIGRATE_HAVE_NCCL
@@ -46,16 +47,18 @@ PolicyMaker policyMakerFor(shim::Behaviour behaviour) {
 c10::intrusive_ptr<c10d::Backend> toolkitBackend(shim::Behaviour behaviour, const c10::intrusive_ptr<c10d::Store>& store,
                                                  int rank, int size, const CreateOptions& options) {
   GroupOptions group{options.groupName, "default_pg", options.timeout, {}, options.device};
+  applyNcclEnvironment(group);
   // Like torch's nccl2, the rewritten behaviours bind to a device at creation: the given one,
-  // else rank modulo the GPU count, else the CPU.
+  // else the shim's rule (local rank, or rank, modulo the GPUs), else the CPU.
   if (!group.boundDevice && behaviour != shim::Behaviour::Legacy) {
-    int gpus = c10::cuda::device_count();
-    group.boundDevice = gpus > 0 ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(rank % gpus))
-                                 : c10::Device(c10::kCPU);
+    auto index = shim::defaultDeviceIndex(shim::settingsFromEnvironment().localRank, rank, c10::cuda::device_count());
+    TORCH_CHECK_VALUE(index.ok(), index.ok() ? "" : index.error());
+    group.boundDevice = index.value() ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(*index.value()))
+                                      : c10::Device(c10::kCPU);
   }
   GlooBackendMaker gloo = options.makeGloo;
   FactoryMaker makeFactory = [gloo](const c10::intrusive_ptr<c10d::Store>& s, const GroupOptions& o) {
-    return makeCommunicatorFactory(s, gloo, o.groupName, o.timeout);
+    return makeCommunicatorFactory(s, gloo, o.groupName, o.timeout, o.deviceComms);
   };
   return c10::make_intrusive<MigrateBackend>(store, rank, size, std::move(group), policyMakerFor(behaviour),
                                              std::move(makeFactory));

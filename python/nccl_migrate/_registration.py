@@ -28,22 +28,19 @@ BACKEND_NAMES = {
 def _bound_device(opts, behaviour: str) -> torch.device | None:
     """The device a new group is bound to, decided the way torch 2.15's nccl2 decides it.
 
-    An explicit ``device_id`` wins. The rewritten behaviour otherwise falls back to the local
-    rank (or global rank) modulo the device count; without GPUs it binds to the CPU, where our
-    communicators run over Gloo. The legacy behaviour binds only when asked.
+    An explicit ``device_id`` wins. The rewritten behaviour otherwise binds by the shim's rule
+    (the local rank, or the global rank, modulo the device count); without GPUs it binds to the
+    CPU, where our communicators run over Gloo. The legacy behaviour binds only when asked.
     """
     group = getattr(opts, "process_group", None)
     device = getattr(group, "bound_device_id", None) if group is not None else None
     if device is not None or behaviour == "legacy":
         return device
-    count = torch.cuda.device_count()
-    if count == 0:
+    ranks = list(opts.global_ranks_in_group or [])
+    global_rank = ranks[opts.group_rank] if ranks else opts.group_rank
+    index = native.default_device_index(os.environ.get("LOCAL_RANK"), global_rank, torch.cuda.device_count())
+    if index is None:
         return torch.device("cpu")
-    if "LOCAL_RANK" in os.environ:
-        index = int(os.environ["LOCAL_RANK"]) % count
-    else:
-        ranks = list(opts.global_ranks_in_group or [])
-        index = (ranks[opts.group_rank] if ranks else opts.group_rank) % count
     device = torch.device("cuda", index)
     if group is not None:
         group.bound_device_id = device
@@ -78,23 +75,14 @@ def _lazy_init(pg_options, is_subgroup: bool) -> bool:
     return value == "0"
 
 
-def _creator(behaviour: str, requested: str):
-    def create(opts, pg_options):
-        backend = _create(behaviour, opts, pg_options)
-        if backend is not None:
-            report.record_group(requested, behaviour, backend)
-        return backend
+def _create(behaviour: str, opts, pg_options, create_native=None):
+    """The backend of one new group.
 
-    return create
-
-
-def _create(behaviour: str, opts, pg_options):
-    """The backend of one new group (a split of its parent when torch asks for one)."""
-    split_from = getattr(opts, "split_from", None)
-    if split_from is not None and _is_ours(split_from):
-        # new_group on a device-bound parent: torch asks the parent to split.
-        return split_from.split(opts.store, list(opts.global_ranks_in_group or []), None)
-    return native.create_backend(
+    A group of a device-bound world arrives with ``split_from`` (the world's backend): its
+    communicators still form from its own members, with its own name, timeout and laziness, so
+    it is created afresh rather than as a copy of the parent's settings.
+    """
+    return (create_native or native.create_backend)(
         behaviour=behaviour,
         store=opts.store,
         rank=opts.group_rank,
@@ -109,36 +97,74 @@ def _create(behaviour: str, opts, pg_options):
         lazy_init=_lazy_init(pg_options, is_subgroup=bool(opts.global_ranks_in_group)),
         make_gloo=_make_gloo,
         enable_reconfigure=bool(getattr(opts, "enable_reconfigure", False)),
+        device_comms=_device_comm_options(pg_options),
     )
 
 
-def _is_ours(backend) -> bool:
-    try:
-        native.communicators(backend)
-    except TypeError:
-        return False
-    return True
+# ncclConfig_t's "not set" (NCCL_CONFIG_UNDEF_INT), which torch's Options.config fields start as.
+_NCCL_UNSET = -(2**31)
 
 
-def creator_for(name: str, requested: str | None = None):
+def _device_comm_options(pg_options) -> dict:
+    """What ``pg_options`` (torch's ProcessGroupNCCL.Options) asks of a group's NCCL
+    communicators: the config fields the job set, and a high-priority stream."""
+    wanted = {}
+    config = getattr(pg_options, "config", None)
+    for field in ("blocking", "max_ctas", "min_ctas", "cga_cluster_size", "split_share"):
+        value = getattr(config, field, None)
+        if isinstance(value, int) and value != _NCCL_UNSET:
+            wanted[field] = value
+    if getattr(pg_options, "is_high_priority_stream", False):
+        wanted["high_priority_stream"] = True
+    return wanted
+
+
+def creator_for(name: str, requested: str | None = None, create_native=None):
     """The backend creator of toolkit backend `name` (torch's extended creator API); `requested`
-    is the name the job used, when the shim routes one of torch's names here."""
-    return _creator(BACKEND_NAMES[name], requested or name)
+    is the name the job used, when the shim routes one of torch's names here. `create_native`
+    replaces the native constructor (tests run the same creator over a simulated device)."""
+    behaviour = BACKEND_NAMES[name]
+
+    def create(opts, pg_options):
+        backend = _create(behaviour, opts, pg_options, create_native)
+        report.record_group(requested or name, behaviour, backend)
+        return backend
+
+    return create
+
+
+def serving_devices() -> list[str]:
+    """The device types a name served by the toolkit covers, as torch's NCCL backends do: CUDA
+    where there are GPUs, else the CPU (over Gloo). Never both: torch would then run object
+    collectives and barriers of a GPU job on the CPU, which a group bound to a GPU rejects."""
+    return ["cuda"] if _gpus_present() else ["cpu"]
+
+
+def _gpus_present() -> bool:
+    """Whether the machine has GPUs, asked of NVML where it can answer: registration runs at
+    import, and initialising CUDA there would break jobs that fork workers afterwards."""
+    count = getattr(torch.cuda, "_device_count_nvml", lambda: -1)()
+    return count > 0 if count >= 0 else torch.cuda.is_available()
+
+
+def register_name(name: str, creator, devices: list[str] | None = None) -> None:
+    """Registers `name` with torch for the toolkit: our creator, our devices, our recorder."""
+    dist.Backend.register_backend(name, creator, extended_api=True, devices=devices or serving_devices())
+    _declare_self_recording(name)
 
 
 def register_one(name: str) -> None:
     """Registers one toolkit backend by name; the entry point torch calls for that name."""
     if name.upper() in dist.Backend._plugins:
         return
-    dist.Backend.register_backend(name, creator_for(name), extended_api=True, devices=["cpu", "cuda"])
-    _declare_self_recording(name)
+    register_name(name, creator_for(name))
 
 
 def _declare_self_recording(name: str) -> None:
     """Our backends keep their own flight recorder (torch's format, dumped where torch dumps),
     as legacy ProcessGroupNCCL does. torch attaches its generic FlightRecorderHook to groups of
-    backends it does not know to record themselves; on ours it would record every op twice
-    and add its per-op cost, so we say that they do."""
+    backends it does not know to record themselves, by the name the job asked for; on ours it
+    would record every op twice and add its per-op cost, so we say that they do."""
     self_recording = getattr(c10d, "_FR_SELF_RECORDING_BACKENDS", None)
     if isinstance(self_recording, set):
         self_recording.add(name)

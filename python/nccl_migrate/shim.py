@@ -105,8 +105,9 @@ def _register(name: str, creator) -> None:
                       "(migrate-nccl2, migrate-lazy, migrate-legacy) or nccl2 / nccl-lazy / nccl-legacy instead",
                       stacklevel=3)
         return
-    # Toolkit implementations serve CPU tensors too (over Gloo), so the name covers both devices.
-    dist.Backend.register_backend(name, creator, extended_api=True, devices=["cpu", "cuda"])
+    from ._registration import register_name
+
+    register_name(name, creator)
     # register_backend leaves an existing device default alone; the name must win where it was
     # torch's default for the device.
     for device, current in list(dist.Backend.default_device_backend_map.items()):

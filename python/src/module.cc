@@ -20,77 +20,16 @@
 #include "nccl_migrate/backends/migrate_backend.h"
 #include "nccl_migrate/backends/shutdown.h"
 #include "nccl_migrate/shim/backend_name.h"
+#include "backend_from_python.h"
 #include "digest_bindings.h"
 #include "shim_bindings.h"
 #include "torch_features.h"
 
 namespace py = pybind11;
 using namespace nccl_migrate;
+using python::owned;
 
 namespace {
-
-// torch registers its c10d classes with its own holder type; taking the raw pointer and
-// re-owning it through the intrusive count works whatever that holder is.
-template <typename T>
-c10::intrusive_ptr<T> owned(const py::object& object, const char* what) {
-  T* raw = nullptr;
-  try {
-    raw = object.cast<T*>();
-  } catch (const py::cast_error&) {
-    throw py::type_error(std::string("expected a torch ") + what + ", got " +
-                         py::str(py::type::of(object)).cast<std::string>());
-  }
-  return c10::intrusive_ptr<T>::reclaim_copy(raw);
-}
-
-// A Python callable kept alive by C++ and called from any thread: every touch takes the GIL.
-backends::GlooBackendMaker glooMakerFrom(py::function make) {
-  auto callable = std::shared_ptr<py::function>(new py::function(std::move(make)), [](py::function* f) {
-    // A non-Python thread taking the GIL during interpreter shutdown is ended by Python
-    // mid-destructor; the callable is not worth that: leave it to the dying interpreter.
-    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
-    py::gil_scoped_acquire gil;
-    delete f;
-  });
-  return [callable](const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, int rank, int size,
-                    std::chrono::milliseconds timeout) {
-    py::gil_scoped_acquire gil;
-    py::object gloo = (*callable)(store, prefix, rank, size, timeout);
-    return owned<c10d::Backend>(gloo, "Backend (ProcessGroupGloo)");
-  };
-}
-
-backends::PolicyMaker policyMakerFor(const std::string& behaviour, bool lazyInit) {
-  if (behaviour == "legacy") return [](int rank, int size) { return backends::makeLegacyPolicy(rank, size); };
-  if (behaviour == "rewritten") {
-    return [lazyInit](int rank, int size) { return backends::makeRewrittenPolicy(rank, size, lazyInit); };
-  }
-  if (behaviour == "rewritten-lazy-p2p") {
-    return [lazyInit](int rank, int size) { return backends::makeRewrittenLazyP2PPolicy(rank, size, lazyInit); };
-  }
-  throw py::value_error("unknown behaviour '" + behaviour + "'; expected legacy, rewritten or rewritten-lazy-p2p");
-}
-
-c10::intrusive_ptr<c10d::Backend> createBackend(const std::string& behaviour, const py::object& store, int rank,
-                                                int size, std::chrono::milliseconds timeout,
-                                                const std::string& groupName, const std::string& groupDesc,
-                                                std::vector<uint64_t> globalRanks,
-                                                std::optional<at::Device> boundDevice, bool lazyInit,
-                                                py::function makeGloo, bool enableReconfigure) {
-  auto cppStore = owned<c10d::Store>(store, "Store");
-  backends::GroupOptions options{groupName, groupDesc, timeout, std::move(globalRanks), boundDevice,
-                                 enableReconfigure};
-  auto makePolicy = policyMakerFor(behaviour, lazyInit);
-  auto gloo = glooMakerFrom(std::move(makeGloo));
-  backends::FactoryMaker makeFactory = [gloo](const c10::intrusive_ptr<c10d::Store>& s,
-                                              const backends::GroupOptions& o) {
-    return backends::makeCommunicatorFactory(s, gloo, o.groupName, o.timeout);
-  };
-  // Eager policies rendezvous with the other ranks here; let their Python threads run.
-  py::gil_scoped_release release;
-  return c10::make_intrusive<backends::MigrateBackend>(cppStore, rank, size, std::move(options), std::move(makePolicy),
-                                                      std::move(makeFactory));
-}
 
 py::dict infoDict(const backends::CommunicatorInfo& info) {
   py::dict d;
@@ -160,9 +99,21 @@ py::object resolveNcclName(const std::string& name, std::optional<std::string> u
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "nccl-migrate native module: toolkit backends and backend-name resolution";
-  m.def("create_backend", &createBackend, py::arg("behaviour"), py::arg("store"), py::arg("rank"), py::arg("size"),
-        py::arg("timeout"), py::arg("group_name"), py::arg("group_desc"), py::arg("global_ranks"),
-        py::arg("bound_device"), py::arg("lazy_init"), py::arg("make_gloo"), py::arg("enable_reconfigure") = false);
+  // Our backends as a Python type of their own, derived from torch's Backend binding, so torch
+  // finds what it calls on a group's split source: on a device-bound world, every rank that is
+  // not a member of a new group calls perform_nocolor_split on the world's backend.
+  py::class_<backends::MigrateBackend, c10d::Backend, c10::intrusive_ptr<backends::MigrateBackend>>(
+      m, "MigrateBackend", "A toolkit backend (migrate-legacy, migrate-nccl2, migrate-lazy).")
+      .def(
+          "perform_nocolor_split",
+          // A group's communicators meet in a rendezvous of its own members, never as an NCCL
+          // split of the parent's communicator, so a non-member has nothing to take part in.
+          [](backends::MigrateBackend&, const at::Device&) {}, py::arg("device"));
+  python::bindCreateBackend(m, [](backends::GlooBackendMaker gloo) -> backends::FactoryMaker {
+    return [gloo](const c10::intrusive_ptr<c10d::Store>& store, const backends::GroupOptions& o) {
+      return backends::makeCommunicatorFactory(store, gloo, o.groupName, o.timeout, o.deviceComms);
+    };
+  });
   m.def("communicators", &communicatorsOf, py::arg("backend"),
         "Live communicators of a toolkit backend: key, purpose, device, ranks, implementation, cost.");
   m.def("created_communicators", [] { return listOf(backends::MigrateBackend::createdCommunicators()); },

@@ -4,6 +4,7 @@
 
 #include <pybind11/stl.h>
 
+#include "nccl_migrate/shim/group_device.h"
 #include "nccl_migrate/shim/resolution.h"
 
 namespace py = pybind11;
@@ -55,6 +56,16 @@ void bindShim(py::module_& m) {
       "Resolves init_process_group's backend argument: env holds TORCH_DIST_USE_NCCL2, NCCL_MIGRATE_IMPL, "
       "PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF (None = unset); torch names the registered backend of each "
       "behaviour (version, legacy, rewritten, rewritten-lazy-p2p; None = this torch lacks it).");
+  m.def(
+      "default_device_index",
+      [](std::optional<std::string> localRank, int globalRank, int deviceCount) -> std::optional<int> {
+        auto index = shim::defaultDeviceIndex(localRank, globalRank, deviceCount);
+        if (!index.ok()) throw py::value_error(index.error());
+        return index.value();
+      },
+      py::arg("local_rank"), py::arg("global_rank"), py::arg("device_count"),
+      "The CUDA device index a group binds to when the job names none (torch 2.15 nccl2's rule); None without "
+      "devices. local_rank is LOCAL_RANK's text, or None when unset.");
 }
 
 }  // namespace nccl_migrate::python

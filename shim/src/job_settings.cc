@@ -20,6 +20,11 @@ JobSettings settingsFromEnvironment() {
       .implementation = variable("NCCL_MIGRATE_IMPL"),
       .allocConf = variable("PYTORCH_ALLOC_CONF"),
       .cudaAllocConf = variable("PYTORCH_CUDA_ALLOC_CONF"),
+      .localRank = variable("LOCAL_RANK"),
+      .blockingWait = variable("TORCH_NCCL_BLOCKING_WAIT"),
+      .legacyBlockingWait = variable("NCCL_BLOCKING_WAIT"),
+      .commNonblocking = variable("TORCH_NCCL_USE_COMM_NONBLOCKING"),
+      .asyncErrorHandling = variable("TORCH_NCCL_ASYNC_ERROR_HANDLING"),
   };
 }
 

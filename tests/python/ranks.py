@@ -1,6 +1,8 @@
 """Runs a test function in N real processes (spawned, like torch's MultiProcessTestCase) that
 rendezvous through a FileStore, and returns what each rank returned. A rank that raises fails
-the test with its traceback; ranks that outlive `timeout` are killed and the test fails."""
+the test with its traceback; ranks that outlive `timeout` are killed and the test fails; a
+reporting rank that then exits non-zero (an abort at exit) or has not exited 10 s after
+returning (a hang in shutdown) fails it too."""
 
 from __future__ import annotations
 
@@ -49,11 +51,15 @@ def run_ranks(fn: Callable[[int, int, Any], Any], world_size: int = 2, timeout: 
     except queue.Empty:
         errors.append(f"ranks {sorted(set(expected) - set(collected))} did not finish within {timeout} s")
     finally:
-        for p in procs:
+        for rank, p in enumerate(procs):
             p.join(timeout=10)
             if p.is_alive():
                 p.kill()
                 p.join()
+                if rank in collected:
+                    errors.append(f"rank {rank} returned but did not exit within 10 s (killed)")
+            elif rank in collected and p.exitcode != 0:
+                errors.append(f"rank {rank} returned but exited with code {p.exitcode}")
         if os.path.exists(store_path):
             os.unlink(store_path)
     if errors:

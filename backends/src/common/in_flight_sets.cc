@@ -1,6 +1,7 @@
 // InFlightSet: see in_flight_sets.h.
 #include "in_flight_sets.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -33,6 +34,18 @@ void InFlightSet::wait(std::chrono::milliseconds timeout) {
   }
 }
 
+// Device ordering for the set only when every member has it; else the caller waits on the host.
+bool InFlightSet::waitOnDevice() {
+  if (!onDevice()) return false;
+  for (auto& m : members_) m->waitOnDevice();
+  return true;
+}
+
+bool InFlightSet::onDevice() const {
+  return !members_.empty() &&
+         std::all_of(members_.begin(), members_.end(), [](const auto& m) { return m->onDevice(); });
+}
+
 void InFlightSet::onDone(std::function<void(std::exception_ptr)> callback) {
   if (members_.empty()) return callback(nullptr);
   struct Countdown {
@@ -60,9 +73,7 @@ void InFlightSet::onDone(std::function<void(std::exception_ptr)> callback) {
 namespace nccl_migrate::backends {
 
 void DeferredInFlight::wait(std::chrono::milliseconds timeout) {
-  TORCH_CHECK(*slot_, "this op belongs to a coalescing batch that has not been issued yet: it completes with the "
-                      "batch, after endCoalescing");
-  (*slot_)->wait(timeout);
+  if (*slot_) (*slot_)->wait(timeout);
 }
 
 void DeferredInFlight::onDone(std::function<void(std::exception_ptr)> callback) {

@@ -31,6 +31,11 @@ class InFlightSet final : public InFlight {
   bool isDone() override;
   std::exception_ptr failure() override;
   void wait(std::chrono::milliseconds timeout) override;
+  bool waitOnDevice() override;
+  bool onDevice() const override;
+  void giveUp() override {
+    for (auto& m : members_) m->giveUp();
+  }
   void onDone(std::function<void(std::exception_ptr)> callback) override;
 
  private:
@@ -45,7 +50,14 @@ class DeferredInFlight final : public InFlight {
   explicit DeferredInFlight(Slot slot) : slot_(std::move(slot)) {}
   bool isDone() override { return *slot_ && (*slot_)->isDone(); }
   std::exception_ptr failure() override { return *slot_ ? (*slot_)->failure() : nullptr; }
+  // Before the batch is issued there is nothing to wait for: like torch nccl2's sentinel work,
+  // a synchronous op inside a batch returns at once and completes with the batch.
   void wait(std::chrono::milliseconds timeout) override;
+  bool waitOnDevice() override { return !*slot_ || (*slot_)->waitOnDevice(); }
+  bool onDevice() const override { return *slot_ && (*slot_)->onDevice(); }
+  void giveUp() override {
+    if (*slot_) (*slot_)->giveUp();
+  }
   void onDone(std::function<void(std::exception_ptr)> callback) override;
 
  private:

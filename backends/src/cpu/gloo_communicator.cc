@@ -50,7 +50,7 @@ class GlooInFlight final : public InFlight {
       }
       if (!future->completed()) {
         if (signal_->aborted) std::rethrow_exception(abortedError());
-        throw std::runtime_error("the op did not complete within " + std::to_string(timeout.count()) + " ms");
+        throw OpTimedOut("the op did not complete within " + std::to_string(timeout.count()) + " ms");
       }
     } else if (signal_->aborted && !work_->isCompleted()) {
       std::rethrow_exception(abortedError());
@@ -58,10 +58,23 @@ class GlooInFlight final : public InFlight {
     work_->wait(timeout);  // Gloo's own error, if any
   }
   void onDone(std::function<void(std::exception_ptr)> callback) override {
-    TORCH_CHECK(hasFuture_, "Gloo gives no future for this op (send, recv, flat reduce-scatter); wait on it instead");
-    work_->getFuture()->addCallback([callback = std::move(callback)](c10::ivalue::Future& future) {
-      callback(future.hasError() ? future.exception_ptr() : nullptr);
-    });
+    if (hasFuture_) {
+      work_->getFuture()->addCallback([callback = std::move(callback)](c10::ivalue::Future& future) {
+        callback(future.hasError() ? future.exception_ptr() : nullptr);
+      });
+      return;
+    }
+    // Gloo gives no future for send, recv and the flat reduce-scatter: a thread waits in Gloo
+    // (bounded by its timeout) and completes ours, so get_future() works for every op, as on NCCL.
+    std::thread([work = work_, callback = std::move(callback)] {
+      std::exception_ptr error;
+      try {
+        work->wait();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      callback(error);
+    }).detach();
   }
 
  private:
@@ -136,9 +149,13 @@ c10d::ReduceOp GlooCommunicator::asGlooSum(const c10d::ReduceOp& op, at::Tensor&
 std::unique_ptr<InFlight> GlooCommunicator::summed(c10::intrusive_ptr<c10d::Work> work, const c10d::ReduceOp& op,
                                                    at::Tensor* result, bool hasFuture) {
   if (op != c10d::ReduceOp::AVG) return track(std::move(work), hasFuture);
-  // Synchronous, so nobody can see the undivided sum.
+  // Synchronous, so nobody can see the undivided sum. Integers divide as NCCL does: truncated.
   work->wait();
-  if (result) result->div_(info_.size);
+  if (result && at::isIntegralType(result->scalar_type(), /*includeBool=*/false)) {
+    result->div_(info_.size, "trunc");
+  } else if (result) {
+    result->div_(info_.size);
+  }
   return std::make_unique<FinishedInFlight>();
 }
 
@@ -150,10 +167,12 @@ std::unique_ptr<InFlight> GlooCommunicator::broadcast(at::Tensor& tensor, int ro
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::reduce(at::Tensor& tensor, int root, const c10d::ReduceOp& op) {
-  std::vector<at::Tensor> tensors{tensor};
+  // NCCL leaves a non-root's buffer as it was: a PREMUL_SUM scales a copy there.
+  at::Tensor source = op == c10d::ReduceOp::PREMUL_SUM && info_.rank != root ? tensor.clone() : tensor;
+  std::vector<at::Tensor> tensors{source};
   c10d::ReduceOptions options;
   options.rootRank = root;
-  options.reduceOp = asGlooSum(op, tensor);
+  options.reduceOp = asGlooSum(op, source);
   return summed(gloo().reduce(tensors, options), op, info_.rank == root ? &tensor : nullptr);
 }
 

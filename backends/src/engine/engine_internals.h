@@ -19,6 +19,8 @@ struct MigrateBackend::Op {
   std::vector<at::Tensor> outputs;
   bool isP2P = false;
   int peer = -1;  // group rank, for p2p
+  // The op's own timeout (torch's per-op options, barrier(timeout=) in Python); unset: the group's.
+  std::chrono::milliseconds timeout = c10d::kUnsetTimeout;
 };
 
 // The open coalescing batch: the communicator it runs on, and the slot its members and the

@@ -3,10 +3,13 @@
 #include <numeric>
 
 #include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
 
 #include "engine_internals.h"
 #include "nccl_migrate/backends/migrate_backend.h"
+#include "nccl_migrate/shim/group_device.h"
+#include "nccl_migrate/shim/job_settings.h"
 #include "tensor_checks.h"
 
 namespace nccl_migrate::backends {
@@ -28,6 +31,12 @@ std::vector<at::Tensor> carried(const std::vector<at::Tensor>& tensors) {
 
 }  // namespace
 
+// An op with its own timeout (torch's per-op options; unset, the group's applies).
+MigrateBackend::Op MigrateBackend::timed(Op op, std::chrono::milliseconds timeout) {
+  op.timeout = timeout;
+  return op;
+}
+
 c10::intrusive_ptr<c10d::Work> MigrateBackend::asOneBatch(size_t count, const IssueNth& issueNth) {
   // Inside a batch the job opened, the ops join it and complete with it: hand back the last
   // one's work, which settles when the job's batch does.
@@ -46,7 +55,8 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::broadcast(std::vector<at::Tensor>
   const at::Tensor& t = checks::singleTensor(tensors);
   checks::rootRank(opts.rootRank, size_);
   int root = static_cast<int>(opts.rootRank);
-  return issue({"broadcast", c10d::OpType::BROADCAST, t.device(), {t}, {t}}, policy_->forCollective(t.device()),
+  return issue(timed({"broadcast", c10d::OpType::BROADCAST, t.device(), {t}, {t}}, opts.timeout),
+               policy_->forCollective(t.device()),
                [&](Communicator& c, const CommunicatorRequest& r) {
                  at::Tensor x = checks::asCarried(t);
                  return c.broadcast(x, commRankOf(r, root));
@@ -57,7 +67,8 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::allreduce(std::vector<at::Tensor>
                                                          const c10d::AllreduceOptions& opts) {
   const at::Tensor& t = checks::singleTensor(tensors);
   c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, t, "all_reduce");
-  return issue({"all_reduce", c10d::OpType::ALLREDUCE, t.device(), {t}, {t}}, policy_->forCollective(t.device()),
+  return issue(timed({"all_reduce", c10d::OpType::ALLREDUCE, t.device(), {t}, {t}}, opts.timeout),
+               policy_->forCollective(t.device()),
                [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(t);
                  return c.allReduce(x, op);
@@ -86,7 +97,8 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce(std::vector<at::Tensor>& t
   checks::rootRank(opts.rootRank, size_);
   c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, t, "reduce");
   int root = static_cast<int>(opts.rootRank);
-  return issue({"reduce", c10d::OpType::REDUCE, t.device(), {t}, {t}}, policy_->forCollective(t.device()),
+  return issue(timed({"reduce", c10d::OpType::REDUCE, t.device(), {t}, {t}}, opts.timeout),
+               policy_->forCollective(t.device()),
                [&](Communicator& c, const CommunicatorRequest& r) {
                  at::Tensor x = checks::asCarried(t);
                  return c.reduce(x, commRankOf(r, root), op);
@@ -95,12 +107,14 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce(std::vector<at::Tensor>& t
 
 c10::intrusive_ptr<c10d::Work> MigrateBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                          std::vector<at::Tensor>& inputs,
-                                                         const c10d::AllgatherOptions&) {
+                                                         const c10d::AllgatherOptions& opts) {
   const at::Tensor& in = checks::singleTensor(inputs);
   TORCH_CHECK_VALUE(outputs.size() == 1, "Only single tensor / single list supported (got ", outputs.size(), " lists)");
   std::vector<at::Tensor>& outs = outputs[0];
-  checks::tensorListLike(outs, in, size_, "all_gather");
-  return issue({"all_gather", c10d::OpType::ALLGATHER, in.device(), {in}, outs}, policy_->forCollective(in.device()),
+  checks::perRankList(outs, in, size_, rank_, "all_gather");
+  if (!checks::even(outs, in)) return allGatherUneven(outs, in);
+  return issue(timed({"all_gather", c10d::OpType::ALLGATHER, in.device(), {in}, outs}, opts.timeout),
+               policy_->forCollective(in.device()),
                [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(in);
                  std::vector<at::Tensor> ys = carried(outs);
@@ -108,11 +122,25 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::allgather(std::vector<std::vector
                });
 }
 
+// Uneven lists, as torch's NCCL backends run them: each rank broadcasts its input into every
+// rank's entry for it, all in one batch. This rank's own entry is filled first, in the caller's
+// order, and the batch reads it from there.
+c10::intrusive_ptr<c10d::Work> MigrateBackend::allGatherUneven(std::vector<at::Tensor>& outputs, const at::Tensor& input) {
+  outputs[rank_].view(-1).copy_(input.reshape(-1));
+  return asOneBatch(outputs.size(), [&](size_t root) {
+    std::vector<at::Tensor> one{outputs[root]};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = static_cast<int64_t>(root);
+    return broadcast(one, opts);
+  });
+}
+
 c10::intrusive_ptr<c10d::Work> MigrateBackend::all_gather_single(at::Tensor& output, at::Tensor& input,
-                                                                 const c10d::AllgatherOptions&) {
+                                                                 const c10d::AllgatherOptions& opts) {
   checks::usableTensor(input);
   checks::flatOutputOfGather(output, input, size_);
-  return issue({"_all_gather_base", c10d::OpType::_ALLGATHER_BASE, input.device(), {input}, {output}},
+  return issue(timed({"_all_gather_base", c10d::OpType::_ALLGATHER_BASE, input.device(), {input}, {output}},
+                         opts.timeout),
                policy_->forCollective(input.device()), [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(input), y = checks::asCarried(output);
                  return c.allGatherInto(y, x);
@@ -141,7 +169,8 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::gather(std::vector<std::vector<at
     TORCH_CHECK_VALUE(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
                       "gather: only the root (rank ", root, ") takes output tensors");
   }
-  return issue({"gather", c10d::OpType::GATHER, in.device(), {in}, outs}, policy_->forCollective(in.device()),
+  return issue(timed({"gather", c10d::OpType::GATHER, in.device(), {in}, outs}, opts.timeout),
+               policy_->forCollective(in.device()),
                [&](Communicator& c, const CommunicatorRequest& r) {
                  at::Tensor x = checks::asCarried(in);
                  std::vector<at::Tensor> ys = carried(outs);
@@ -176,7 +205,8 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::scatter(std::vector<at::Tensor>& 
     TORCH_CHECK_VALUE(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
                       "scatter: only the root (rank ", root, ") takes input tensors");
   }
-  return issue({"scatter", c10d::OpType::SCATTER, out.device(), ins, {out}}, policy_->forCollective(out.device()),
+  return issue(timed({"scatter", c10d::OpType::SCATTER, out.device(), ins, {out}}, opts.timeout),
+               policy_->forCollective(out.device()),
                [&](Communicator& c, const CommunicatorRequest& r) {
                  at::Tensor y = checks::asCarried(out);
                  std::vector<at::Tensor> xs = carried(ins);
@@ -190,9 +220,10 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter(std::vector<at::Te
   const at::Tensor& out = checks::singleTensor(outputs);
   TORCH_CHECK_VALUE(inputs.size() == 1, "Only single tensor / single list supported (got ", inputs.size(), " lists)");
   std::vector<at::Tensor>& ins = inputs[0];
-  checks::tensorListLike(ins, out, size_, "reduce_scatter");
+  checks::perRankList(ins, out, size_, rank_, "reduce_scatter");
   c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, out, "reduce_scatter");
-  return issue({"reduce_scatter", c10d::OpType::REDUCE_SCATTER, out.device(), ins, {out}},
+  if (!checks::even(ins, out)) return reduceScatterUneven(outputs[0], ins, opts);
+  return issue(timed({"reduce_scatter", c10d::OpType::REDUCE_SCATTER, out.device(), ins, {out}}, opts.timeout),
                policy_->forCollective(out.device()), [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor y = checks::asCarried(out);
                  std::vector<at::Tensor> xs = carried(ins);
@@ -200,12 +231,30 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter(std::vector<at::Te
                });
 }
 
+// Uneven lists: one reduce per rank in one batch, each to the rank whose share it is. This rank's
+// share is reduced in place in its output (filled first, in the caller's order); the shares it
+// sends go from copies, so the job's inputs stay as they were.
+c10::intrusive_ptr<c10d::Work> MigrateBackend::reduceScatterUneven(at::Tensor& output, std::vector<at::Tensor>& inputs,
+                                                                   const c10d::ReduceScatterOptions& opts) {
+  output.view(-1).copy_(inputs[rank_].reshape(-1));
+  std::vector<at::Tensor> shares;
+  for (int root = 0; root < size_; ++root) shares.push_back(root == rank_ ? output : inputs[root].clone());
+  return asOneBatch(shares.size(), [&](size_t root) {
+    std::vector<at::Tensor> one{shares[root]};
+    c10d::ReduceOptions reduceOpts;
+    reduceOpts.rootRank = static_cast<int64_t>(root);
+    reduceOpts.reduceOp = opts.reduceOp;
+    return reduce(one, reduceOpts);
+  });
+}
+
 c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter_single(at::Tensor& output, at::Tensor& input,
                                                                      const c10d::ReduceScatterOptions& opts) {
   checks::usableTensor(output);
   checks::flatInputOfReduceScatter(output, input, size_);
   c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, output, "reduce_scatter");
-  return issue({"_reduce_scatter_base", c10d::OpType::_REDUCE_SCATTER_BASE, output.device(), {input}, {output}},
+  return issue(timed({"_reduce_scatter_base", c10d::OpType::_REDUCE_SCATTER_BASE, output.device(), {input}, {output}},
+                         opts.timeout),
                policy_->forCollective(output.device()), [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(input), y = checks::asCarried(output);
                  return c.reduceScatterFrom(y, x, op);
@@ -223,14 +272,14 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter_single_coalesced(s
 c10::intrusive_ptr<c10d::Work> MigrateBackend::all_to_all_single(at::Tensor& output, at::Tensor& input,
                                                                  std::vector<int64_t>& outputSplits,
                                                                  std::vector<int64_t>& inputSplits,
-                                                                 const c10d::AllToAllOptions&) {
+                                                                 const c10d::AllToAllOptions& opts) {
   checks::usableTensor(input);
   checks::usableTensor(output);
   checks::sameDevice(input, output);
   TORCH_CHECK_VALUE(input.scalar_type() == output.scalar_type(), "all_to_all: input and output must have the same type");
   checks::splitSizes(inputSplits, input, size_, "input");
   checks::splitSizes(outputSplits, output, size_, "output");
-  return issue({"all_to_all", c10d::OpType::ALLTOALL_BASE, input.device(), {input}, {output}},
+  return issue(timed({"all_to_all", c10d::OpType::ALLTOALL_BASE, input.device(), {input}, {output}}, opts.timeout),
                policy_->forCollective(input.device()), [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(input), y = checks::asCarried(output);
                  return c.allToAllSingle(y, x, outputSplits, inputSplits);
@@ -238,7 +287,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::all_to_all_single(at::Tensor& out
 }
 
 c10::intrusive_ptr<c10d::Work> MigrateBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-                                                        const c10d::AllToAllOptions&) {
+                                                        const c10d::AllToAllOptions& opts) {
   TORCH_CHECK_VALUE(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
                     "all_to_all expects ", size_, " input and ", size_, " output tensors (one per rank), got ",
                     inputs.size(), " and ", outputs.size());
@@ -251,7 +300,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::alltoall(std::vector<at::Tensor>&
                           outputs[i].scalar_type() == inputs[0].scalar_type(),
                       "all_to_all: all tensors must have the same type");
   }
-  return issue({"all_to_all", c10d::OpType::ALLTOALL, inputs[0].device(), inputs, outputs},
+  return issue(timed({"all_to_all", c10d::OpType::ALLTOALL, inputs[0].device(), inputs, outputs}, opts.timeout),
                policy_->forCollective(inputs[0].device()), [&](Communicator& c, const CommunicatorRequest&) {
                  std::vector<at::Tensor> xs = carried(inputs), ys = carried(outputs);
                  return c.allToAll(ys, xs);
@@ -279,14 +328,37 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::recv(std::vector<at::Tensor>& ten
   });
 }
 
-// The device a barrier runs on: the one asked for, else the group's, else the CPU.
 c10::intrusive_ptr<c10d::Work> MigrateBackend::barrier(const c10d::BarrierOptions& opts) {
-  c10::Device device = opts.device ? *opts.device
-                       : !opts.device_ids.empty() ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(opts.device_ids[0]))
-                       : policy_->boundDevice() ? *policy_->boundDevice()
-                                                : c10::Device(c10::kCPU);
-  return issue({"barrier", c10d::OpType::BARRIER, device, {}, {}}, policy_->forCollective(device),
+  c10::Device device = barrierDevice(opts);
+  return issue(timed({"barrier", c10d::OpType::BARRIER, device, {}, {}}, opts.timeout), policy_->forCollective(device),
                [&](Communicator& c, const CommunicatorRequest&) { return c.barrier(); });
+}
+
+// The device a barrier runs on, as torch's NCCL backends pick it: the one named by device_ids,
+// else the group's bound device, else the device its ops already run on, else the rank's default
+// device (the shim's rule): CUDA where there are GPUs, as torch's NCCL backends always are. A
+// device without an index names a kind of device, not one.
+c10::Device MigrateBackend::barrierDevice(const c10d::BarrierOptions& opts) const {
+  if (!opts.device_ids.empty()) return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(opts.device_ids[0]));
+  if (auto bound = policy_->boundDevice()) return *bound;
+  if (opts.device && (opts.device->has_index() || opts.device->is_cpu())) return *opts.device;
+  // No device named (torch's Python barrier passes none to the backend): the group's devices.
+  std::optional<c10::DeviceType> type;
+  if (opts.device) type = opts.device->type();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::string& key : creationOrder_) {
+      const c10::Device& used = communicators_.at(key)->info().device;
+      if (!type || used.type() == *type) return used;
+    }
+  }
+  bool onCuda = type ? *type == c10::kCUDA : c10::cuda::device_count() > 0;
+  if (!onCuda) return c10::Device(type.value_or(c10::kCPU));
+  auto index = shim::defaultDeviceIndex(shim::settingsFromEnvironment().localRank, static_cast<int>(globalRank()),
+                                        c10::cuda::device_count());
+  TORCH_CHECK_VALUE(index.ok(), index.ok() ? "" : index.error());
+  TORCH_CHECK(index.value(), "barrier on CUDA, but this process sees no GPU");
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(*index.value()));
 }
 
 }  // namespace nccl_migrate::backends

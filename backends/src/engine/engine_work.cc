@@ -69,11 +69,12 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
   cv_.notify_all();
   if (unsettled_) unsettled_->fetch_sub(1, std::memory_order_relaxed);
   // A failed op stays "started" in the flight recorder: the dump must show where the rank stopped.
+  if (error) inFlight_->giveUp();
   if (!error) {
     if (identity_.flightRecord) FlightRecorder::instance().markCompleted(*identity_.flightRecord);
     return;
   }
-  if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, messageOf(exception()));
+  if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, inFlight_->onDevice(), messageOf(exception()));
 }
 
 bool EngineWork::isCompleted() {
@@ -114,7 +115,10 @@ bool EngineWork::wait(std::chrono::milliseconds timeout) {
   auto limit = timeout == kNoTimeout ? timeout_ : timeout;
   try {
     inFlight_->wait(limit);
-  } catch (const OpTimedOut&) {
+  } catch (const OpTimedOut& e) {
+    // torch's Gloo only raises when a wait outlives its own timeout: the op goes on, under the
+    // watchdog's group timeout. On the device, legacy NCCL fails the op and aborts the group.
+    if (timeout != kNoTimeout && !inFlight_->onDevice()) std::rethrow_exception(withContext(std::current_exception()));
     settle(std::current_exception(), /*timedOut=*/true);
     std::rethrow_exception(exception());
   } catch (...) {

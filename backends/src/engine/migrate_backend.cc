@@ -14,6 +14,7 @@
 #include "engine_internals.h"
 #include "engine_work.h"
 #include "nccl_migrate/backends/flight_recorder.h"
+#include "nccl_migrate/shim/nccl_environment.h"
 #include "watchdog.h"
 
 namespace nccl_migrate::backends {
@@ -47,6 +48,14 @@ std::string uniqueInstanceTag() {
 }
 
 }  // namespace
+
+void applyNcclEnvironment(GroupOptions& options) {
+  auto env = shim::ncclEnvironment(shim::settingsFromEnvironment());
+  TORCH_CHECK_VALUE(env.ok(), env.ok() ? "" : env.error());
+  options.blockingWait = env.value().blockingWait;
+  options.abortOnDeviceError = env.value().asyncErrorHandling != 0;
+  if (env.value().commNonblocking && !options.deviceComms.blocking) options.deviceComms.blocking = 0;
+}
 
 MigrateBackend::MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, GroupOptions options,
                                PolicyMaker makePolicy, FactoryMaker makeFactory)
@@ -184,13 +193,15 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   entry.p2pSeq = p2pSeq;
   entry.opId = opId;
   entry.isP2P = op.isP2P;
-  entry.profilingName = "nccl:" + op.name;
+  // torch's prefix is the backend's name: nccl2:all_reduce for the rewritten behaviour.
+  entry.profilingName = backendName_ + ":" + op.name;
   if (op.isP2P) {
     entry.profilingName += op.name == "send" ? " " + std::to_string(rank_) + "->" + std::to_string(op.peer)
                                              : " " + std::to_string(rank_) + "<-" + std::to_string(op.peer);
   }
   entry.createdNs = entry.startedNs = nowNs();
-  entry.timeoutMs = options_.timeout.count();
+  std::chrono::milliseconds timeout = op.timeout == c10d::kUnsetTimeout ? options_.timeout : op.timeout;
+  entry.timeoutMs = timeout.count();
   for (const at::Tensor& t : op.inputs) {
     entry.inputSizes.push_back(sizesOf(t));
     entry.inputDtypes.push_back(dtypeName(t));
@@ -220,9 +231,11 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   }
   auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
   auto work = c10::make_intrusive<EngineWork>(
-      rank_, EngineWork::Identity{op.type, shownSeq, description, record, op.type == c10d::OpType::BARRIER},
-      std::move(inFlight), op.outputs,
-      options_.timeout, c10::weak_intrusive_ptr<MigrateBackend>(self), batch_ ? nullptr : unsettled_);
+      rank_,
+      EngineWork::Identity{op.type, shownSeq, description, record,
+                           op.type == c10d::OpType::BARRIER || options_.blockingWait},
+      std::move(inFlight), op.outputs, timeout, c10::weak_intrusive_ptr<MigrateBackend>(self),
+      batch_ ? nullptr : unsettled_);
   if (!batch_) watchUntilSettled(work);
   return work;
 }
@@ -243,7 +256,13 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::endCoalescing() {
   std::string description = describeOp("coalesced", seq);
   std::unique_ptr<InFlight> inFlight;
   if (batch->communicator) {
-    *batch->slot = std::shared_ptr<InFlight>(batch->communicator->endBatch());
+    try {
+      *batch->slot = std::shared_ptr<InFlight>(batch->communicator->endBatch());
+    } catch (const c10::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, description, " failed: ", e.what());
+    }
     inFlight = std::make_unique<DeferredInFlight>(batch->slot);
   } else {
     inFlight = std::make_unique<FinishedInFlight>();  // an empty batch
@@ -252,13 +271,15 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::endCoalescing() {
   entry.groupName = options_.groupName;
   entry.groupDesc = options_.groupDesc.empty() ? "undefined" : options_.groupDesc;
   entry.collectiveSeq = seq;
-  entry.profilingName = "nccl:coalesced";
+  entry.profilingName = backendName_ + ":coalesced";
   entry.createdNs = entry.startedNs = nowNs();
   entry.timeoutMs = options_.timeout.count();
   entry.state = "started";
   auto record = FlightRecorder::instance().record(std::move(entry));
   auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
-  auto work = c10::make_intrusive<EngineWork>(rank_, EngineWork::Identity{c10d::OpType::COALESCED, seq, description, record},
+  auto work = c10::make_intrusive<EngineWork>(rank_,
+                                              EngineWork::Identity{c10d::OpType::COALESCED, seq, description, record,
+                                                                   options_.blockingWait},
                                               std::move(inFlight), batch->outputs, options_.timeout,
                                               c10::weak_intrusive_ptr<MigrateBackend>(self), unsettled_);
   watchUntilSettled(work);
@@ -291,19 +312,19 @@ void MigrateBackend::runAbortHooks() {
   }
 }
 
-void MigrateBackend::onOpFailure(bool timedOut, const std::string& what) {
+void MigrateBackend::onOpFailure(bool timedOut, bool onDevice, const std::string& what) {
   int expected = static_cast<int>(c10d::ErrorType::SUCCESS);
   error_.compare_exchange_strong(expected, static_cast<int>(timedOut ? c10d::ErrorType::TIMEOUT
                                                                      : c10d::ErrorType::COMM_ERROR));
   // Hooks and dumps may take seconds (torch's FlightRecorderHook writes its own trace); the
   // thread that saw the failure raises now and the watchdog does the rest.
   auto self = c10::weak_intrusive_ptr<MigrateBackend>(c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this));
-  runOnWatchdog([self, timedOut, what] {
-    if (auto backend = self.lock()) backend->handleFailure(timedOut, what);
+  runOnWatchdog([self, timedOut, onDevice, what] {
+    if (auto backend = self.lock()) backend->handleFailure(timedOut, onDevice, what);
   });
 }
 
-void MigrateBackend::handleFailure(bool timedOut, const std::string& what) {
+void MigrateBackend::handleFailure(bool timedOut, bool onDevice, const std::string& what) {
   runAbortHooks();
   if (!dumped_.exchange(true) && FlightRecorder::instance().enabled()) {
     try {
@@ -313,9 +334,10 @@ void MigrateBackend::handleFailure(bool timedOut, const std::string& what) {
       LOG(ERROR) << "[nccl_migrate] " << what << "; the flight recorder dump failed: " << e.what();
     }
   }
-  // A timed-out op leaves its communicator in an unknown state: abort the group so that every
-  // other pending op fails now instead of hanging behind it.
-  if (timedOut) abort();
+  // A timed-out op, or NCCL's asynchronous error, leaves the communicator in an unknown state
+  // (its stream may never get past the op): abort the group so that every other pending op
+  // fails now instead of hanging behind it.
+  if (timedOut || (onDevice && options_.abortOnDeviceError)) abort();
 }
 
 c10::intrusive_ptr<c10d::Backend> MigrateBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
@@ -337,8 +359,10 @@ c10::intrusive_ptr<c10d::Backend> MigrateBackend::split(const c10::intrusive_ptr
                                              std::move(child), makePolicy_, makeFactory_);
 }
 
+// torch calls this for every new group of a device-bound world; what it creates is the policy's
+// call, so lazy groups stay lazy (bound, without a communicator until their first op).
 void MigrateBackend::eagerConnectSingleDevice(at::Device device) {
-  communicatorFor(policy_->forCollective(device));
+  for (const CommunicatorRequest& request : policy_->atGroupCreation(device)) communicatorFor(request);
 }
 
 void MigrateBackend::abort() {

@@ -1,6 +1,8 @@
 // Argument checks (see tensor_checks.h).
 #include "tensor_checks.h"
 
+#include <algorithm>
+
 #include <ATen/ops/view_as_real.h>
 #include <c10/util/Exception.h>
 
@@ -60,7 +62,10 @@ void rootRank(int64_t root, int size) {
   TORCH_CHECK_VALUE(root >= 0 && root < size, "Invalid root rank ", root, " for a group of size ", size);
 }
 
-void tensorListLike(const std::vector<at::Tensor>& list, const at::Tensor& like, int size, std::string_view op) {
+namespace {
+
+// One tensor per rank, each usable and of `like`'s type and device.
+void oneTensorPerRank(const std::vector<at::Tensor>& list, const at::Tensor& like, int size, std::string_view op) {
   TORCH_CHECK_VALUE(static_cast<int>(list.size()) == size, op, " expects ", size, " tensors (one per rank), got ",
                     list.size());
   for (const at::Tensor& t : list) {
@@ -68,9 +73,27 @@ void tensorListLike(const std::vector<at::Tensor>& list, const at::Tensor& like,
     sameDevice(like, t);
     TORCH_CHECK_VALUE(t.scalar_type() == like.scalar_type(), op, ": all tensors must have the same type, got ",
                       t.scalar_type(), " and ", like.scalar_type());
+  }
+}
+
+}  // namespace
+
+void tensorListLike(const std::vector<at::Tensor>& list, const at::Tensor& like, int size, std::string_view op) {
+  oneTensorPerRank(list, like, size, op);
+  for (const at::Tensor& t : list) {
     TORCH_CHECK_VALUE(t.numel() == like.numel(), op, ": all tensors must have the same number of elements, got ",
                       t.numel(), " and ", like.numel());
   }
+}
+
+void perRankList(const std::vector<at::Tensor>& list, const at::Tensor& like, int size, int myRank, std::string_view op) {
+  oneTensorPerRank(list, like, size, op);
+  TORCH_CHECK_VALUE(list[myRank].numel() == like.numel(), op, ": this rank's entry (", myRank, ") holds ",
+                    list[myRank].numel(), " elements but its tensor holds ", like.numel());
+}
+
+bool even(const std::vector<at::Tensor>& list, const at::Tensor& like) {
+  return std::all_of(list.begin(), list.end(), [&](const at::Tensor& t) { return t.numel() == like.numel(); });
 }
 
 void flatOutputOfGather(const at::Tensor& output, const at::Tensor& input, int size) {

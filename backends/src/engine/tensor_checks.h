@@ -19,6 +19,11 @@ void sameDevice(const at::Tensor& expected, const at::Tensor& t);
 void rootRank(int64_t root, int size);
 // outputs.size() == size, each like `input` (type, numel, device).
 void tensorListLike(const std::vector<at::Tensor>& list, const at::Tensor& like, int size, std::string_view op);
+// One tensor per rank, each of `like`'s type and device; sizes may differ between ranks (uneven
+// all_gather and reduce_scatter lists), but this rank's own entry holds as many elements as `like`.
+void perRankList(const std::vector<at::Tensor>& list, const at::Tensor& like, int size, int myRank, std::string_view op);
+// Whether every tensor of `list` holds as many elements as `like`.
+bool even(const std::vector<at::Tensor>& list, const at::Tensor& like);
 void flatOutputOfGather(const at::Tensor& output, const at::Tensor& input, int size);
 void flatInputOfReduceScatter(const at::Tensor& output, const at::Tensor& input, int size);
 void splitSizes(const std::vector<int64_t>& splits, const at::Tensor& t, int size, std::string_view which);

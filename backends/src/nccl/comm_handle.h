@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,7 +16,10 @@ namespace nccl_migrate::backends::nccl {
 
 class CommHandle {
  public:
-  CommHandle(std::shared_ptr<NcclApi> api, ncclComm_t comm, std::string group, int rank, std::string key);
+  // `nonblocking`: made in NCCL's nonblocking mode, where init and every call may return before
+  // NCCL finished them (ncclInProgress); `launchTimeout` bounds the wait for them.
+  CommHandle(std::shared_ptr<NcclApi> api, ncclComm_t comm, std::string group, int rank, std::string key,
+             bool nonblocking = false, std::chrono::milliseconds launchTimeout = std::chrono::minutes(10));
   ~CommHandle();  // destroys the communicator unless it was aborted
   CommHandle(const CommHandle&) = delete;
   CommHandle& operator=(const CommHandle&) = delete;
@@ -24,12 +28,9 @@ class CommHandle {
   CallSite site(std::string_view op) const { return {op, group_, rank_}; }
 
   // Runs fn(comm) while holding the communicator; throws an NcclError naming `op` once the
-  // communicator was aborted.
-  template <typename Fn>
-  decltype(auto) use(std::string_view op, Fn&& fn) {
-    std::lock_guard<std::timed_mutex> lock(mutex_);
-    return fn(live(op));
-  }
+  // communicator was aborted. In nonblocking mode it returns once NCCL really issued the calls
+  // (their kernels are on the stream), so what the caller records next follows them.
+  void use(std::string_view op, const std::function<void(ncclComm_t)>& fn);
 
   // NCCL's asynchronous error, polled without blocking; once aborted, the error that led there
   // (ncclSystemError when abort came from outside). Never throws.
@@ -38,22 +39,39 @@ class CommHandle {
   // never waits long: a call stuck in NCCL is what abort is for.
   void abort() noexcept;
   bool aborted() const { return aborted_.load(); }
+  // A coalescing batch keeps an NCCL group open across calls; ncclGroupEnd must never launch its
+  // queued ops on a freed communicator, so an abort meanwhile frees it once the group closed.
+  void groupOpened();
+  void groupClosed() noexcept;
+  // An op of this communicator failed or timed out: when the last owner lets go, the
+  // communicator is aborted, not destroyed (ncclCommDestroy would wait for the stuck op).
+  void markBroken() noexcept { broken_ = true; }
   // A communicator made in nonblocking mode (NCCL_COMM_BLOCKING=0 or config.blocking=0) is not
   // ready when init returns: waits until NCCL says it is, fails, or `timeout` passes.
   void waitUntilReady(std::chrono::milliseconds timeout);
 
  private:
   ncclComm_t live(std::string_view op) const;
+  void freeByAbort() noexcept;
+  // Polls NCCL's state while it is ncclInProgress (the lock held); throws on an error or when
+  // `timeout` passes.
+  void awaitCompletion(ncclComm_t comm, std::string_view what, std::chrono::milliseconds timeout);
 
   std::shared_ptr<NcclApi> api_;
   std::string group_;
   int rank_;
   std::string key_;
+  bool nonblocking_;
+  std::chrono::milliseconds launchTimeout_;
   std::timed_mutex mutex_;
   // Atomics: abort may go ahead without the lock when a call is stuck inside NCCL holding it.
   std::atomic<ncclComm_t> comm_;
   std::atomic<bool> aborted_{false};
   std::atomic<ncclResult_t> cachedError_{ncclSuccess};
+  std::atomic<bool> broken_{false};
+  std::mutex groupsMutex_;
+  int openGroups_ = 0;
+  bool abortDeferred_ = false;
 };
 
 }  // namespace nccl_migrate::backends::nccl

@@ -18,6 +18,13 @@ StreamRef refOf(const c10::cuda::CUDAStream& stream) {
   return {stream.stream(), stream.device()};
 }
 
+// This thread's stream-capture mode set to relaxed for the guard's lifetime.
+struct RelaxedCaptureMode {
+  cudaStreamCaptureMode previous = cudaStreamCaptureModeRelaxed;
+  RelaxedCaptureMode() { (void)cudaThreadExchangeStreamCaptureMode(&previous); }
+  ~RelaxedCaptureMode() { (void)cudaThreadExchangeStreamCaptureMode(&previous); }
+};
+
 class CudaEvent final : public DeviceEvent {
  public:
   explicit CudaEvent(c10::Device device) : device_(device) {}
@@ -28,7 +35,11 @@ class CudaEvent final : public DeviceEvent {
       // On the event's device: a query from the watchdog thread must not create a context on
       // device 0 of every rank.
       c10::cuda::CUDAGuard guard(device_);
-      return {event_.query() ? EventState::Done : EventState::Pending, ""};
+      // Under torch's default (global) capture mode, a query from another thread while a
+      // stream is captured invalidates that capture: query in relaxed mode, as torch does.
+      RelaxedCaptureMode relaxed;
+      bool done = event_.query();
+      return {done ? EventState::Done : EventState::Pending, ""};
     } catch (const std::exception& e) {
       // Captured events cannot be queried and sticky errors surface here; either way the
       // watchdog must see a state, not an exception.
@@ -43,7 +54,6 @@ class CudaEvent final : public DeviceEvent {
 
 class CudaRuntime final : public DeviceRuntime {
  public:
-  std::string name() const override { return "cuda"; }
   StreamRef currentStream(c10::Device device) override {
     return refOf(c10::cuda::getCurrentCUDAStream(device.index()));
   }

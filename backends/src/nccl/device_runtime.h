@@ -50,7 +50,6 @@ class DeviceEvent {
 class DeviceRuntime {
  public:
   virtual ~DeviceRuntime() = default;
-  virtual std::string name() const = 0;  // "cuda", "simulated"
   // The stream the calling thread issues work on for `device` (torch's current stream).
   virtual StreamRef currentStream(c10::Device device) = 0;
   // A stream of the communicator's own.

@@ -10,7 +10,6 @@ namespace {
 
 class LibraryNcclApi final : public NcclApi {
  public:
-  const char* name() const override { return "libnccl"; }
   const char* errorString(ncclResult_t result) override { return ncclGetErrorString(result); }
   ncclResult_t getUniqueId(ncclUniqueId* id) override { return ncclGetUniqueId(id); }
   ncclResult_t commInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,

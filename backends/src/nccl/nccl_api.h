@@ -36,7 +36,6 @@ class NcclError : public std::runtime_error {
 class NcclApi {
  public:
   virtual ~NcclApi() = default;
-  virtual const char* name() const = 0;  // "libnccl 2.30.7", "simulated"
   [[nodiscard]] virtual const char* errorString(ncclResult_t result) = 0;
 
   [[nodiscard]] virtual ncclResult_t getUniqueId(ncclUniqueId* id) = 0;

@@ -3,8 +3,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
@@ -17,6 +15,17 @@
 namespace nccl_migrate::backends {
 
 struct NcclCommunicator::OpenBatch {
+  OpenBatch(std::shared_ptr<nccl::CommHandle> h, const nccl::CallSite& site) : handle(std::move(h)) {
+    group = std::make_unique<nccl::GroupGuard>(handle->api(), site);
+    handle->groupOpened();
+  }
+  // An abandoned batch (an op of it threw, or the group was aborted) closes its NCCL group first;
+  // only then may a deferred abort free the communicator.
+  ~OpenBatch() {
+    group.reset();
+    handle->groupClosed();
+  }
+  std::shared_ptr<nccl::CommHandle> handle;
   std::unique_ptr<nccl::GroupGuard> group;
   // Tensors of every op of the batch, temporaries included: NCCL reads them at the group's
   // end, so they live until the batch's work completes, as torch stashes coalesced tensors.
@@ -146,10 +155,16 @@ NcclCommunicator::~NcclCommunicator() = default;
 std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_ptr<c10d::Store>& store,
                                                            const std::string& storePrefix, CommunicatorInfo info,
                                                            const std::string& groupName, FutureOrder futureOrder,
-                                                           NcclSeams seams) {
+                                                           const DeviceCommOptions& options, NcclSeams seams) {
   nccl::CallSite site{"communicator init", groupName, info.rank};
   nccl::NcclApi& api = *seams.api;
+  TORCH_CHECK(info.device.is_cpu() || info.device.has_index(), "communicator ", info.key, " of group '", groupName,
+              "' names no device index (", info.device.str(), "): bind the group with device_id or call "
+              "torch.cuda.set_device first");
   auto current = seams.runtime->makeCurrent(info.device);
+  TORCH_CHECK(!seams.runtime->capturing(seams.runtime->currentStream(info.device)), "group '", groupName,
+              "' would create its communicator ", info.key, " during CUDA graph capture, which cannot run NCCL's "
+              "init: run one op of the group (or create it eagerly) before capturing");
   ncclUniqueId id;
   std::string key = storePrefix + "/nccl_unique_id";
   if (info.rank == 0) {
@@ -166,9 +181,15 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   std::string commName = groupName + ":" + info.key;
   config.commName = commName.c_str();
+  if (options.blocking) config.blocking = *options.blocking;
+  if (options.maxCtas) config.maxCTAs = *options.maxCtas;
+  if (options.minCtas) config.minCTAs = *options.minCtas;
+  if (options.cgaClusterSize) config.cgaClusterSize = *options.cgaClusterSize;
+  if (options.splitShare) config.splitShare = *options.splitShare;
   ncclComm_t comm = nullptr;
   nccl::check(api, api.commInitRankConfig(&comm, info.size, id, info.rank, &config), "ncclCommInitRankConfig", site);
-  auto handle = std::make_shared<nccl::CommHandle>(seams.api, comm, groupName, info.rank, info.key);
+  auto handle = std::make_shared<nccl::CommHandle>(seams.api, comm, groupName, info.rank, info.key,
+                                                   /*nonblocking=*/config.blocking == 0, store->getTimeout());
   // ncclInProgress (nonblocking mode): no op may be issued before the communicator is ready.
   handle->waitUntilReady(store->getTimeout());
   std::optional<size_t> freeAfter = seams.runtime->freeMemory(info.device);
@@ -176,7 +197,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
   // Process-wide difference: exact when nothing else allocates during init, as in a fresh group.
   if (freeBefore && freeAfter && *freeBefore >= *freeAfter) info.deviceMemoryBytes = *freeBefore - *freeAfter;
   info.implementation = "nccl";
-  nccl::StreamRef stream = seams.runtime->newStream(info.device, /*highPriority=*/false);
+  nccl::StreamRef stream = seams.runtime->newStream(info.device, options.highPriorityStream);
   return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(std::move(info), groupName, futureOrder,
                                                                 std::move(seams), std::move(handle), stream));
 }
@@ -411,9 +432,7 @@ std::unique_ptr<InFlight> NcclCommunicator::barrier() {
 
 void NcclCommunicator::beginBatch() {
   TORCH_CHECK(!batch_, "a coalescing batch is already open on communicator ", info_.key);
-  auto batch = std::make_unique<OpenBatch>();
-  batch->group = std::make_unique<nccl::GroupGuard>(*seams_.api, site("coalescing"));
-  batch_ = std::move(batch);
+  batch_ = std::make_unique<OpenBatch>(handle_, site("coalescing"));
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::endBatch() {

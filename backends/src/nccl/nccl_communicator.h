@@ -31,7 +31,7 @@ class NcclCommunicator final : public Communicator {
   static std::unique_ptr<NcclCommunicator> create(const c10::intrusive_ptr<c10d::Store>& store,
                                                   const std::string& storePrefix, CommunicatorInfo info,
                                                   const std::string& groupName, FutureOrder futureOrder,
-                                                  NcclSeams seams);
+                                                  const DeviceCommOptions& options, NcclSeams seams);
   ~NcclCommunicator() override;
 
   const CommunicatorInfo& info() const override { return info_; }

@@ -33,6 +33,8 @@ class NcclInFlight final : public InFlight {
   std::exception_ptr failure() override;
   void wait(std::chrono::milliseconds timeout) override;
   bool waitOnDevice() override;
+  bool onDevice() const override { return true; }
+  void giveUp() override { p_.handle->markBroken(); }
   void onDone(std::function<void(std::exception_ptr)> callback) override;
 
  private:

@@ -38,7 +38,7 @@ class LegacyPolicy final : public CommunicatorPolicy {
 
  private:
   // The bound device, for an op on it (a CPU tensor names no index): one communicator, not two.
-  c10::Device onBound(c10::Device device) const { return bound_ && sameDevice(*bound_, device) ? *bound_ : device; }
+  c10::Device onBound(c10::Device device) const { return bound_ && isBoundDevice(*bound_, device) ? *bound_ : device; }
 
   int groupRank_;
   int groupSize_;

@@ -13,7 +13,7 @@ namespace nccl_migrate::backends {
 
 // Whether an op's device is the group's device. A CPU tensor's device carries no index, so it
 // is the CPU device a world was bound to with device_id=cpu:N.
-inline bool sameDevice(const c10::Device& bound, const c10::Device& device) {
+inline bool isBoundDevice(const c10::Device& bound, const c10::Device& device) {
   return bound.type() == device.type() && (!bound.has_index() || !device.has_index() || bound.index() == device.index());
 }
 

@@ -18,6 +18,7 @@ class RewrittenPolicy : public CommunicatorPolicy {
 
   std::vector<CommunicatorRequest> atGroupCreation(std::optional<c10::Device> device) override {
     if (!device) return {};
+    if (bound_) checkBound(*device);  // torch connects every group again; it may not move
     bound_ = device;
     if (lazyInit_) return {};
     return {wholeGroupRequest(*bound_, groupRank_, groupSize_)};
@@ -25,9 +26,7 @@ class RewrittenPolicy : public CommunicatorPolicy {
 
   CommunicatorRequest forCollective(c10::Device device) override {
     if (!bound_) bound_ = device;
-    // torch's nccl2 wording, so users and their log scrapers see the same text.
-    TORCH_CHECK(sameDevice(*bound_, device), "ProcessGroupNCCL is bound to device ", bound_->str(),
-                " but an operation was issued on ", device.str());
+    checkBound(device);
     return wholeGroupRequest(*bound_, groupRank_, groupSize_);
   }
 
@@ -45,6 +44,12 @@ class RewrittenPolicy : public CommunicatorPolicy {
   int groupSize_;
 
  private:
+  // torch's nccl2 wording, so users and their log scrapers see the same text.
+  void checkBound(const c10::Device& device) const {
+    TORCH_CHECK(isBoundDevice(*bound_, device), "ProcessGroupNCCL is bound to device ", bound_->str(),
+                " but an operation was issued on ", device.str());
+  }
+
   bool lazyInit_;
   std::optional<c10::Device> bound_;
 };

@@ -39,14 +39,25 @@ PolicyMaker rewrittenLazyP2P() {
   return [](int rank, int size) { return backends::makeRewrittenLazyP2PPolicy(rank, size, false); };
 }
 
+// A worker stream as the calling thread's current stream: the job's stream, which the host does
+// not wait for (the simulated device's default current stream is the host itself).
+struct JobStream {
+  std::shared_ptr<SimStream> stream = SimRuntime::instance()->makeWorkerStream("job");
+  JobStream() { SimRuntime::instance()->setCurrentStream(stream.get()); }
+  ~JobStream() { SimRuntime::instance()->setCurrentStream(nullptr); }
+  SimStream* operator->() const { return stream.get(); }
+};
+
 // A toolkit backend of this rank whose device communicators run on the simulated device.
 c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMaker& policy,
                                               std::chrono::milliseconds timeout = std::chrono::seconds(20),
-                                              Faults faults = {}) {
+                                              Faults faults = {}, backends::DeviceCommOptions comms = {}) {
   GroupOptions options{"0", "default_pg", timeout, {}, simDevice(ctx.rank)};
+  options.deviceComms = comms;
+  backends::applyNcclEnvironment(options);  // as every creation path does
   auto seams = simulatedSeams(ctx.store, faults);
   backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
-    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.timeout, seams, c10::kCPU);
+    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.timeout, seams, c10::kCPU, o.deviceComms);
   };
   return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory);
 }
@@ -290,24 +301,49 @@ TEST(SimulatedDevice, Defect04_WaitOrdersTheStreamWithoutBlockingTheHost) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
                        auto pg = simBackend(ctx, rewritten());
-                       auto runtime = SimRuntime::instance();
-                       auto job = runtime->makeWorkerStream("job");
-                       runtime->setCurrentStream(job.get());
+                       JobStream job;
                        // The job's stream is busy for a while before the op can start.
-                       job->enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(1500)); });
+                       job->enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(3000)); });
                        std::vector<at::Tensor> t{at::ones({4})};
                        auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
                        auto started = std::chrono::steady_clock::now();
                        work->wait();
                        auto waited = std::chrono::steady_clock::now() - started;
-                       check(waited < std::chrono::milliseconds(500), "wait() blocked the host");
+                       // Margins wide enough for a loaded CI machine: blocking would take 3 s.
+                       check(waited < std::chrono::milliseconds(1500), "wait() blocked the host");
                        check(job->pending() > 0, "the job's stream does not wait for the op");
                        // The job stream's next work sees the result.
                        auto seen = std::make_shared<at::Tensor>();
                        job->enqueue([seen, t] { *seen = t[0].clone(); });
                        while (job->pending() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
                        expectEqual(*seen, at::full({4}, 2.0), "result in stream order");
-                       runtime->setCurrentStream(nullptr);
+                     }),
+            "");
+}
+
+// Review item 4, for batches: a coalesced batch and an uneven all_gather (lowered to one) also
+// leave the host free.
+TEST(SimulatedDevice, Defect04_BatchesWaitWithoutBlockingTheHost) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten());
+                       JobStream job;
+                       job->enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(3000)); });
+                       pg->startCoalescing();
+                       std::vector<at::Tensor> a{at::ones({4})};
+                       (void)pg->allreduce(a, allreduceWith(c10d::ReduceOp::SUM));
+                       auto batch = pg->endCoalescing();
+                       std::vector<std::vector<at::Tensor>> outs{{at::zeros({1}), at::zeros({2})}};
+                       std::vector<at::Tensor> in{at::full({ctx.rank + 1}, 1.0f)};
+                       auto uneven = pg->allgather(outs, in, {});
+                       auto started = std::chrono::steady_clock::now();
+                       batch->wait();
+                       uneven->wait();
+                       check(std::chrono::steady_clock::now() - started < std::chrono::milliseconds(1500),
+                             "waiting on a batch blocked the host");
+                       uneven->wait(std::chrono::milliseconds(20000));  // explicit timeout: the host waits
+                       expectEqual(a[0], at::full({4}, 2.0), "the batch's all_reduce");
+                       expectEqual(outs[0][1], at::ones({2}), "the uneven all_gather");
                      }),
             "");
 }
@@ -318,9 +354,7 @@ TEST(SimulatedDevice, Defect05_CapturedOpDoesNotEndTheProcess) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
                        auto pg = simBackend(ctx, rewritten());
-                       auto runtime = SimRuntime::instance();
-                       auto job = runtime->makeWorkerStream("job");
-                       runtime->setCurrentStream(job.get());
+                       JobStream job;
                        job->capturing = true;
                        std::vector<at::Tensor> t{at::ones({4})};
                        auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
@@ -328,7 +362,6 @@ TEST(SimulatedDevice, Defect05_CapturedOpDoesNotEndTheProcess) {
                        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the watchdog polls it
                        check(work->isCompleted() && work->isSuccess(), "captured op not settled as completed");
                        expectEqual(t[0], at::ones({4}), "a captured op ran at capture time");
-                       runtime->setCurrentStream(nullptr);
                      }),
             "");
 }
@@ -357,15 +390,34 @@ TEST(SimulatedDevice, Defect06_AbortWithOpsInFlightNeverTouchesTheFreedCommunica
             "");
 }
 
+// Review item 6, with a batch open: the abort must not free the communicator while ncclGroupEnd
+// still has to launch (or drop) the batch's queued ops on it.
+TEST(SimulatedDevice, Defect06_AbortWithABatchOpenFreesTheCommunicatorAfterTheGroupCloses) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten());
+                       std::vector<at::Tensor> warm{at::ones({2})};
+                       waitOn(pg->allreduce(warm, allreduceWith(c10d::ReduceOp::SUM)));
+                       pg->startCoalescing();
+                       std::vector<at::Tensor> a{at::ones({2})};
+                       (void)pg->allreduce(a, allreduceWith(c10d::ReduceOp::SUM));
+                       pg->abort();
+                       try {
+                         (void)pg->endCoalescing();
+                         check(false, "a batch of an aborted group was issued");
+                       } catch (const c10::Error&) {
+                       }
+                     }),
+            "");
+}
+
 // Review item 7: a batch whose later op reads what the job wrote between ops, and a list
 // all_gather inside a batch, whose copies out of the staging buffer must follow the launch.
 TEST(SimulatedDevice, Defect07_BatchesOrderEachOpAndCopyAfterTheLaunch) {
   EXPECT_EQ(runRanks(3,
                      [](RankContext& ctx) {
                        auto pg = simBackend(ctx, rewritten());
-                       auto runtime = SimRuntime::instance();
-                       auto job = runtime->makeWorkerStream("job");
-                       runtime->setCurrentStream(job.get());
+                       JobStream job;
                        at::Tensor first = at::ones({4}), second = at::zeros({4});
                        std::vector<std::vector<at::Tensor>> gathered{{}};
                        for (int r = 0; r < ctx.size; ++r) gathered[0].push_back(at::full({4}, -1.0));
@@ -388,7 +440,6 @@ TEST(SimulatedDevice, Defect07_BatchesOrderEachOpAndCopyAfterTheLaunch) {
                        for (int r = 0; r < ctx.size; ++r) {
                          expectEqual(gathered[0][r], at::full({4}, r), "all_gather in a batch, from " + std::to_string(r));
                        }
-                       runtime->setCurrentStream(nullptr);
                      }),
             "");
 }
@@ -425,7 +476,8 @@ TEST(SimulatedDevice, Defect12_PreMulSumFactorStaysOnTheDevice) {
                        GroupOptions options{"0", "default_pg", std::chrono::seconds(20), {}, simDevice(ctx.rank)};
                        backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& s,
                                                                 const GroupOptions& o) {
-                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.timeout, seams, c10::kCPU);
+                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.timeout, seams, c10::kCPU,
+                                                                         o.deviceComms);
                        };
                        auto pg = c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, rewritten(),
                                                                      factory);
@@ -482,6 +534,95 @@ TEST(SimulatedDevice, AsynchronousErrorFailsThePendingOp) {
                                std::string("not NCCL's error: ") + e.what());
                        }
                        check(pg->getError() == c10d::ErrorType::COMM_ERROR, "group error is not COMM_ERROR");
+                     }),
+            "");
+}
+
+// Review item 10: a legacy future completes in the communicator's stream order and leaves the
+// caller's stream alone (DDP's comm hooks overlap on that); nccl2's makes the caller's stream
+// wait for the op at get_future().
+void futureOrder(RankContext& ctx, const PolicyMaker& policy, bool callerStreamWaits) {
+  auto pg = simBackend(ctx, policy);
+  JobStream job;
+  if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // the op cannot finish before
+  std::vector<at::Tensor> t{at::ones({2})};
+  auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+  auto started = std::chrono::steady_clock::now();
+  auto future = work->getFuture();
+  auto markerAt = std::make_shared<std::atomic<int64_t>>(-1);
+  job->enqueue([markerAt, started] {
+    *markerAt = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+  });
+  future->wait();
+  while (*markerAt < 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  expectEqual(t[0], at::full({2}, 2.0), "the future's result");
+  if (ctx.rank == 0) {
+    check(callerStreamWaits ? *markerAt >= 1500 : *markerAt < 1000,
+          "the job's next work ran " + std::to_string(markerAt->load()) + " ms after get_future()");
+  }
+}
+
+TEST(SimulatedDevice, Defect10_LegacyFuturesLeaveTheCallersStreamAlone) {
+  EXPECT_EQ(runRanks(2, [](RankContext& ctx) { futureOrder(ctx, legacy(), /*callerStreamWaits=*/false); }), "");
+}
+
+TEST(SimulatedDevice, Defect10_RewrittenFuturesMakeTheCallersStreamWait) {
+  EXPECT_EQ(runRanks(2, [](RankContext& ctx) { futureOrder(ctx, rewritten(), /*callerStreamWaits=*/true); }), "");
+}
+
+// torch's per-op timeout (barrier(timeout=) in Python) bounds that op, not the group's timeout.
+TEST(SimulatedDevice, BarrierHonoursItsOwnTimeout) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       Faults stallFirst;
+                       stallFirst.stallAt = 1;
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(30), stallFirst);
+                       c10d::BarrierOptions opts;
+                       opts.timeout = std::chrono::milliseconds(600);
+                       auto started = std::chrono::steady_clock::now();
+                       try {
+                         pg->barrier(opts)->wait();
+                         check(false, "a stalled barrier completed");
+                       } catch (const c10::DistBackendError&) {
+                       }
+                       check(std::chrono::steady_clock::now() - started < std::chrono::seconds(5),
+                             "the barrier waited for the group's timeout, not its own");
+                     }),
+            "");
+}
+
+// Review item 13: a communicator made in NCCL's nonblocking mode (pg_options.config.blocking=0
+// or TORCH_NCCL_USE_COMM_NONBLOCKING=1) returns from init before it is ready; no op may reach it
+// before it is.
+TEST(SimulatedDevice, Defect13_NonblockingCommunicatorsAreReadyBeforeTheirFirstOp) {
+  EXPECT_EQ(runRanks(3,
+                     [](RankContext& ctx) {
+                       if (ctx.rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // init lags
+                       backends::DeviceCommOptions nonblocking;
+                       nonblocking.blocking = 0;
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(20), {}, nonblocking);
+                       std::vector<at::Tensor> t{at::ones({2})};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::milliseconds(10000));
+                       expectEqual(t[0], at::full({2}, 3.0), "first op on a nonblocking communicator");
+                     }),
+            "");
+}
+
+// Review item 13: TORCH_NCCL_BLOCKING_WAIT=1 makes wait() block the host until the op ended.
+TEST(SimulatedDevice, Defect13_BlockingWaitBlocksTheHost) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 1);
+                       auto pg = simBackend(ctx, rewritten());
+                       JobStream job;
+                       job->enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(2000)); });
+                       std::vector<at::Tensor> t{at::ones({2})};
+                       auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       auto started = std::chrono::steady_clock::now();
+                       work->wait();
+                       check(std::chrono::steady_clock::now() - started > std::chrono::milliseconds(1000),
+                             "wait() returned before the op ended in blocking-wait mode");
+                       check(work->isCompleted(), "the op is not complete after a blocking wait");
                      }),
             "");
 }

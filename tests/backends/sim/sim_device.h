@@ -50,7 +50,6 @@ class SimRuntime final : public backends::nccl::DeviceRuntime {
   // One per process, never destroyed: its worker threads may be blocked on peers at exit.
   static std::shared_ptr<SimRuntime> instance();
 
-  std::string name() const override { return "simulated"; }
   backends::nccl::StreamRef currentStream(c10::Device device) override;
   backends::nccl::StreamRef newStream(c10::Device device, bool highPriority) override;
   std::unique_ptr<backends::nccl::DeviceEvent> newEvent(c10::Device device) override;

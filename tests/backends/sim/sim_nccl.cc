@@ -275,6 +275,10 @@ ncclResult_t SimNcclApi::groupEnd() {
   if (--groupDepth > 0) return ncclSuccess;
   std::vector<Op> ops = std::move(deferredOps);
   deferredOps.clear();
+  // Launching a group's ops on a communicator freed meanwhile is a use after free in NCCL.
+  for (const Op& op : ops) {
+    if (op.comm->freed.load()) useAfterFree("ncclGroupEnd");
+  }
   // One task per stream: its ops post everything first and then collect, so grouped sends and
   // receives (and several collectives) progress together.
   std::map<SimStream*, std::vector<Op>> byStream;
@@ -289,6 +293,8 @@ ncclResult_t SimNcclApi::submit(Op op) {
   static const char* kCallNames[] = {"ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather",
                                      "ncclReduceScatter", "ncclSend", "ncclRecv"};
   if (faults_.failCall == kCallNames[op.kind] && !failCallSpent_.exchange(true)) return ncclInternalError;
+  // A nonblocking communicator takes no op until its init completed, as in NCCL.
+  if (op.comm->asyncError.load() == ncclInProgress) return ncclInvalidUsage;
   {
     std::lock_guard<std::mutex> lock(op.comm->mutex);
     const std::string& id = op.comm->id;
@@ -439,71 +445,48 @@ void SimNcclApi::run(const std::vector<Op>& ops) {
   }
 }
 
+SimNcclApi::Op SimNcclApi::opOf(int kind, const void* send, void* recv, size_t count, ncclDataType_t type,
+                                ncclRedOp_t redOp, int root, ncclComm_t comm, cudaStream_t stream, const char* call) {
+  Op op{static_cast<Op::Kind>(kind), send, recv, count, type, redOp};
+  op.root = root;
+  op.comm = live(comm, call);
+  op.stream = static_cast<SimStream*>(static_cast<void*>(stream));
+  return op;
+}
+
 ncclResult_t SimNcclApi::allReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                                    ncclComm_t comm, cudaStream_t stream) {
-  SimComm* sim = live(comm, "ncclAllReduce");
-  Op o{Op::AllReduce, send, recv, count, type, op};
-  o.comm = sim;
-  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
-  return submit(std::move(o));
+  return submit(opOf(Op::AllReduce, send, recv, count, type, op, 0, comm, stream, "ncclAllReduce"));
 }
 
 ncclResult_t SimNcclApi::broadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root,
                                    ncclComm_t comm, cudaStream_t stream) {
-  SimComm* sim = live(comm, "ncclBroadcast");
-  Op o{Op::Broadcast, send, recv, count, type};
-  o.root = root;
-  o.comm = sim;
-  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
-  return submit(std::move(o));
+  return submit(opOf(Op::Broadcast, send, recv, count, type, ncclSum, root, comm, stream, "ncclBroadcast"));
 }
 
 ncclResult_t SimNcclApi::reduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                                 int root, ncclComm_t comm, cudaStream_t stream) {
-  SimComm* sim = live(comm, "ncclReduce");
-  Op o{Op::Reduce, send, recv, count, type, op};
-  o.root = root;
-  o.comm = sim;
-  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
-  return submit(std::move(o));
+  return submit(opOf(Op::Reduce, send, recv, count, type, op, root, comm, stream, "ncclReduce"));
 }
 
 ncclResult_t SimNcclApi::allGather(const void* send, void* recv, size_t sendCount, ncclDataType_t type,
                                    ncclComm_t comm, cudaStream_t stream) {
-  SimComm* sim = live(comm, "ncclAllGather");
-  Op o{Op::AllGather, send, recv, sendCount, type};
-  o.comm = sim;
-  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
-  return submit(std::move(o));
+  return submit(opOf(Op::AllGather, send, recv, sendCount, type, ncclSum, 0, comm, stream, "ncclAllGather"));
 }
 
 ncclResult_t SimNcclApi::reduceScatter(const void* send, void* recv, size_t recvCount, ncclDataType_t type,
                                        ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  SimComm* sim = live(comm, "ncclReduceScatter");
-  Op o{Op::ReduceScatter, send, recv, recvCount, type, op};
-  o.comm = sim;
-  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
-  return submit(std::move(o));
+  return submit(opOf(Op::ReduceScatter, send, recv, recvCount, type, op, 0, comm, stream, "ncclReduceScatter"));
 }
 
 ncclResult_t SimNcclApi::send(const void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                               cudaStream_t stream) {
-  SimComm* sim = live(comm, "ncclSend");
-  Op o{Op::Send, buffer, nullptr, count, type};
-  o.root = peer;
-  o.comm = sim;
-  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
-  return submit(std::move(o));
+  return submit(opOf(Op::Send, buffer, nullptr, count, type, ncclSum, peer, comm, stream, "ncclSend"));
 }
 
 ncclResult_t SimNcclApi::recv(void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                               cudaStream_t stream) {
-  SimComm* sim = live(comm, "ncclRecv");
-  Op o{Op::Recv, nullptr, buffer, count, type};
-  o.root = peer;
-  o.comm = sim;
-  o.stream = static_cast<SimStream*>(static_cast<void*>(stream));
-  return submit(std::move(o));
+  return submit(opOf(Op::Recv, nullptr, buffer, count, type, ncclSum, peer, comm, stream, "ncclRecv"));
 }
 
 std::shared_ptr<const backends::NcclSeams> simulatedSeams(c10::intrusive_ptr<c10d::Store> store, Faults faults) {

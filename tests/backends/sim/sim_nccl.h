@@ -41,7 +41,6 @@ class SimNcclApi final : public backends::nccl::NcclApi {
  public:
   SimNcclApi(c10::intrusive_ptr<c10d::Store> store, std::shared_ptr<SimRuntime> runtime, Faults faults = {});
 
-  const char* name() const override { return "simulated"; }
   const char* errorString(ncclResult_t result) override;
   ncclResult_t getUniqueId(ncclUniqueId* id) override;
   ncclResult_t commInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
@@ -77,6 +76,9 @@ class SimNcclApi final : public backends::nccl::NcclApi {
 
  private:
   SimComm* live(ncclComm_t comm, const char* call);
+  // An op of `kind` on `comm`, checked live; `root` is the peer of a send or recv.
+  Op opOf(int kind, const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t redOp, int root,
+          ncclComm_t comm, cudaStream_t stream, const char* call);
   ncclResult_t submit(Op op);
   // Runs ops that launch together on one stream: posts every contribution, then collects.
   void run(const std::vector<Op>& ops);

@@ -71,7 +71,9 @@ class Case:
 def cases() -> list[Case]:
     out: list[Case] = []
     for dtype in ALL_TYPES:
-        ops = ["SUM", "PRODUCT", "MIN", "MAX"] + (["AVG", "PREMUL_SUM"] if dtype in FLOATS else [])
+        # AVG of integers is NCCL's too (the sum divided, truncated); PREMUL_SUM is for floats.
+        ops = ["SUM", "PRODUCT", "MIN", "MAX"] + (["AVG", "PREMUL_SUM"] if dtype in FLOATS else
+                                                  ["AVG"] if dtype in INTS else [])
         out += [Case("all_reduce", dtype, op) for op in ops]
         out += [Case("reduce", dtype, op) for op in ("SUM", "MAX")]
         out += [Case(name, dtype) for name in ("broadcast", "all_gather", "all_gather_into_tensor")]
@@ -82,6 +84,7 @@ def cases() -> list[Case]:
     for dtype in (torch.float32, torch.int64):
         out += [Case(name, dtype) for name in ("gather", "scatter", "all_to_all_single", "all_to_all_single_uneven",
                                                "all_to_all", "send_recv_ring", "batch_isend_irecv",
+                                               "all_gather_uneven", "reduce_scatter_uneven",
                                                "coalesced_all_reduce", "coalesced_all_gather_into_tensor")]
     return out
 
@@ -106,6 +109,16 @@ def run_case(case: Case, rank: int, world: int, group) -> list:
         outs = [torch.zeros(N, dtype=d) for _ in range(world)]
         dist.all_gather(outs, value_of(rank, N, d), group=group)
         return [o.tolist() for o in outs]
+    if case.op == "all_gather_uneven":
+        # rank r contributes r + 1 elements, as torch's NCCL backends allow.
+        outs = [torch.zeros(j + 1, dtype=d) for j in range(world)]
+        dist.all_gather(outs, value_of(rank, rank + 1, d), group=group)
+        return [o.tolist() for o in outs]
+    if case.op == "reduce_scatter_uneven":
+        ins = [value_of(rank, j + 1, d) + j for j in range(world)]
+        out = torch.zeros(rank + 1, dtype=d)
+        dist.reduce_scatter(out, ins, group=group)
+        return out.tolist()
     if case.op == "all_gather_into_tensor":
         out = torch.zeros(world * N, dtype=d)
         dist.all_gather_into_tensor(out, value_of(rank, N, d), group=group)
@@ -196,6 +209,10 @@ def expected(case: Case, rank: int, world: int) -> list:
         return [v.tolist() for v in vals]
     if case.op == "all_gather_into_tensor":
         return torch.cat(vals).tolist()
+    if case.op == "all_gather_uneven":
+        return [value_of(r, r + 1, d).tolist() for r in range(world)]
+    if case.op == "reduce_scatter_uneven":
+        return reduce_expected([value_of(r, rank + 1, d) + rank for r in range(world)], "SUM", d).tolist()
     if case.op in ("reduce_scatter", "reduce_scatter_tensor"):
         chunks = [value_of(r, N, d) + rank for r in range(world)]
         return reduce_expected(chunks, case.reduce, d).tolist()

@@ -1,60 +1,50 @@
-"""Every collective and p2p op of the toolkit's backends, on CPU with 2 and 4 real processes:
+"""Every collective and p2p op of the toolkit's backends, with 2 to 4 real processes, unbound and
+device-bound (CPU worlds with device_id, and the NCCL communicator on the simulated device):
 each dtype torch's NCCL backends carry and each reduce op, checked element-wise against the
 exact expectation and against torch's own Gloo backend in the same run."""
+
+import functools
 
 import pytest
 import torch
 
 from collective_cases import Case, cases, expected, run_case
 from ranks import run_ranks
+from worlds import init, simulated_device_missing
 
 BACKENDS = ["migrate-legacy", "migrate-nccl2", "migrate-lazy"]
 
 
-def _run_all(backend):
-    def run(rank, world, store):
-        import torch.distributed as dist
+def _run_all(backend, kind, rank, world, store):
+    import torch.distributed as dist
 
-        import nccl_migrate  # noqa: F401
-
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world)
-        gloo = dist.new_group(backend="gloo")
-        results = {}
-        for case in cases():
-            ours = run_case(case, rank, world, None)
-            try:
-                peer = run_case(case, rank, world, gloo)
-            except (RuntimeError, ValueError):
-                peer = None  # Gloo lacks this op or type (AVG, PREMUL_SUM, ...)
-            results[case.key] = (ours, peer)
-        dist.destroy_process_group()
-        return results
-
-    return run
+    init(kind, backend, rank, world, store)
+    gloo = dist.new_group(backend="gloo")
+    results = {}
+    for case in cases():
+        ours = run_case(case, rank, world, None)
+        try:
+            peer = run_case(case, rank, world, gloo)
+        except (RuntimeError, ValueError):
+            peer = None  # Gloo lacks this op or type (AVG, PREMUL_SUM, ...)
+        results[case.key] = (ours, peer)
+    dist.destroy_process_group()
+    return results
 
 
-# Spawned processes need module-level functions.
-def _legacy(rank, world, store):
-    return _run_all("migrate-legacy")(rank, world, store)
+# Unbound CPU worlds of 2 and 4 ranks; device-bound worlds (CPU with device_id, and the NCCL
+# communicator on the simulated device) of 3 ranks, odd on purpose, and 4.
+WORLDS = [("cpu", 2), ("cpu", 4), ("cpu-bound", 4), ("sim-bound", 3), ("sim-bound", 4)]
 
 
-def _rewritten(rank, world, store):
-    return _run_all("migrate-nccl2")(rank, world, store)
-
-
-def _lazy(rank, world, store):
-    return _run_all("migrate-lazy")(rank, world, store)
-
-
-RUNNERS = {"migrate-legacy": _legacy, "migrate-nccl2": _rewritten, "migrate-lazy": _lazy}
-
-
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("kind,world", WORLDS, ids=[f"{k}-{n}" for k, n in WORLDS])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_every_op_type_and_reduction_is_exact(backend, world):
-    if world == 4 and backend == "migrate-lazy":
+def test_every_op_type_and_reduction_is_exact(backend, kind, world):
+    if world == 4 and backend == "migrate-lazy" and kind != "sim-bound":
         pytest.skip("4 ranks run for legacy and rewritten; nccl-lazy's collectives are the rewritten ones")
-    per_rank = run_ranks(RUNNERS[backend], world_size=world, timeout=300)
+    if kind == "sim-bound" and (why := simulated_device_missing()):
+        pytest.skip(why)
+    per_rank = run_ranks(functools.partial(_run_all, backend, kind), world_size=world, timeout=300)
     failures, compared_with_gloo = [], 0
     by_key = {c.key: c for c in cases()}
     for rank, results in enumerate(per_rank):

@@ -47,6 +47,11 @@ class InFlight {
   // op and the host goes on (true). Host ops have no stream to order (false): the caller waits
   // on the host instead.
   virtual bool waitOnDevice() { return false; }
+  // Whether the op runs on a device stream (NCCL) rather than on the host (Gloo).
+  virtual bool onDevice() const { return false; }
+  // The engine failed the op (an error or a timeout): its transport must not wait for it later,
+  // when it frees what the op used.
+  virtual void giveUp() {}
   // Runs `callback` once the result may be used, with the error (nullptr on success), possibly
   // on another thread. Device ops complete it in stream order, as torch's CUDA futures are, by
   // the communicator's FutureOrder.
@@ -108,6 +113,17 @@ class Communicator {
 
   // Stops outstanding ops and frees the transport; later ops fail. Never throws.
   virtual void abort() = 0;
+};
+
+// What a group asks of its NCCL communicators: torch's ProcessGroupNCCL.Options (its config and
+// stream priority) and TORCH_NCCL_USE_COMM_NONBLOCKING. Unset fields keep NCCL's defaults.
+struct DeviceCommOptions {
+  std::optional<int> blocking;  // 0: NCCL's nonblocking mode (init and ops may return ncclInProgress)
+  std::optional<int> maxCtas;
+  std::optional<int> minCtas;
+  std::optional<int> cgaClusterSize;
+  std::optional<int> splitShare;
+  bool highPriorityStream = false;
 };
 
 // What a policy asks for when it needs a communicator; CommunicatorFactory makes it real.

@@ -24,7 +24,8 @@ using GlooBackendMaker = std::function<c10::intrusive_ptr<c10d::Backend>(
 std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<c10d::Store> store,
                                                              GlooBackendMaker makeGloo,
                                                              std::string groupName,
-                                                             std::chrono::milliseconds timeout);
+                                                             std::chrono::milliseconds timeout,
+                                                             DeviceCommOptions deviceOptions = {});
 
 struct NcclSeams;  // src/nccl/nccl_communicator.h: the NCCL API and device runtime
 
@@ -34,7 +35,8 @@ std::shared_ptr<CommunicatorFactory> makeCommunicatorFactory(c10::intrusive_ptr<
                                                              GlooBackendMaker makeGloo, std::string groupName,
                                                              std::chrono::milliseconds timeout,
                                                              std::shared_ptr<const NcclSeams> seams,
-                                                             c10::DeviceType seamsDevice);
+                                                             c10::DeviceType seamsDevice,
+                                                             DeviceCommOptions deviceOptions = {});
 
 // Whether this build compiled the NCCL communicator (it always does when NCCL was found).
 bool ncclCompiled();

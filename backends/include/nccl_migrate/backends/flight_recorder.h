@@ -23,7 +23,7 @@ struct FlightEntry {
   std::string groupName, groupDesc;
   uint64_t collectiveSeq = 0, p2pSeq = 0, opId = 0;
   bool isP2P = false;
-  std::string profilingName;  // "nccl:all_reduce", "nccl:send 0->1"
+  std::string profilingName;  // "nccl2:all_reduce", "nccl:send 0->1": the backend name, then the op
   int64_t createdNs = 0, startedNs = 0, completedNs = 0;
   int64_t timeoutMs = 0;
   std::vector<std::vector<int64_t>> inputSizes, outputSizes;

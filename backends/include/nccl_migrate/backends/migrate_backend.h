@@ -52,7 +52,18 @@ struct GroupOptions {
   std::optional<c10::Device> boundDevice;  // explicit device_id (or the policy's fallback)
   // torch's enable_reconfigure: no communicator and no op until reconfigure() names the members.
   bool enableReconfigure = false;
+  // TORCH_NCCL_BLOCKING_WAIT: wait() blocks the host until the op ends.
+  bool blockingWait = false;
+  // TORCH_NCCL_ASYNC_ERROR_HANDLING other than 0: an op that fails on the device (NCCL's
+  // asynchronous error) aborts the group's communicators, as a timeout does.
+  bool abortOnDeviceError = true;
+  // pg_options (ProcessGroupNCCL.Options) and TORCH_NCCL_USE_COMM_NONBLOCKING.
+  DeviceCommOptions deviceComms;
 };
+
+// Applies torch's NCCL environment (parsed by the shim) to a group's options; throws ValueError
+// naming a variable torch would not take.
+void applyNcclEnvironment(GroupOptions& options);
 
 // Makes the policy of a new group (split children get a fresh one of the same behaviour).
 using PolicyMaker = std::function<std::unique_ptr<CommunicatorPolicy>(int groupRank, int groupSize)>;
@@ -210,17 +221,23 @@ class MigrateBackend final : public c10d::Backend {
   // Called when an op of this group timed out or failed: records the error now, then on the
   // watchdog thread runs the abort hooks, dumps the flight recorder once, and on timeout aborts
   // the group's communicators so that every other pending op fails too instead of hanging.
-  void onOpFailure(bool timedOut, const std::string& what);
+  void onOpFailure(bool timedOut, bool onDevice, const std::string& what);
 
  private:
   struct Op;  // what one call issues: name, type, tensors, peer
   using Run = std::function<std::unique_ptr<InFlight>(Communicator&, const CommunicatorRequest&)>;
 
   c10::intrusive_ptr<c10d::Work> issue(Op op, const CommunicatorRequest& where, const Run& run);
+  static Op timed(Op op, std::chrono::milliseconds timeout);
   // Issues `count` ops (issueNth(0..count-1)) as one coalescing batch and returns its work.
   using IssueNth = std::function<c10::intrusive_ptr<c10d::Work>(size_t)>;
   c10::intrusive_ptr<c10d::Work> asOneBatch(size_t count, const IssueNth& issueNth);
+  // all_gather and reduce_scatter whose lists differ in size between ranks.
+  c10::intrusive_ptr<c10d::Work> allGatherUneven(std::vector<at::Tensor>& outputs, const at::Tensor& input);
+  c10::intrusive_ptr<c10d::Work> reduceScatterUneven(at::Tensor& output, std::vector<at::Tensor>& inputs,
+                                                     const c10d::ReduceScatterOptions& opts);
   Communicator& communicatorFor(const CommunicatorRequest& request);
+  c10::Device barrierDevice(const c10d::BarrierOptions& opts) const;
   std::string describeOp(const std::string& op, uint64_t seq) const;
   void checkUsable() const;
   // Aborts every communicator so pending ops fail, and forgets them; the backend stays usable
@@ -230,7 +247,7 @@ class MigrateBackend final : public c10d::Backend {
   void connectEagerly();
   void registerWithFlightRecorder();
   void runAbortHooks();
-  void handleFailure(bool timedOut, const std::string& what);
+  void handleFailure(bool timedOut, bool onDevice, const std::string& what);
 
   c10::intrusive_ptr<c10d::Store> store_;
   GroupOptions options_;

@@ -1,0 +1,116 @@
+"""What a device-bound world does that an unbound one never shows: subgroups created on every
+rank (members and non-members), lazy subgroups, object collectives and barriers, in CPU worlds
+bound with device_id and in worlds on the simulated device (the NCCL communicator's code)."""
+
+import functools
+
+import pytest
+
+from ranks import run_ranks
+from worlds import init, simulated_device_missing
+
+BOUND = ["cpu-bound", "sim-bound"]
+BACKENDS = ["migrate-legacy", "migrate-nccl2", "migrate-lazy"]
+
+
+def _skip_unless_runnable(world):
+    if world == "sim-bound" and (why := simulated_device_missing()):
+        pytest.skip(why)
+
+
+def _subgroups(world, backend, rank, size, store):
+    """One rank of a 4-rank bound world: a pair group (ranks 2 and 3 outside it) and an odd one."""
+    import torch
+    import torch.distributed as dist
+
+    init(world, backend, rank, size, store)
+    pair = dist.new_group([0, 1])  # ranks 2 and 3 are non-members
+    evens = dist.new_group([0, 2])
+    result = {"pair_member": pair != dist.GroupMember.NON_GROUP_MEMBER}
+    if rank in (0, 1):
+        t = torch.full((3,), float(rank + 1))
+        dist.all_reduce(t, group=pair)
+        result["pair_sum"] = t.tolist()
+        result["pair_name"] = dist.get_backend(pair)
+    if rank in (0, 2):
+        t = torch.full((2,), float(rank))
+        dist.broadcast(t, group_src=1, group=evens)
+        result["evens_bcast"] = t.tolist()
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    result["world_sum"] = t.tolist()
+    dist.destroy_process_group()
+    return result
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("world", BOUND)
+def test_defect02_new_group_on_a_bound_world_serves_members_and_non_members(world, backend):
+    """Review item 2: on a device-bound world every non-member of a new group used to raise
+    AttributeError (perform_nocolor_split); members must get a working group of their own."""
+    _skip_unless_runnable(world)
+    results = run_ranks(functools.partial(_subgroups, world, backend), world_size=4, timeout=120)
+    for rank, r in enumerate(results):
+        assert r["pair_member"] == (rank in (0, 1))
+        assert r["world_sum"] == [4.0, 4.0]
+    assert results[0]["pair_sum"] == results[1]["pair_sum"] == [3.0, 3.0, 3.0]
+    assert results[0]["evens_bcast"] == results[2]["evens_bcast"] == [2.0, 2.0]
+
+
+def _objects(world, backend, rank, size, store):
+    """One rank of a 3-rank bound world running the four object collectives and a barrier."""
+    import torch.distributed as dist
+
+    init(world, backend, rank, size, store)
+    gathered = [None] * size
+    dist.all_gather_object(gathered, {"rank": rank, "tag": "x" * rank})
+    objs = [f"from-{rank}", rank * 10] if rank == 1 else [None, None]
+    dist.broadcast_object_list(objs, src=1)
+    got = [None] * size if rank == 0 else None
+    dist.gather_object(("g", rank), got, dst=0)
+    scattered = [None]
+    dist.scatter_object_list(scattered, [("s", r) for r in range(size)] if rank == 2 else None, src=2)
+    dist.barrier()
+    dist.destroy_process_group()
+    return {"gathered": gathered, "bcast": objs, "gather": got, "scatter": scattered[0]}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("world", BOUND)
+def test_defect03_object_collectives_and_barrier_on_a_bound_world(world, backend):
+    """Review item 3: object collectives on a bound group used to be sent to another device
+    than the group's and rejected ("bound to device ... but an operation was issued on cpu")."""
+    _skip_unless_runnable(world)
+    results = run_ranks(functools.partial(_objects, world, backend), world_size=3, timeout=120)
+    for rank, r in enumerate(results):
+        assert r["gathered"] == [{"rank": q, "tag": "x" * q} for q in range(3)]
+        assert r["bcast"] == ["from-1", 10]
+        assert r["scatter"] == ("s", rank)
+    assert results[0]["gather"] == [("g", 0), ("g", 1), ("g", 2)]
+
+
+def _lazy_subgroup(world, backend, rank, size, store):
+    """One rank: a subgroup's communicators before and after its first op."""
+    import torch
+    import torch.distributed as dist
+
+    from nccl_migrate import introspection
+
+    init(world, backend, rank, size, store)
+    sub = dist.new_group([0, 1, 2])
+    before = introspection.communicators(sub)
+    t = torch.ones(2)
+    dist.all_reduce(t, group=sub)
+    after = introspection.communicators(sub)
+    dist.destroy_process_group()
+    return {"before": len(before), "after": len(after), "sum": t.tolist()}
+
+
+@pytest.mark.parametrize("world", BOUND)
+def test_defect08_subgroups_of_a_bound_world_stay_lazy(world):
+    """Review item 8: torch eagerly connects every new group of a bound world; our rewritten
+    subgroups must still make no communicator until their first op."""
+    _skip_unless_runnable(world)
+    results = run_ranks(functools.partial(_lazy_subgroup, world, "migrate-nccl2"), world_size=3, timeout=120)
+    for r in results:
+        assert r == {"before": 0, "after": 1, "sum": [3.0, 3.0]}
