@@ -31,6 +31,14 @@ class GlooInFlight final : public InFlight {
   // reduce-scatter; their wait cannot be interrupted, and is bounded by the timeout alone.
   GlooInFlight(c10::intrusive_ptr<c10d::Work> work, std::shared_ptr<AbortSignal> signal, bool hasFuture)
       : work_(std::move(work)), signal_(std::move(signal)), hasFuture_(hasFuture) {}
+  ~GlooInFlight() override {
+    // An op Gloo has not finished (its peer died or went silent) still runs on Gloo's worker
+    // thread. Were that thread's reference the last, it would free the op's tensors there, and
+    // freeing a tensor Python owns takes the GIL, which ends the process (std::terminate) when
+    // it happens during interpreter shutdown (seen with torch 2.11). Such ops are rare and
+    // their memory goes with the process anyway: keep them.
+    if (work_ && !work_->isCompleted()) new c10::intrusive_ptr<c10d::Work>(std::move(work_));
+  }
   bool isDone() override { return work_->isCompleted() || signal_->aborted; }
   std::exception_ptr failure() override {
     if (work_->isCompleted()) return work_->exception();
