@@ -27,8 +27,23 @@ def _split_group_on_cpu() -> bool:
         return False
 
 
+def _cpu_device_id() -> bool:
+    # Older torch refuses a CPU device_id in init_process_group ("must be an accelerator with an
+    # index"); no flag says whether this one does, the group-creation function's text does.
+    try:
+        return "must be an accelerator with an index" not in inspect.getsource(c10d._new_process_group_helper)
+    except (AttributeError, OSError, TypeError):
+        return False
+
+
 def _python_side() -> dict:
     return {
+        "cpu_device_id": {
+            "present": _cpu_device_id(),
+            "kind": "feature",
+            "what": "init_process_group(device_id=torch.device('cpu', N)): a group bound to the CPU, which takes "
+                    "torch's device-bound paths (eager connects, group splits) without a GPU",
+        },
         "backend_plugins": {
             # The entry-point loader came with the change that made torch create every backend,
             # its own names included, through Backend._plugins.
