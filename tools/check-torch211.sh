@@ -59,7 +59,8 @@ say "pytest"
 (($#)) || set -- tests/python
 set +e
 PYTHONPATH="$build/python" NCCL_MIGRATE_CLI="$build/migrate/nccl-migrate" \
-  "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider --timeout=300 "$@"
+  NCCL_MIGRATE_TEST_MODULES="$build/tests/backends/python" \
+  "$venv/bin/python" -m pytest -q -rfEs -p no:cacheprovider --timeout=300 "$@"
 status=$?
 set -e
 [[ $status -ne 5 ]] || fail "pytest collected no tests"
