@@ -4,7 +4,11 @@
 
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
+#if NCCL_MIGRATE_TORCH_HAS_HEADERONLY_VERSION
 #include <torch/headeronly/version.h>
+#else
+#include <torch/version.h>
+#endif
 
 #include "nccl_migrate/backends/communicator_policy.h"
 #include "nccl_migrate/backends/migrate_backend.h"
@@ -16,8 +20,13 @@
 #define USE_C10D_NCCL
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+// torch's rewritten backends, where this torch has them (cmake/TorchFeatures.cmake).
+#if NCCL_MIGRATE_TORCH_HAS_NCCL2
 #include <torch/csrc/distributed/c10d/nccl2/ProcessGroupNCCL.hpp>
+#endif
+#if NCCL_MIGRATE_TORCH_HAS_NCCL2_LAZY
 #include <torch/csrc/distributed/c10d/nccl2/ProcessGroupNCCLLazy.hpp>
+#endif
 #endif
 
 namespace nccl_migrate::backends {
@@ -67,12 +76,19 @@ c10::intrusive_ptr<c10d::Backend> torchBackend(shim::Behaviour behaviour, const 
       backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, nccl);
       break;
     case shim::Behaviour::Rewritten:
+#if NCCL_MIGRATE_TORCH_HAS_NCCL2
       backend = c10::make_intrusive<c10d::nccl2::ProcessGroupNCCL>(store, rank, size, nccl);
+#endif
       break;
     case shim::Behaviour::RewrittenLazyP2P:
+#if NCCL_MIGRATE_TORCH_HAS_NCCL2_LAZY
       backend = c10::make_intrusive<c10d::nccl2::ProcessGroupNCCLLazy>(store, rank, size, nccl);
+#endif
       break;
   }
+  // The shim offers torch's implementation only where linkedTorchCapabilities() says it exists.
+  TORCH_CHECK(backend, "torch ", TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, " has no ", shim::behaviourName(behaviour),
+              " backend of its own; set NCCL_MIGRATE_IMPL=toolkit to run the toolkit's");
   if (options.device) backend->eagerConnectSingleDevice(*options.device);
   return backend;
 }
@@ -86,10 +102,8 @@ shim::TorchCapabilities linkedTorchCapabilities() {
 #if NCCL_MIGRATE_HAVE_NCCL
   bool since214 = TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14);
   caps.legacy = since214 ? "nccl-legacy" : "nccl";
-  if (since214) {
-    caps.rewritten = "nccl2";
-    caps.rewrittenLazyP2P = "nccl-lazy";
-  }
+  if (since214 && NCCL_MIGRATE_TORCH_HAS_NCCL2) caps.rewritten = "nccl2";
+  if (since214 && NCCL_MIGRATE_TORCH_HAS_NCCL2_LAZY) caps.rewrittenLazyP2P = "nccl-lazy";
 #endif
   caps.gpuPresent = c10::cuda::device_count() > 0;
   return caps;

@@ -1,6 +1,7 @@
 """`nccl-migrate doctor`: what this machine and this torch make of each NCCL backend name, now.
 
-Torch's build (CUDA, NCCL it loads), the toolkit's build (NCCL it compiled against), GPUs,
+Torch's build (CUDA, NCCL it loads), the toolkit's build (NCCL it compiled against, the torch
+features it found and those it compiled out), GPUs,
 whether the shim is active, what each name resolves to and why, allocator settings and their
 conflicts, and what a group costs under each behaviour. Every conflict found makes doctor exit 1.
 """
@@ -12,7 +13,7 @@ from importlib.metadata import entry_points
 
 import torch
 
-from . import shim
+from . import shim, torch_features
 from ._native import native
 from ._registration import BACKEND_NAMES, EAGER_SUBGROUPS_VARIABLE
 
@@ -46,6 +47,8 @@ def examine() -> dict:
                   "nccl": ".".join(map(str, torch.cuda.nccl.version())) if torch.version.cuda else None,
                   "builtin_backends": shim.torch_capabilities()},
         "toolkit": {"nccl": native.nccl_build_version() or None, "backends": BACKEND_NAMES},
+        # What this torch offers the toolkit; a missing feature is compiled out, not a conflict.
+        "torch_features": torch_features.features(),
         "gpus": torch.cuda.device_count() if torch.cuda.is_available() else 0,
         "activation": {"NCCL_MIGRATE_ACTIVATE": os.environ.get(shim.ACTIVATE_VARIABLE),
                        "entry_points": _entry_points_installed(),
@@ -63,6 +66,7 @@ def render_text(report: dict) -> str:
         f"torch            {t['version']} (CUDA {t['cuda']}, NCCL {t['nccl']})",
         f"toolkit          NCCL {tk['nccl'] or 'not compiled'}; backends {', '.join(tk['backends'])}",
         f"GPUs             {report['gpus']}",
+        *_render_features(report["torch_features"], t["version"]),
         f"activation       NCCL_MIGRATE_ACTIVATE={report['activation']['NCCL_MIGRATE_ACTIVATE'] or '(unset)'}; "
         f"entry points: {', '.join(report['activation']['entry_points']['backends']) or 'none'}"
         f"{' + autoload' if report['activation']['entry_points']['autoload'] else ''}",
@@ -82,3 +86,18 @@ def render_text(report: dict) -> str:
     else:
         lines += ["", "no conflicts"]
     return "\n".join(lines)
+
+
+def _render_features(features: dict, version: str) -> list[str]:
+    lacking = {name: row for name, row in features.items() if not row["present"] and row["kind"] == "feature"}
+    adapted = [name for name, row in features.items() if not row["present"] and row["kind"] == "adapted"]
+    total = sum(1 for row in features.values() if row["kind"] == "feature")
+    if not lacking:
+        lines = [f"torch features   all {total} the toolkit can use are present"]
+    else:
+        lines = [f"torch features   torch {version} lacks {len(lacking)} of {total} "
+                 "(compiled out of this build, or absent from torch's Python API):"]
+        lines += [f"  {name:<26} {row['what']}" for name, row in lacking.items()]
+    if adapted:
+        lines.append(f"                 lacking, made up for by the toolkit: {', '.join(adapted)}")
+    return lines

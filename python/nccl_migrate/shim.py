@@ -21,6 +21,7 @@ from typing import Mapping
 import torch
 import torch.distributed as dist
 
+from . import torch_features
 from ._native import native
 
 NCCL_NAMES = ("nccl", "nccl2", "nccl-lazy", "nccl-legacy")
@@ -96,6 +97,14 @@ def activate() -> dict[str, dict]:
 
 
 def _register(name: str, creator) -> None:
+    if name == dist.Backend.NCCL and not torch_features.has("backend_plugins"):
+        # Before torch created every backend through plugins, it created "nccl" itself and never
+        # looked for one registered under that name: say so rather than route nothing silently.
+        warnings.warn(f"nccl_migrate: torch {torch.__version__} creates 'nccl' itself, so the shim cannot route "
+                      "'nccl' to the toolkit here and it stays torch's ProcessGroupNCCL; name the toolkit's backend "
+                      "(migrate-nccl2, migrate-lazy, migrate-legacy) or nccl2 / nccl-lazy / nccl-legacy instead",
+                      stacklevel=3)
+        return
     from ._registration import register_name
 
     register_name(name, creator)

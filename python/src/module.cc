@@ -2,12 +2,17 @@
 // Python (its Store, its Gloo backends) cross into C++ here, and our backends go back out as
 // torch Backend objects.
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <pybind11/chrono.h>
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#if NCCL_MIGRATE_TORCH_HAS_HEALTH_CHECK
 #include <torch/csrc/distributed/c10d/hooks/HealthCheck.hpp>
+#endif
 #include <torch/csrc/utils/pybind.h>
 
 #include "nccl_migrate/backends/communicator_factories.h"
@@ -18,6 +23,7 @@
 #include "backend_from_python.h"
 #include "digest_bindings.h"
 #include "shim_bindings.h"
+#include "torch_features.h"
 
 namespace py = pybind11;
 using namespace nccl_migrate;
@@ -121,9 +127,20 @@ PYBIND11_MODULE(_C, m) {
   m.def("stop_watchdog", [] { backends::stopWatchdogBeforeExit(); }, py::call_guard<py::gil_scoped_release>(),
         "Stops the watchdog thread, releasing the works it holds; called at interpreter exit.");
   m.def("nccl_compiled", &backends::ncclCompiled);
+#if NCCL_MIGRATE_TORCH_HAS_HEALTH_CHECK
   m.def("unhealthy_backends", [] { return c10d::HealthCheck::get()->unhealthyBackends(); },
         "Backends torch's process-wide health check marks unhealthy (HealthCheckHook sets them on abort).");
+#else
+  m.def(
+      "unhealthy_backends",
+      []() -> std::vector<std::string> {
+        throw std::runtime_error("the torch nccl_migrate was built against has no c10d::HealthCheck "
+                                 "(hooks/HealthCheck.hpp); nccl_migrate._C.torch_features() lists what it lacks");
+      },
+      "Unavailable: the torch this module was built against has no c10d::HealthCheck.");
+#endif
   nccl_migrate::python::bindShim(m);
   nccl_migrate::python::bindDigest(m);
+  nccl_migrate::python::bindTorchFeatures(m);
   m.def("nccl_build_version", &backends::ncclBuildVersion);
 }

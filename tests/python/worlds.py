@@ -33,6 +33,17 @@ def simulated_device_missing() -> str | None:
     return "this build has no NCCL communicator, so no simulated device to run it on"
 
 
+def world_missing(world: str) -> str | None:
+    """Why `world` cannot run here, or None. Bound worlds bind their ranks with a CPU device_id,
+    which older torch (2.11) refuses."""
+    if world in ("cpu-bound", "sim-bound"):
+        from nccl_migrate import torch_features
+
+        if not torch_features.has("cpu_device_id"):
+            return torch_features.lacks_reason("cpu_device_id")
+    return simulated_device_missing() if world == "sim-bound" else None
+
+
 def _register_simulated(backend: str) -> str:
     """Registers the simulated-device twin of toolkit backend `backend` in this process."""
     import torch.distributed as dist

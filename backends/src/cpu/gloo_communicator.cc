@@ -31,6 +31,14 @@ class GlooInFlight final : public InFlight {
   // reduce-scatter; their wait cannot be interrupted, and is bounded by the timeout alone.
   GlooInFlight(c10::intrusive_ptr<c10d::Work> work, std::shared_ptr<AbortSignal> signal, bool hasFuture)
       : work_(std::move(work)), signal_(std::move(signal)), hasFuture_(hasFuture) {}
+  ~GlooInFlight() override {
+    // An op Gloo has not finished (its peer died or went silent) still runs on Gloo's worker
+    // thread. Were that thread's reference the last, it would free the op's tensors there, and
+    // freeing a tensor Python owns takes the GIL, which ends the process (std::terminate) when
+    // it happens during interpreter shutdown (seen with torch 2.11). Such ops are rare and
+    // their memory goes with the process anyway: keep them.
+    if (work_ && !work_->isCompleted()) new c10::intrusive_ptr<c10d::Work>(std::move(work_));
+  }
   bool isDone() override { return work_->isCompleted() || signal_->aborted; }
   std::exception_ptr failure() override {
     if (work_->isCompleted()) return work_->exception();
@@ -204,7 +212,35 @@ std::unique_ptr<InFlight> GlooCommunicator::reduceScatterFrom(at::Tensor& output
 
 std::unique_ptr<InFlight> GlooCommunicator::allToAll(std::vector<at::Tensor>& outputs,
                                                      std::vector<at::Tensor>& inputs) {
+#if NCCL_MIGRATE_TORCH_HAS_GLOO_ALLTOALL
   return track(gloo().alltoall(outputs, inputs));
+#else
+  // Older torch's Gloo (2.11) has only the flat all-to-all: the inputs go as one buffer split
+  // per peer, and each peer's part is copied out once it arrived (synchronously, as AVG in
+  // summed() is).
+  std::vector<at::Tensor> flatInputs;
+  std::vector<int64_t> inSplits, outSplits;
+  for (const at::Tensor& in : inputs) {
+    flatInputs.push_back(in.reshape(-1));
+    inSplits.push_back(in.numel());
+  }
+  int64_t received = 0;
+  for (const at::Tensor& out : outputs) {
+    outSplits.push_back(out.numel());
+    received += out.numel();
+  }
+  at::Tensor flatIn = at::cat(flatInputs);
+  at::Tensor flatOut = at::empty({received}, outputs.at(0).options());
+  // Gloo takes the split sizes by reference and may consume them: it gets copies.
+  std::vector<int64_t> outSplitsArg = outSplits, inSplitsArg = inSplits;
+  gloo().alltoall_base(flatOut, flatIn, outSplitsArg, inSplitsArg)->wait();
+  int64_t offset = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].copy_(flatOut.narrow(0, offset, outSplits[i]).view(outputs[i].sizes()));
+    offset += outSplits[i];
+  }
+  return std::make_unique<FinishedInFlight>();
+#endif
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::allToAllSingle(at::Tensor& output, at::Tensor& input,

@@ -41,7 +41,11 @@ class EngineWork final : public c10d::Work {
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   uint64_t getSequencenumber() const override { return identity_.sequence; }
+#if NCCL_MIGRATE_TORCH_HAS_WORK_TIMEOUT
   std::chrono::milliseconds getTimeout() const override { return timeout_; }
+#else
+  std::chrono::milliseconds getTimeout() const { return timeout_; }  // older torch's Work has none
+#endif
 
   // Watchdog side: true when the work is finished (done, failed or expired) and can be dropped.
   bool watch(std::chrono::steady_clock::time_point now);

@@ -20,6 +20,7 @@ namespace {
 constexpr int kShrinkDefault = 0;  // NCCL_SHRINK_DEFAULT, dist.SHRINK_DEFAULT
 constexpr int kShrinkAbort = 1;    // NCCL_SHRINK_ABORT, dist.SHRINK_ABORT
 
+#if NCCL_MIGRATE_TORCH_HAS_RECONFIGURE
 // The global rank a handle names: handles are "<backend>:<global rank>:<host>:<pid>:<n>".
 uint64_t globalRankOf(const std::string& handle) {
   size_t first = handle.find(':');
@@ -45,6 +46,7 @@ std::vector<std::string> membersInRankOrder(const c10d::ReconfigureOptions& opts
   });
   return members;
 }
+#endif  // NCCL_MIGRATE_TORCH_HAS_RECONFIGURE
 
 }  // namespace
 
@@ -98,6 +100,8 @@ c10::intrusive_ptr<c10d::Backend> MigrateBackend::shrink(const std::vector<int64
                                              makePolicy_, makeFactory_);
 }
 
+// A torch without the reconfigure API (2.11) also keeps rank_ and size_ const: compiled out there.
+#if NCCL_MIGRATE_TORCH_HAS_RECONFIGURE
 c10d::ReconfigureHandle MigrateBackend::get_reconfigure_handle() const {
   return backendName_ + ":" + std::to_string(globalRank()) + ":" + instanceTag_;
 }
@@ -154,5 +158,6 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reconfigure(const c10d::Reconfigu
       std::make_unique<FinishedInFlight>(), std::vector<at::Tensor>{}, options_.timeout,
       c10::weak_intrusive_ptr<MigrateBackend>(self));
 }
+#endif  // NCCL_MIGRATE_TORCH_HAS_RECONFIGURE
 
 }  // namespace nccl_migrate::backends

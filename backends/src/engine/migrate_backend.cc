@@ -47,6 +47,18 @@ std::string uniqueInstanceTag() {
   return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(counter++);
 }
 
+// The flight recorder's profiling-name prefix: torch's is the backend's name (nccl2:all_reduce
+// for the rewritten behaviour); a torch without nccl2 (2.11) has an analyzer (torchfrtrace)
+// that accepts only "nccl" there.
+std::string profilingPrefix(const std::string& backendName) {
+#if NCCL_MIGRATE_TORCH_HAS_NCCL2
+  return backendName;
+#else
+  (void)backendName;
+  return "nccl";
+#endif
+}
+
 }  // namespace
 
 void applyNcclEnvironment(GroupOptions& options) {
@@ -193,8 +205,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   entry.p2pSeq = p2pSeq;
   entry.opId = opId;
   entry.isP2P = op.isP2P;
-  // torch's prefix is the backend's name: nccl2:all_reduce for the rewritten behaviour.
-  entry.profilingName = backendName_ + ":" + op.name;
+  entry.profilingName = profilingPrefix(backendName_) + ":" + op.name;
   if (op.isP2P) {
     entry.profilingName += op.name == "send" ? " " + std::to_string(rank_) + "->" + std::to_string(op.peer)
                                              : " " + std::to_string(rank_) + "<-" + std::to_string(op.peer);
@@ -271,7 +282,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::endCoalescing() {
   entry.groupName = options_.groupName;
   entry.groupDesc = options_.groupDesc.empty() ? "undefined" : options_.groupDesc;
   entry.collectiveSeq = seq;
-  entry.profilingName = backendName_ + ":coalesced";
+  entry.profilingName = profilingPrefix(backendName_) + ":coalesced";
   entry.createdNs = entry.startedNs = nowNs();
   entry.timeoutMs = options_.timeout.count();
   entry.state = "started";

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from torch_support import requires_torch
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 CLI = os.environ.get("NCCL_MIGRATE_CLI", os.path.join(ROOT, "build", "migrate", "nccl-migrate"))
@@ -23,6 +25,7 @@ def ab(tmp_path, *args, env=None, timeout=240):
     return done.returncode, report, done.stderr
 
 
+@requires_torch("backend_plugins")
 def test_example_job_is_identical_under_legacy_and_rewritten(tmp_path):
     status, report, stderr = ab(tmp_path, "--", DDP_JOB, env={"JOB_STEPS": "2"})
     assert status == 0, stderr
@@ -37,6 +40,7 @@ def test_example_job_is_identical_under_legacy_and_rewritten(tmp_path):
     assert any("p2p" in c for c in legacy["0"]) and not any("p2p" in c for c in rewritten["0"])
 
 
+@requires_torch("backend_plugins")
 def test_planted_divergence_is_named_exactly(tmp_path):
     perturb = '"NCCL_MIGRATE_AB_PERTURB=rank=1,group=0,seq=5"'
     status, report, stderr = ab(tmp_path, "--keep-tensors", "65536", "--b", f"rewritten,{perturb}", "--", DDP_JOB,
@@ -49,6 +53,7 @@ def test_planted_divergence_is_named_exactly(tmp_path):
     assert report["divergent"] >= 1 and report["missing_in_a"] == report["missing_in_b"] == 0
 
 
+@requires_torch("backend_plugins")
 def test_inputs_that_already_differ_are_told_apart(tmp_path):
     status, report, stderr = ab(tmp_path, "--b", "rewritten,TINY_RANDOM_SEED=1", "--", TINY_JOB)
     assert status == 1, stderr
@@ -58,6 +63,7 @@ def test_inputs_that_already_differ_are_told_apart(tmp_path):
     assert first["max_abs_error"] is None  # no kept tensors: divergent, error unknown
 
 
+@requires_torch("backend_plugins")
 def test_a_side_that_runs_fewer_steps_has_missing_ops(tmp_path):
     status, report, stderr = ab(tmp_path, "--b", "rewritten,TINY_STEPS=2", "--", TINY_JOB)
     assert status == 1, stderr
@@ -65,6 +71,7 @@ def test_a_side_that_runs_fewer_steps_has_missing_ops(tmp_path):
     assert report["first_missing"]["seq"] == 2 and report["first_missing"]["missing_on"] == "b"
 
 
+@requires_torch("backend_plugins")
 def test_a_crashing_side_is_named_and_exits_2(tmp_path):
     status, report, _ = ab(tmp_path, "--b", "rewritten,TINY_CRASH=1", "--", TINY_JOB)
     assert status == 2
@@ -73,6 +80,7 @@ def test_a_crashing_side_is_named_and_exits_2(tmp_path):
     assert os.path.exists(report["sides"]["b"]["log"]), "the job's own output must be kept"
 
 
+@requires_torch("backend_plugins")
 def test_a_hanging_side_is_ended_by_the_timeout(tmp_path):
     started = time.monotonic()
     status, report, _ = ab(tmp_path, "--timeout", "20", "--b", "rewritten,TINY_HANG=0", "--", TINY_JOB)

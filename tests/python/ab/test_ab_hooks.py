@@ -6,6 +6,7 @@ import json
 import os
 
 from test_ab_cli import HERE, ab
+from torch_support import requires_torch
 
 DDP_MODEL_JOB = os.path.join(HERE, "ddp_model_job.py")
 
@@ -16,6 +17,7 @@ def _reducer_ops(run_dir, side="a", rank=1):
     return sorted((e for e in ops if e["op"] == "all_reduce" and e.get("via") == "hook"), key=lambda e: e["seq"])
 
 
+@requires_torch("backend_plugins", "process_group_hooks")
 def test_ddp_gradient_all_reduces_are_recorded_and_identical(tmp_path):
     status, report, stderr = ab(tmp_path, "--", DDP_MODEL_JOB, env={"DDP_STEPS": "3"})
     assert status == 0, stderr
@@ -28,6 +30,7 @@ def test_ddp_gradient_all_reduces_are_recorded_and_identical(tmp_path):
     assert [e["out"] for e in reducer] == [e["out"] for e in _reducer_ops(tmp_path / "run", rank=0)]
 
 
+@requires_torch("backend_plugins", "process_group_hooks")
 def test_a_divergence_planted_in_a_reducer_all_reduce_is_caught(tmp_path):
     status, _, stderr = ab(tmp_path / "first", "--", DDP_MODEL_JOB, env={"DDP_STEPS": "3"})
     assert status == 0, stderr

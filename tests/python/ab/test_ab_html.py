@@ -5,6 +5,7 @@ import json
 from html.parser import HTMLParser
 
 from test_ab_cli import TINY_JOB, ab
+from torch_support import requires_torch
 
 
 class Page(HTMLParser):
@@ -35,6 +36,7 @@ class Page(HTMLParser):
         self.text.append(data)
 
 
+@requires_torch("backend_plugins")
 def test_the_html_report_holds_the_json_reports_figures_and_plots(tmp_path):
     perturb = '"NCCL_MIGRATE_AB_PERTURB=rank=0,group=0,seq=1"'
     out = tmp_path / "page.html"

@@ -5,12 +5,14 @@ import json
 import os
 
 from test_ab_cli import DDP_JOB, HERE, TINY_JOB, ab
+from torch_support import requires_torch
 
 DDP_MODEL_JOB = os.path.join(HERE, "ddp_model_job.py")
 
 PLANTED = '"NCCL_MIGRATE_AB_PERTURB=rank=1,group=0,seq=5"'
 
 
+@requires_torch("backend_plugins")
 def test_the_example_job_is_identical_under_shadow(tmp_path):
     status, report, stderr = ab(tmp_path, "--shadow", "--", DDP_JOB, env={"JOB_STEPS": "2"})
     assert status == 0, stderr
@@ -25,6 +27,7 @@ def test_the_example_job_is_identical_under_shadow(tmp_path):
     assert not os.path.exists(tmp_path / "run" / "a"), "one run, not two"
 
 
+@requires_torch("backend_plugins")
 def test_a_divergence_planted_in_the_shadow_is_named_exactly(tmp_path):
     status, report, stderr = ab(tmp_path, "--shadow", "--b", f"rewritten,{PLANTED}", "--", DDP_JOB,
                                 env={"JOB_STEPS": "2"})
@@ -36,6 +39,7 @@ def test_a_divergence_planted_in_the_shadow_is_named_exactly(tmp_path):
     assert report["divergent"] == 1  # the job saw the primary's outputs: nothing after it moved
 
 
+@requires_torch("backend_plugins")
 def test_a_divergence_planted_in_the_primary_flows_into_the_job(tmp_path):
     status, report, stderr = ab(tmp_path, "--shadow", "--a", f"legacy,{PLANTED}", "--", DDP_JOB,
                                 env={"JOB_STEPS": "2"})
@@ -43,6 +47,7 @@ def test_a_divergence_planted_in_the_primary_flows_into_the_job(tmp_path):
     assert (report["first_divergence"]["rank"], report["first_divergence"]["seq"]) == (1, 5)
 
 
+@requires_torch("backend_plugins")
 def test_tolerance_accepts_the_measured_error(tmp_path):
     status, report, stderr = ab(tmp_path, "--shadow", "--tolerance", "1e-6", "--b", f"rewritten,{PLANTED}", "--",
                                 DDP_JOB, env={"JOB_STEPS": "2"})
@@ -50,6 +55,7 @@ def test_tolerance_accepts_the_measured_error(tmp_path):
     assert report["within_tolerance"] == 1 and report["verdict"] == "identical within tolerance 1e-06"
 
 
+@requires_torch("backend_plugins")
 def test_a_crash_under_shadow_exits_2_and_keeps_the_output(tmp_path):
     status, report, _ = ab(tmp_path, "--shadow", "--a", "legacy,TINY_CRASH=1", "--", TINY_JOB)
     assert status == 2
@@ -58,6 +64,7 @@ def test_a_crash_under_shadow_exits_2_and_keeps_the_output(tmp_path):
     assert os.path.exists(tmp_path / "run" / "report.html")
 
 
+@requires_torch("backend_plugins")
 def test_a_hang_under_shadow_is_ended_by_the_timeout(tmp_path):
     status, report, _ = ab(tmp_path, "--shadow", "--timeout", "20", "--a", "legacy,TINY_HANG=0", "--", TINY_JOB)
     assert status == 2 and "timeout" in report["verdict"]
@@ -69,6 +76,7 @@ def test_a_shadow_side_may_only_choose_a_backend(tmp_path):
     assert "sets NCCL_DEBUG, which would apply to the whole process" in stderr
 
 
+@requires_torch("backend_plugins", "process_group_hooks")
 def test_ddp_reducer_all_reduces_are_shadowed_too(tmp_path):
     status, report, stderr = ab(tmp_path / "first", "--shadow", "--", DDP_MODEL_JOB, env={"DDP_STEPS": "3"})
     assert status == 0, stderr

@@ -6,6 +6,7 @@ import json
 import os
 
 from ranks import run_ranks
+from torch_support import requires_torch
 
 
 def _records(directory: str, rank: int) -> list[dict]:
@@ -90,6 +91,7 @@ def _ddp(rank, world, store):
     return grads
 
 
+@requires_torch("process_group_hooks")
 def test_the_ddp_reducers_all_reduces_are_recorded_through_the_hooks(tmp_path):
     results = run_ranks(_ddp, env={"AB_TEST_DIR": str(tmp_path)})
     assert results[0] == results[1], "DDP averaged the gradients"

@@ -7,14 +7,14 @@ import functools
 import pytest
 
 from ranks import run_ranks
-from worlds import init, simulated_device_missing
+from worlds import init, world_missing
 
 BOUND = ["cpu-bound", "sim-bound"]
 BACKENDS = ["migrate-legacy", "migrate-nccl2", "migrate-lazy"]
 
 
 def _skip_unless_runnable(world):
-    if world == "sim-bound" and (why := simulated_device_missing()):
+    if why := world_missing(world):
         pytest.skip(why)
 
 

@@ -10,7 +10,7 @@ import torch
 
 from collective_cases import Case, cases, expected, run_case
 from ranks import run_ranks
-from worlds import init, simulated_device_missing
+from worlds import init, world_missing
 
 BACKENDS = ["migrate-legacy", "migrate-nccl2", "migrate-lazy"]
 
@@ -42,7 +42,7 @@ WORLDS = [("cpu", 2), ("cpu", 4), ("cpu-bound", 4), ("sim-bound", 3), ("sim-boun
 def test_every_op_type_and_reduction_is_exact(backend, kind, world):
     if world == 4 and backend == "migrate-lazy" and kind != "sim-bound":
         pytest.skip("4 ranks run for legacy and rewritten; nccl-lazy's collectives are the rewritten ones")
-    if kind == "sim-bound" and (why := simulated_device_missing()):
+    if why := world_missing(kind):
         pytest.skip(why)
     per_rank = run_ranks(functools.partial(_run_all, backend, kind), world_size=world, timeout=300)
     failures, compared_with_gloo = [], 0

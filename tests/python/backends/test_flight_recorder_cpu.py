@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from ranks import run_ranks
+from torch_support import fr_name
 
 
 def _job(extra_op_on_rank_1):
@@ -46,7 +47,7 @@ def test_dump_has_torchs_fields_and_groups(tmp_path):
     results = run_ranks(_healthy, world_size=2, env={"TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / "fr_")})
     for rank, (path, names, pg_config) in enumerate(results):
         assert path == str(tmp_path / f"fr_{rank}")
-        assert names == ["nccl2:all_reduce"] * 3 + ["nccl2:broadcast", "nccl2:all_reduce"]
+        assert names == [fr_name("nccl2", op) for op in ["all_reduce"] * 3 + ["broadcast", "all_reduce"]]
         assert pg_config["0"]["desc"] == "default_pg" and pg_config["0"]["ranks"] == "[0, 1]"
 
 
@@ -75,7 +76,7 @@ def test_fr_command_summarizes_dumps_and_points_at_the_unfinished_op(tmp_path):
                           timeout=120)
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert any("fr_1" in l for l in lines) and "not completed: group 0 seq 5 nccl2:all_reduce" in done.stdout, done.stdout
+    assert any("fr_1" in l for l in lines) and f"not completed: group 0 seq 5 {fr_name('nccl2', 'all_reduce')}" in done.stdout, done.stdout
     assert "group 0 (default_pg): last enqueued collective 4, last completed 4" in done.stdout  # rank 0
 
 

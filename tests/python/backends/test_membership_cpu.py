@@ -8,6 +8,7 @@ import time
 import pytest
 
 from ranks import run_ranks
+from torch_support import requires_torch
 
 TIMEOUT_S = 3
 
@@ -70,6 +71,7 @@ def _shrink_legacy(r, w, s): return _shrink_after_death("migrate-legacy")(r, w, 
     (_shrink_nccl2, "nccl2", [(2, "gloo")]),  # the shrunk group connects at once, as torch's does
     (_shrink_legacy, "nccl", [(2, "gloo")]),  # created by the all_reduce that followed
 ], ids=["rewritten", "legacy"])
+@requires_torch("shrink", "abort_hooks", "health_check")
 def test_survivors_shrink_the_group_after_a_rank_died_and_go_on(runner, name, communicators):
     survivors = run_ranks(runner, 3, timeout=90, reporting=[0, 1])
     for rank, out in enumerate(survivors):
@@ -125,6 +127,7 @@ def _shrink_preconditions(rank, world, store):
     return errors
 
 
+@requires_torch("shrink")
 def test_shrink_refuses_bad_requests_with_torch_texts_and_aborts_pending_work_on_request():
     rank0, rank1 = run_ranks(_shrink_preconditions, 2, timeout=120)
     for errors in (rank0, rank1):
@@ -185,6 +188,7 @@ def _reconfigure(rank, world, store):
     return out
 
 
+@requires_torch("reconfigure")
 def test_reconfigure_forms_the_group_from_handles_and_reforms_it_without_a_departed_rank():
     for rank, out in enumerate(run_ranks(_reconfigure, 3, timeout=120, reporting=[0, 1])):
         assert out["supports"] is True
@@ -219,6 +223,7 @@ def _reconfigure_with_an_absent_member(rank, world, store):
     return outcome, time.monotonic() - started
 
 
+@requires_torch("reconfigure")
 def test_a_member_that_never_joins_fails_the_reconfigure_within_its_timeout():
     (outcome, seconds), _ = run_ranks(_reconfigure_with_an_absent_member, 2, timeout=90)
     assert outcome is not None and "reconfigure of group" in outcome[1] and "(uuid 1, 2 members) failed" in outcome[1], outcome

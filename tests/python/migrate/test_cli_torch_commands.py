@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from torch_support import requires_torch
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CLI = os.environ.get("NCCL_MIGRATE_CLI", os.path.join(ROOT, "build", "migrate", "nccl-migrate"))
 
@@ -23,6 +25,7 @@ def _run(cli, *args, timeout=180, env=None):
                           env=dict(os.environ, **(env or {})))
 
 
+@requires_torch("backend_plugins")
 def test_run_the_example_job_on_two_cpu_ranks(cli):
     done = _run(cli, "run", "--nproc", "2", "--", os.path.join(ROOT, "examples", "ddp_job.py"),
                 env={"JOB_STEPS": "2"})
@@ -74,3 +77,17 @@ def test_doctor_flags_a_mistyped_variable_and_exits_1(cli):
     assert done.returncode == 1
     assert "TORCH_DIST_USE_NCCL2" in done.stdout and "conflicts:" in done.stdout
 
+
+
+def test_doctor_lists_the_torch_features_this_build_lacks(cli):
+    report = json.loads(_run(cli, "doctor", "--format", "json").stdout)
+    features = report["torch_features"]
+    assert {"nccl2", "shrink", "reconfigure", "abort_hooks", "health_check"} <= set(features), features
+    assert all({"present", "kind", "what"} <= set(f) for f in features.values()), features
+    lacking = [name for name, f in features.items() if not f["present"] and f["kind"] == "feature"]
+    text = _run(cli, "doctor").stdout
+    assert all(name in text for name in lacking), text
+    # torch 2.15 offers everything the toolkit uses: a feature missing there is a detection bug.
+    version = tuple(int(p) for p in report["torch"]["version"].split("+")[0].split(".")[:2])
+    if version >= (2, 15):
+        assert lacking == [] and "the toolkit can use are present" in text, (lacking, text)

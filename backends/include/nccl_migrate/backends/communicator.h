@@ -16,6 +16,8 @@
 #include <c10/core/Device.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
+#include "nccl_migrate/backends/torch_compat.h"
+
 namespace nccl_migrate::backends {
 
 // The one error an op's wait raises when its time ran out, whatever the transport.

@@ -20,6 +20,28 @@
 #include "nccl_migrate/backends/communicator.h"
 #include "nccl_migrate/backends/communicator_policy.h"
 
+// `override` only where this torch declares the method (cmake/TorchFeatures.cmake).
+#if NCCL_MIGRATE_TORCH_HAS_ABORT_HOOKS
+#define NCCL_MIGRATE_OVERRIDES_IF_ABORT_HOOKS override
+#else
+#define NCCL_MIGRATE_OVERRIDES_IF_ABORT_HOOKS
+#endif
+#if NCCL_MIGRATE_TORCH_HAS_SHRINK
+#define NCCL_MIGRATE_OVERRIDES_IF_SHRINK override
+#else
+#define NCCL_MIGRATE_OVERRIDES_IF_SHRINK
+#endif
+#if NCCL_MIGRATE_TORCH_HAS_SINGLE_COLLECTIVE_NAMES
+#define NCCL_MIGRATE_OVERRIDES_IF_SINGLE_NAMES override
+#else
+#define NCCL_MIGRATE_OVERRIDES_IF_SINGLE_NAMES
+#endif
+#if NCCL_MIGRATE_TORCH_HAS_GATHER_SINGLE
+#define NCCL_MIGRATE_OVERRIDES_IF_GATHER_SINGLE override
+#else
+#define NCCL_MIGRATE_OVERRIDES_IF_GATHER_SINGLE
+#endif
+
 namespace nccl_migrate::backends {
 
 struct GroupOptions {
@@ -76,24 +98,35 @@ class MigrateBackend final : public c10d::Backend {
 
   bool supportsSplitting() const override { return true; }
   bool supportsCoalescing() const override { return true; }
+  // Older torch (2.11) lacks some of these (cmake/TorchFeatures.cmake): the engine's own
+  // implementation stays, it only cannot override what torch does not declare.
+#if NCCL_MIGRATE_TORCH_HAS_ABORT_HOOKS
   bool supportsAbortHooks() const override { return true; }
+#endif
+#if NCCL_MIGRATE_TORCH_HAS_SHRINK
   bool supportsShrinking() const override { return true; }
+#endif
+#if NCCL_MIGRATE_TORCH_HAS_RECONFIGURE
   bool supportsReconfigure() const override { return true; }
+#endif
 
   // Abort hooks run (on the watchdog thread) when an op of this group times out or fails,
   // before the flight recorder is dumped and the group aborted; torch's HealthCheckHook uses
   // them to mark the backend unhealthy.
-  void registerAbortHook(int64_t hookId, c10d::AbortHook hook) override;
-  void unregisterAbortHook(int64_t hookId) override;
+  void registerAbortHook(int64_t hookId, c10d::AbortHook hook) NCCL_MIGRATE_OVERRIDES_IF_ABORT_HOOKS;
+  void unregisterAbortHook(int64_t hookId) NCCL_MIGRATE_OVERRIDES_IF_ABORT_HOOKS;
 
   // Membership changes (membership.cc). shrink: a new backend over the surviving ranks, with
   // torch nccl2's preconditions and error texts; only survivors call it, so it works with the
   // excluded ranks dead. reconfigure: this backend re-formed over the ranks whose handles are
   // given, in a fresh rendezvous namespace per uuid.
   c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
-                                           const c10::intrusive_ptr<c10d::Backend::Options>& optsOverride) override;
+                                           const c10::intrusive_ptr<c10d::Backend::Options>& optsOverride)
+      NCCL_MIGRATE_OVERRIDES_IF_SHRINK;
+#if NCCL_MIGRATE_TORCH_HAS_RECONFIGURE
   c10d::ReconfigureHandle get_reconfigure_handle() const override;
   c10::intrusive_ptr<c10d::Work> reconfigure(const c10d::ReconfigureOptions& opts) override;
+#endif
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override;
@@ -103,30 +136,62 @@ class MigrateBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                            std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> all_gather_single(at::Tensor& output, at::Tensor& input,
-                                                   const c10d::AllgatherOptions& opts) override;
+                                                   const c10d::AllgatherOptions& opts)
+      NCCL_MIGRATE_OVERRIDES_IF_SINGLE_NAMES;
   c10::intrusive_ptr<c10d::Work> all_gather_single_coalesced(std::vector<at::Tensor>& outputs,
                                                              std::vector<at::Tensor>& inputs,
-                                                             const c10d::AllgatherOptions& opts) override;
+                                                             const c10d::AllgatherOptions& opts)
+      NCCL_MIGRATE_OVERRIDES_IF_SINGLE_NAMES;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather_single(at::Tensor& output, at::Tensor& input,
-                                               const c10d::GatherOptions& opts) override;
+                                               const c10d::GatherOptions& opts)
+      NCCL_MIGRATE_OVERRIDES_IF_GATHER_SINGLE;
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> reduce_scatter_single(at::Tensor& output, at::Tensor& input,
-                                                       const c10d::ReduceScatterOptions& opts) override;
+                                                       const c10d::ReduceScatterOptions& opts)
+      NCCL_MIGRATE_OVERRIDES_IF_SINGLE_NAMES;
   c10::intrusive_ptr<c10d::Work> reduce_scatter_single_coalesced(std::vector<at::Tensor>& outputs,
                                                                  std::vector<at::Tensor>& inputs,
-                                                                 const c10d::ReduceScatterOptions& opts) override;
+                                                                 const c10d::ReduceScatterOptions& opts)
+      NCCL_MIGRATE_OVERRIDES_IF_SINGLE_NAMES;
   c10::intrusive_ptr<c10d::Work> all_to_all_single(at::Tensor& output, at::Tensor& input,
                                                    std::vector<int64_t>& outputSplits,
                                                    std::vector<int64_t>& inputSplits,
-                                                   const c10d::AllToAllOptions& opts) override;
+                                                   const c10d::AllToAllOptions& opts)
+      NCCL_MIGRATE_OVERRIDES_IF_SINGLE_NAMES;
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts) override;
+#if !NCCL_MIGRATE_TORCH_HAS_SINGLE_COLLECTIVE_NAMES
+  // An older torch calls these names for the ops above.
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override {
+    return all_gather_single(output, input, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts) override {
+    return all_gather_single_coalesced(outputs, inputs, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override {
+    return reduce_scatter_single(output, input, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override {
+    return reduce_scatter_single_coalesced(outputs, inputs, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplits,
+                                               std::vector<int64_t>& inputSplits,
+                                               const c10d::AllToAllOptions& opts) override {
+    return all_to_all_single(output, input, outputSplits, inputSplits, opts);
+  }
+#endif
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
