@@ -114,3 +114,31 @@ def test_defect08_subgroups_of_a_bound_world_stay_lazy(world):
     results = run_ranks(functools.partial(_lazy_subgroup, world, "migrate-nccl2"), world_size=3, timeout=120)
     for r in results:
         assert r == {"before": 0, "after": 1, "sum": [3.0, 3.0]}
+
+
+def _ddp_step(world, backend, rank, size, store):
+    """One rank of DDP, torch's own client of the group: its bucketed all_reduce hooks average
+    the gradients over the group's communicator."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    init(world, backend, rank, size, store)
+    torch.manual_seed(0)
+    model = DistributedDataParallel(torch.nn.Linear(4, 3))
+    loss = model(torch.full((2, 4), float(rank + 1))).sum()
+    loss.backward()
+    grads = [p.grad.tolist() for p in model.parameters()]
+    dist.destroy_process_group()
+    return grads
+
+
+@pytest.mark.parametrize("backend", ["migrate-legacy", "migrate-nccl2"])
+@pytest.mark.parametrize("world", BOUND)
+def test_ddp_averages_gradients_on_a_bound_world(world, backend):
+    _skip_unless_runnable(world)
+    results = run_ranks(functools.partial(_ddp_step, world, backend), world_size=3, timeout=120)
+    # d(sum(W x + b))/dW = sum over the batch of x = 2 * (rank + 1) per entry; averaged over ranks: 2 * 2.
+    weight, bias = results[0]
+    assert weight == [[4.0] * 4] * 3 and bias == [2.0] * 3
+    assert all(r == results[0] for r in results)
