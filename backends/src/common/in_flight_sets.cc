@@ -68,6 +68,52 @@ void InFlightSet::onDone(std::function<void(std::exception_ptr)> callback) {
   }
 }
 
+struct ThenInFlight::Then {
+  std::once_flag once;
+  std::function<void()> work;
+  std::exception_ptr error;
+  // Runs the work once; a failing op skips it (its outputs hold nothing to finish).
+  std::exception_ptr after(std::exception_ptr opError) {
+    if (opError) return opError;
+    std::call_once(once, [&] {
+      try {
+        work();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      work = nullptr;  // what it captured is freed with the op, not kept by the tracker
+    });
+    return error;
+  }
+};
+
+ThenInFlight::ThenInFlight(std::unique_ptr<InFlight> op, std::function<void()> then)
+    : op_(std::move(op)), then_(std::make_shared<Then>()) {
+  then_->work = std::move(then);
+}
+
+bool ThenInFlight::isDone() {
+  if (!op_->isDone()) return false;
+  then_->after(op_->failure());
+  return true;
+}
+
+std::exception_ptr ThenInFlight::failure() {
+  if (!op_->isDone()) return op_->failure();
+  return then_->after(op_->failure());
+}
+
+void ThenInFlight::wait(std::chrono::milliseconds timeout) {
+  op_->wait(timeout);
+  if (auto error = then_->after(nullptr)) std::rethrow_exception(error);
+}
+
+void ThenInFlight::onDone(std::function<void(std::exception_ptr)> callback) {
+  op_->onDone([then = then_, callback = std::move(callback)](std::exception_ptr error) {
+    callback(then->after(error));
+  });
+}
+
 }  // namespace nccl_migrate::backends
 
 namespace nccl_migrate::backends {

@@ -1,5 +1,6 @@
 // InFlight building blocks shared by both communicator implementations and the engine: an op
-// that already finished, and a set of ops that finish together.
+// that already finished, a set of ops that finish together, and a host op with work that must
+// follow it.
 #pragma once
 
 #include <memory>
@@ -40,6 +41,25 @@ class InFlightSet final : public InFlight {
 
  private:
   std::vector<std::unique_ptr<InFlight>> members_;
+};
+
+// A host op followed by host work (AVG's division, copies out of a staging buffer) that runs
+// once, after the op succeeded and before anyone sees it done. Whoever first observes the op's
+// end (a waiter, the watchdog polling, a completion callback) runs it; the others wait for it.
+class ThenInFlight final : public InFlight {
+ public:
+  ThenInFlight(std::unique_ptr<InFlight> op, std::function<void()> then);
+  bool isDone() override;
+  std::exception_ptr failure() override;
+  void wait(std::chrono::milliseconds timeout) override;
+  void giveUp() override { op_->giveUp(); }
+  void onDone(std::function<void(std::exception_ptr)> callback) override;
+
+  struct Then;  // the work and its outcome, shared with completion callbacks
+
+ private:
+  std::unique_ptr<InFlight> op_;
+  std::shared_ptr<Then> then_;
 };
 
 // An op whose tracker arrives later: the members of a coalescing batch, which complete with

@@ -96,28 +96,7 @@ class GlooInFlight final : public InFlight {
   bool hasFuture_;
 };
 
-// A member of a batch: the batch's set answers for it.
-class BatchMemberInFlight final : public InFlight {
- public:
-  bool isDone() override { return false; }
-  std::exception_ptr failure() override { return nullptr; }
-  void wait(std::chrono::milliseconds) override {
-    TORCH_CHECK(false, "an op inside a coalescing batch completes with the batch: wait on endCoalescing's work");
-  }
-  void onDone(std::function<void(std::exception_ptr)>) override {}
-};
-
-c10d::ReduceOp sumOp() { return c10d::ReduceOp(c10d::ReduceOp::SUM); }
-
-bool composedFromSum(const c10d::ReduceOp& op) {
-  return op == c10d::ReduceOp::AVG || op == c10d::ReduceOp::PREMUL_SUM;
-}
-
-double premulFactor(const c10d::ReduceOp& op) {
-  auto supplement = c10::static_intrusive_pointer_cast<c10d::PreMulSumSupplement>(op.supplement_);
-  TORCH_CHECK(supplement, "PREMUL_SUM needs a factor");
-  return supplement->tensor_factor.defined() ? supplement->tensor_factor.item<double>() : supplement->double_factor;
-}
+c10d::ReduceOp glooOp(c10d::ReduceOp::RedOpType type) { return c10d::ReduceOp(type); }
 
 }  // namespace
 
@@ -133,38 +112,53 @@ c10d::Backend& GlooCommunicator::gloo() {
   return *gloo_;
 }
 
-std::unique_ptr<InFlight> GlooCommunicator::track(c10::intrusive_ptr<c10d::Work> work, bool hasFuture) {
-  auto op = std::make_unique<GlooInFlight>(std::move(work), abortSignal_, hasFuture);
+std::unique_ptr<InFlight> GlooCommunicator::track(c10::intrusive_ptr<c10d::Work> work, bool hasFuture,
+                                                  std::function<void()> then) {
+  std::unique_ptr<InFlight> op = std::make_unique<GlooInFlight>(std::move(work), abortSignal_, hasFuture);
+  if (then) op = std::make_unique<ThenInFlight>(std::move(op), std::move(then));
   if (!batching_) return op;
   batch_.push_back(std::move(op));
-  return std::make_unique<BatchMemberInFlight>();
-}
-
-std::unique_ptr<InFlight> GlooCommunicator::allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) {
-  std::vector<at::Tensor> tensors{tensor};
-  c10d::AllreduceOptions options;
-  options.reduceOp = asGlooSum(op, tensor);
-  return summed(gloo().allreduce(tensors, options), op, &tensor);
+  return nullptr;
 }
 
 // Gloo has neither AVG nor PREMUL_SUM; both are a SUM, with the factor applied to the input
-// first (PREMUL_SUM, here) or the result divided afterwards (AVG, in summed()).
-c10d::ReduceOp GlooCommunicator::asGlooSum(const c10d::ReduceOp& op, at::Tensor& input) {
-  if (op == c10d::ReduceOp::PREMUL_SUM) input.mul_(premulFactor(op));
-  return composedFromSum(op) ? sumOp() : op;
+// first (PREMUL_SUM, here) or the result divided after the op (AVG, in averaged()).
+c10d::ReduceOp GlooCommunicator::glooOpFor(const Reduction& r, at::Tensor& input) {
+  switch (r.kind) {
+    case Reduction::Kind::Sum: return glooOp(c10d::ReduceOp::SUM);
+    case Reduction::Kind::Product: return glooOp(c10d::ReduceOp::PRODUCT);
+    case Reduction::Kind::Min: return glooOp(c10d::ReduceOp::MIN);
+    case Reduction::Kind::Max: return glooOp(c10d::ReduceOp::MAX);
+    case Reduction::Kind::Avg: return glooOp(c10d::ReduceOp::SUM);
+    case Reduction::Kind::PreMulSum:
+      if (r.tensorFactor.defined()) {
+        input.mul_(r.tensorFactor);
+      } else {
+        input.mul_(r.scalarFactor.value());
+      }
+      return glooOp(c10d::ReduceOp::SUM);
+  }
+  TORCH_CHECK(false, "unknown reduction");
 }
 
-std::unique_ptr<InFlight> GlooCommunicator::summed(c10::intrusive_ptr<c10d::Work> work, const c10d::ReduceOp& op,
-                                                   at::Tensor* result, bool hasFuture) {
-  if (op != c10d::ReduceOp::AVG) return track(std::move(work), hasFuture);
-  // Synchronous, so nobody can see the undivided sum. Integers divide as NCCL does: truncated.
-  work->wait();
-  if (result && at::isIntegralType(result->scalar_type(), /*includeBool=*/false)) {
-    result->div_(info_.size, "trunc");
-  } else if (result) {
-    result->div_(info_.size);
-  }
-  return std::make_unique<FinishedInFlight>();
+// AVG's division of the sum, once the op is done: nobody sees the undivided sum, and the host
+// does not wait at issue. Integers divide as NCCL does: truncated.
+std::function<void()> GlooCommunicator::averaged(const Reduction& r, const at::Tensor& result) const {
+  if (r.kind != Reduction::Kind::Avg) return nullptr;
+  return [result, size = info_.size] {
+    if (at::isIntegralType(result.scalar_type(), /*includeBool=*/false)) {
+      result.div_(size, "trunc");
+    } else {
+      result.div_(size);
+    }
+  };
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::allReduce(at::Tensor& tensor, const Reduction& reduction) {
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::AllreduceOptions options;
+  options.reduceOp = glooOpFor(reduction, tensor);
+  return track(gloo().allreduce(tensors, options), /*hasFuture=*/true, averaged(reduction, tensor));
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::broadcast(at::Tensor& tensor, int root) {
@@ -174,98 +168,38 @@ std::unique_ptr<InFlight> GlooCommunicator::broadcast(at::Tensor& tensor, int ro
   return track(gloo().broadcast(tensors, options));
 }
 
-std::unique_ptr<InFlight> GlooCommunicator::reduce(at::Tensor& tensor, int root, const c10d::ReduceOp& op) {
+std::unique_ptr<InFlight> GlooCommunicator::reduce(at::Tensor& tensor, int root, const Reduction& reduction) {
+  bool isRoot = info_.rank == root;
   // NCCL leaves a non-root's buffer as it was: a PREMUL_SUM scales a copy there.
-  at::Tensor source = op == c10d::ReduceOp::PREMUL_SUM && info_.rank != root ? tensor.clone() : tensor;
+  at::Tensor source = reduction.kind == Reduction::Kind::PreMulSum && !isRoot ? tensor.clone() : tensor;
   std::vector<at::Tensor> tensors{source};
   c10d::ReduceOptions options;
   options.rootRank = root;
-  options.reduceOp = asGlooSum(op, source);
-  return summed(gloo().reduce(tensors, options), op, info_.rank == root ? &tensor : nullptr);
+  options.reduceOp = glooOpFor(reduction, source);
+  return track(gloo().reduce(tensors, options), /*hasFuture=*/true, isRoot ? averaged(reduction, tensor) : nullptr);
 }
 
-std::unique_ptr<InFlight> GlooCommunicator::allGather(std::vector<at::Tensor>& outputs, at::Tensor& input) {
-  std::vector<std::vector<at::Tensor>> outputLists{outputs};
-  std::vector<at::Tensor> inputs{input};
-  return track(gloo().allgather(outputLists, inputs));
-}
-
-std::unique_ptr<InFlight> GlooCommunicator::allGatherInto(at::Tensor& output, at::Tensor& input) {
+std::unique_ptr<InFlight> GlooCommunicator::allGather(at::Tensor& output, at::Tensor& input) {
   return track(gloo()._allgather_base(output, input));
 }
 
-std::unique_ptr<InFlight> GlooCommunicator::reduceScatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
-                                                          const c10d::ReduceOp& op) {
-  // Gloo's list form reduce-scatter is a stack of flat buffers; the flat form is all we need.
-  at::Tensor flat = at::cat(inputs).reshape(-1);
-  at::Tensor out = output.reshape(-1);  // a view: results land in output
-  return reduceScatterFrom(out, flat, op);
-}
-
-std::unique_ptr<InFlight> GlooCommunicator::reduceScatterFrom(at::Tensor& output, at::Tensor& input,
-                                                              const c10d::ReduceOp& op) {
+std::unique_ptr<InFlight> GlooCommunicator::reduceScatter(at::Tensor& output, at::Tensor& input,
+                                                          const Reduction& reduction) {
   c10d::ReduceScatterOptions options;
-  at::Tensor source = op == c10d::ReduceOp::PREMUL_SUM ? input.clone() : input;  // the input stays as given
-  options.reduceOp = asGlooSum(op, source);
-  return summed(gloo()._reduce_scatter_base(output, source, options), op, &output, /*hasFuture=*/false);
+  // The input stays as the job gave it.
+  at::Tensor source = reduction.kind == Reduction::Kind::PreMulSum ? input.clone() : input;
+  options.reduceOp = glooOpFor(reduction, source);
+  // Gloo gives no future for the flat reduce-scatter.
+  return track(gloo()._reduce_scatter_base(output, source, options), /*hasFuture=*/false,
+               averaged(reduction, output));
 }
 
-std::unique_ptr<InFlight> GlooCommunicator::allToAll(std::vector<at::Tensor>& outputs,
-                                                     std::vector<at::Tensor>& inputs) {
-#if NCCL_MIGRATE_TORCH_HAS_GLOO_ALLTOALL
-  return track(gloo().alltoall(outputs, inputs));
-#else
-  // Older torch's Gloo (2.11) has only the flat all-to-all: the inputs go as one buffer split
-  // per peer, and each peer's part is copied out once it arrived (synchronously, as AVG in
-  // summed() is).
-  std::vector<at::Tensor> flatInputs;
-  std::vector<int64_t> inSplits, outSplits;
-  for (const at::Tensor& in : inputs) {
-    flatInputs.push_back(in.reshape(-1));
-    inSplits.push_back(in.numel());
-  }
-  int64_t received = 0;
-  for (const at::Tensor& out : outputs) {
-    outSplits.push_back(out.numel());
-    received += out.numel();
-  }
-  at::Tensor flatIn = at::cat(flatInputs);
-  at::Tensor flatOut = at::empty({received}, outputs.at(0).options());
+std::unique_ptr<InFlight> GlooCommunicator::allToAll(at::Tensor& output, at::Tensor& input,
+                                                     const std::vector<int64_t>& outputSplits,
+                                                     const std::vector<int64_t>& inputSplits) {
   // Gloo takes the split sizes by reference and may consume them: it gets copies.
-  std::vector<int64_t> outSplitsArg = outSplits, inSplitsArg = inSplits;
-  gloo().alltoall_base(flatOut, flatIn, outSplitsArg, inSplitsArg)->wait();
-  int64_t offset = 0;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i].copy_(flatOut.narrow(0, offset, outSplits[i]).view(outputs[i].sizes()));
-    offset += outSplits[i];
-  }
-  return std::make_unique<FinishedInFlight>();
-#endif
-}
-
-std::unique_ptr<InFlight> GlooCommunicator::allToAllSingle(at::Tensor& output, at::Tensor& input,
-                                                           const std::vector<int64_t>& outputSplits,
-                                                           const std::vector<int64_t>& inputSplits) {
   std::vector<int64_t> outSplits = outputSplits, inSplits = inputSplits;
   return track(gloo().alltoall_base(output, input, outSplits, inSplits));
-}
-
-std::unique_ptr<InFlight> GlooCommunicator::gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) {
-  std::vector<std::vector<at::Tensor>> outputLists;
-  if (info_.rank == root) outputLists.push_back(outputs);
-  std::vector<at::Tensor> inputs{input};
-  c10d::GatherOptions options;
-  options.rootRank = root;
-  return track(gloo().gather(outputLists, inputs, options));
-}
-
-std::unique_ptr<InFlight> GlooCommunicator::scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) {
-  std::vector<at::Tensor> outputs{output};
-  std::vector<std::vector<at::Tensor>> inputLists;
-  if (info_.rank == root) inputLists.push_back(inputs);
-  c10d::ScatterOptions options;
-  options.rootRank = root;
-  return track(gloo().scatter(outputs, inputLists, options));
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::send(at::Tensor& tensor, int peer) {
@@ -278,18 +212,25 @@ std::unique_ptr<InFlight> GlooCommunicator::recv(at::Tensor& tensor, int peer) {
   return track(gloo().recv(tensors, peer, /*tag=*/0), /*hasFuture=*/false);
 }
 
-std::unique_ptr<InFlight> GlooCommunicator::barrier() { return track(gloo().barrier(c10d::BarrierOptions())); }
-
 // Gloo ops never block each other at issue, so a batch is issued op by op and completes as a set.
 void GlooCommunicator::beginBatch() {
   TORCH_CHECK(!batching_, "a coalescing batch is already open on communicator ", info_.key);
   batching_ = true;
 }
 
+void GlooCommunicator::copyAfterBatch(const at::Tensor& to, const at::Tensor& from) {
+  TORCH_CHECK(batching_, "copyAfterBatch outside a batch on communicator ", info_.key);
+  afterBatch_.push_back([to, from] { to.copy_(from); });
+}
+
 std::unique_ptr<InFlight> GlooCommunicator::endBatch() {
   TORCH_CHECK(batching_, "endCoalescing without startCoalescing on communicator ", info_.key);
   batching_ = false;
-  return std::make_unique<InFlightSet>(std::exchange(batch_, {}));
+  auto batch = std::make_unique<InFlightSet>(std::exchange(batch_, {}));
+  if (afterBatch_.empty()) return batch;
+  return std::make_unique<ThenInFlight>(std::move(batch), [copies = std::exchange(afterBatch_, {})] {
+    for (const auto& copy : copies) copy();
+  });
 }
 
 void GlooCommunicator::abort() {

@@ -1,8 +1,10 @@
 // CPU communicator: one torch Gloo backend (its own context and connections) per communicator.
 // Ops are forwarded to it; reductions Gloo lacks (AVG, PREMUL_SUM) are composed from SUM so the
-// CPU path computes what NCCL computes.
+// CPU path computes what NCCL computes, and host work that must follow an op (AVG's division,
+// copies after a batch) runs before the op is seen done.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -20,41 +22,36 @@ class GlooCommunicator final : public Communicator {
   ~GlooCommunicator() override;
   const CommunicatorInfo& info() const override { return info_; }
 
-  std::unique_ptr<InFlight> allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) override;
+  std::unique_ptr<InFlight> allReduce(at::Tensor& tensor, const Reduction& reduction) override;
   std::unique_ptr<InFlight> broadcast(at::Tensor& tensor, int root) override;
-  std::unique_ptr<InFlight> reduce(at::Tensor& tensor, int root, const c10d::ReduceOp& op) override;
-  std::unique_ptr<InFlight> allGather(std::vector<at::Tensor>& outputs, at::Tensor& input) override;
-  std::unique_ptr<InFlight> allGatherInto(at::Tensor& output, at::Tensor& input) override;
-  std::unique_ptr<InFlight> reduceScatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
-                                          const c10d::ReduceOp& op) override;
-  std::unique_ptr<InFlight> reduceScatterFrom(at::Tensor& output, at::Tensor& input, const c10d::ReduceOp& op) override;
-  std::unique_ptr<InFlight> allToAll(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs) override;
-  std::unique_ptr<InFlight> allToAllSingle(at::Tensor& output, at::Tensor& input,
-                                           const std::vector<int64_t>& outputSplits,
-                                           const std::vector<int64_t>& inputSplits) override;
-  std::unique_ptr<InFlight> gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) override;
-  std::unique_ptr<InFlight> scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) override;
+  std::unique_ptr<InFlight> reduce(at::Tensor& tensor, int root, const Reduction& reduction) override;
+  std::unique_ptr<InFlight> allGather(at::Tensor& output, at::Tensor& input) override;
+  std::unique_ptr<InFlight> reduceScatter(at::Tensor& output, at::Tensor& input, const Reduction& reduction) override;
+  std::unique_ptr<InFlight> allToAll(at::Tensor& output, at::Tensor& input, const std::vector<int64_t>& outputSplits,
+                                     const std::vector<int64_t>& inputSplits) override;
   std::unique_ptr<InFlight> send(at::Tensor& tensor, int peer) override;
   std::unique_ptr<InFlight> recv(at::Tensor& tensor, int peer) override;
-  std::unique_ptr<InFlight> barrier() override;
   void beginBatch() override;
+  void copyAfterBatch(const at::Tensor& to, const at::Tensor& from) override;
   std::unique_ptr<InFlight> endBatch() override;
   void abort() override;
 
  private:
   c10d::Backend& gloo();
-  // Wraps an issued Gloo op; inside a batch it joins the batch and a handle comes back.
-  std::unique_ptr<InFlight> track(c10::intrusive_ptr<c10d::Work> work, bool hasFuture = true);
-  // The reduction Gloo runs for `op` (premultiplying `input` for PREMUL_SUM), and the InFlight
-  // of the op Gloo issued for it (averaging `result`, where this rank has one, for AVG).
-  static c10d::ReduceOp asGlooSum(const c10d::ReduceOp& op, at::Tensor& input);
-  std::unique_ptr<InFlight> summed(c10::intrusive_ptr<c10d::Work> work, const c10d::ReduceOp& op, at::Tensor* result,
-                                   bool hasFuture = true);
+  // Wraps an issued Gloo op, with host work to follow it (`then`); inside a batch it joins the
+  // batch.
+  std::unique_ptr<InFlight> track(c10::intrusive_ptr<c10d::Work> work, bool hasFuture = true,
+                                  std::function<void()> then = nullptr);
+  // The reduction Gloo runs for `r`, premultiplying `input` for PREMUL_SUM.
+  static c10d::ReduceOp glooOpFor(const Reduction& r, at::Tensor& input);
+  // What follows the op for `r`: AVG's division of `result`; nothing for the others.
+  std::function<void()> averaged(const Reduction& r, const at::Tensor& result) const;
 
   CommunicatorInfo info_;
   c10::intrusive_ptr<c10d::Backend> gloo_;
   bool batching_ = false;
   std::vector<std::unique_ptr<InFlight>> batch_;
+  std::vector<std::function<void()>> afterBatch_;  // copyAfterBatch's copies, in order
   std::shared_ptr<AbortSignal> abortSignal_;
 };
 

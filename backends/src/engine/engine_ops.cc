@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 
 #include "engine_internals.h"
+#include "lowering.h"
 #include "nccl_migrate/backends/migrate_backend.h"
 #include "nccl_migrate/shim/group_device.h"
 #include "nccl_migrate/shim/job_settings.h"
@@ -29,7 +30,19 @@ std::vector<at::Tensor> carried(const std::vector<at::Tensor>& tensors) {
   return out;
 }
 
+// A per-rank list (group-rank order) in the communicator's rank order: entry i is for the
+// communicator's rank i.
+std::vector<at::Tensor> byCommRank(const CommunicatorRequest& request, const std::vector<at::Tensor>& perGroupRank) {
+  if (perGroupRank.empty()) return {};
+  std::vector<at::Tensor> out;
+  out.reserve(request.groupRanks.size());
+  for (int groupRank : request.groupRanks) out.push_back(perGroupRank.at(groupRank));
+  return out;
+}
+
 }  // namespace
+
+lowering::Target MigrateBackend::onto(Communicator& comm) const { return {comm, batch_ != nullptr}; }
 
 // An op with its own timeout (torch's per-op options; unset, the group's applies).
 MigrateBackend::Op MigrateBackend::timed(Op op, std::chrono::milliseconds timeout) {
@@ -66,12 +79,12 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::broadcast(std::vector<at::Tensor>
 c10::intrusive_ptr<c10d::Work> MigrateBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                          const c10d::AllreduceOptions& opts) {
   const at::Tensor& t = checks::singleTensor(tensors);
-  c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, t, "all_reduce");
+  Reduction reduction = checks::reductionFor(opts.reduceOp, t, "all_reduce");
   return issue(timed({"all_reduce", c10d::OpType::ALLREDUCE, t.device(), {t}, {t}}, opts.timeout),
                policy_->forCollective(t.device()),
                [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(t);
-                 return c.allReduce(x, op);
+                 return c.allReduce(x, reduction);
                });
 }
 
@@ -95,13 +108,13 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::allreduce_coalesced(std::vector<a
 c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
   const at::Tensor& t = checks::singleTensor(tensors);
   checks::rootRank(opts.rootRank, size_);
-  c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, t, "reduce");
+  Reduction reduction = checks::reductionFor(opts.reduceOp, t, "reduce");
   int root = static_cast<int>(opts.rootRank);
   return issue(timed({"reduce", c10d::OpType::REDUCE, t.device(), {t}, {t}}, opts.timeout),
                policy_->forCollective(t.device()),
                [&](Communicator& c, const CommunicatorRequest& r) {
                  at::Tensor x = checks::asCarried(t);
-                 return c.reduce(x, commRankOf(r, root), op);
+                 return c.reduce(x, commRankOf(r, root), reduction);
                });
 }
 
@@ -116,9 +129,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::allgather(std::vector<std::vector
   return issue(timed({"all_gather", c10d::OpType::ALLGATHER, in.device(), {in}, outs}, opts.timeout),
                policy_->forCollective(in.device()),
                [&](Communicator& c, const CommunicatorRequest&) {
-                 at::Tensor x = checks::asCarried(in);
-                 std::vector<at::Tensor> ys = carried(outs);
-                 return c.allGather(ys, x);
+                 return lowering::allGatherList(onto(c), carried(outs), checks::asCarried(in));
                });
 }
 
@@ -143,7 +154,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::all_gather_single(at::Tensor& out
                          opts.timeout),
                policy_->forCollective(input.device()), [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(input), y = checks::asCarried(output);
-                 return c.allGatherInto(y, x);
+                 return c.allGather(y, x);
                });
 }
 
@@ -172,9 +183,8 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::gather(std::vector<std::vector<at
   return issue(timed({"gather", c10d::OpType::GATHER, in.device(), {in}, outs}, opts.timeout),
                policy_->forCollective(in.device()),
                [&](Communicator& c, const CommunicatorRequest& r) {
-                 at::Tensor x = checks::asCarried(in);
-                 std::vector<at::Tensor> ys = carried(outs);
-                 return c.gather(ys, x, commRankOf(r, root));
+                 return lowering::gather(onto(c), byCommRank(r, carried(outs)), checks::asCarried(in),
+                                         commRankOf(r, root));
                });
 }
 
@@ -208,9 +218,8 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::scatter(std::vector<at::Tensor>& 
   return issue(timed({"scatter", c10d::OpType::SCATTER, out.device(), ins, {out}}, opts.timeout),
                policy_->forCollective(out.device()),
                [&](Communicator& c, const CommunicatorRequest& r) {
-                 at::Tensor y = checks::asCarried(out);
-                 std::vector<at::Tensor> xs = carried(ins);
-                 return c.scatter(y, xs, commRankOf(r, root));
+                 return lowering::scatter(onto(c), checks::asCarried(out), byCommRank(r, carried(ins)),
+                                          commRankOf(r, root));
                });
 }
 
@@ -221,13 +230,11 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter(std::vector<at::Te
   TORCH_CHECK_VALUE(inputs.size() == 1, "Only single tensor / single list supported (got ", inputs.size(), " lists)");
   std::vector<at::Tensor>& ins = inputs[0];
   checks::perRankList(ins, out, size_, rank_, "reduce_scatter");
-  c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, out, "reduce_scatter");
+  Reduction reduction = checks::reductionFor(opts.reduceOp, out, "reduce_scatter");
   if (!checks::even(ins, out)) return reduceScatterUneven(outputs[0], ins, opts);
   return issue(timed({"reduce_scatter", c10d::OpType::REDUCE_SCATTER, out.device(), ins, {out}}, opts.timeout),
                policy_->forCollective(out.device()), [&](Communicator& c, const CommunicatorRequest&) {
-                 at::Tensor y = checks::asCarried(out);
-                 std::vector<at::Tensor> xs = carried(ins);
-                 return c.reduceScatter(y, xs, op);
+                 return lowering::reduceScatterList(onto(c), checks::asCarried(out), carried(ins), reduction);
                });
 }
 
@@ -252,12 +259,12 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reduce_scatter_single(at::Tensor&
                                                                      const c10d::ReduceScatterOptions& opts) {
   checks::usableTensor(output);
   checks::flatInputOfReduceScatter(output, input, size_);
-  c10d::ReduceOp op = checks::ncclEquivalent(opts.reduceOp, output, "reduce_scatter");
+  Reduction reduction = checks::reductionFor(opts.reduceOp, output, "reduce_scatter");
   return issue(timed({"_reduce_scatter_base", c10d::OpType::_REDUCE_SCATTER_BASE, output.device(), {input}, {output}},
                          opts.timeout),
                policy_->forCollective(output.device()), [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(input), y = checks::asCarried(output);
-                 return c.reduceScatterFrom(y, x, op);
+                 return c.reduceScatter(y, x, reduction);
                });
 }
 
@@ -282,7 +289,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::all_to_all_single(at::Tensor& out
   return issue(timed({"all_to_all", c10d::OpType::ALLTOALL_BASE, input.device(), {input}, {output}}, opts.timeout),
                policy_->forCollective(input.device()), [&](Communicator& c, const CommunicatorRequest&) {
                  at::Tensor x = checks::asCarried(input), y = checks::asCarried(output);
-                 return c.allToAllSingle(y, x, outputSplits, inputSplits);
+                 return c.allToAll(y, x, outputSplits, inputSplits);
                });
 }
 
@@ -301,9 +308,8 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::alltoall(std::vector<at::Tensor>&
                       "all_to_all: all tensors must have the same type");
   }
   return issue(timed({"all_to_all", c10d::OpType::ALLTOALL, inputs[0].device(), inputs, outputs}, opts.timeout),
-               policy_->forCollective(inputs[0].device()), [&](Communicator& c, const CommunicatorRequest&) {
-                 std::vector<at::Tensor> xs = carried(inputs), ys = carried(outputs);
-                 return c.allToAll(ys, xs);
+               policy_->forCollective(inputs[0].device()), [&](Communicator& c, const CommunicatorRequest& r) {
+                 return lowering::allToAllList(onto(c), byCommRank(r, carried(outputs)), byCommRank(r, carried(inputs)));
                });
 }
 
@@ -331,7 +337,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::recv(std::vector<at::Tensor>& ten
 c10::intrusive_ptr<c10d::Work> MigrateBackend::barrier(const c10d::BarrierOptions& opts) {
   c10::Device device = barrierDevice(opts);
   return issue(timed({"barrier", c10d::OpType::BARRIER, device, {}, {}}, opts.timeout), policy_->forCollective(device),
-               [&](Communicator& c, const CommunicatorRequest&) { return c.barrier(); });
+               [&](Communicator& c, const CommunicatorRequest&) { return lowering::barrier(onto(c), device); });
 }
 
 // The device a barrier runs on, as torch's NCCL backends pick it: the one named by device_ids,

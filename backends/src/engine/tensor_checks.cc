@@ -128,6 +128,9 @@ void splitSizes(const std::vector<int64_t>& splits, const at::Tensor& t, int siz
                     " but the tensor's first dimension is ", t.dim() ? t.size(0) : 0);
 }
 
+namespace {
+
+// The reduce op NCCL runs for `t`'s type.
 c10d::ReduceOp ncclEquivalent(const c10d::ReduceOp& op, const at::Tensor& t, std::string_view collective) {
   if (op == c10d::ReduceOp::BAND || op == c10d::ReduceOp::BOR || op == c10d::ReduceOp::BXOR) {
     TORCH_CHECK_VALUE(false, "Cannot use ReduceOp.", opName(op), " with NCCL");
@@ -141,6 +144,35 @@ c10d::ReduceOp ncclEquivalent(const c10d::ReduceOp& op, const at::Tensor& t, std
   if (op == c10d::ReduceOp::SUM || op == c10d::ReduceOp::MAX) return c10d::ReduceOp(c10d::ReduceOp::MAX);
   if (op == c10d::ReduceOp::PRODUCT || op == c10d::ReduceOp::MIN) return c10d::ReduceOp(c10d::ReduceOp::MIN);
   TORCH_CHECK_VALUE(false, "Cannot use ReduceOp.", opName(op), " with boolean inputs");
+}
+
+Reduction::Kind kindOf(const c10d::ReduceOp& op) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: return Reduction::Kind::Sum;
+    case c10d::ReduceOp::PRODUCT: return Reduction::Kind::Product;
+    case c10d::ReduceOp::MIN: return Reduction::Kind::Min;
+    case c10d::ReduceOp::MAX: return Reduction::Kind::Max;
+    case c10d::ReduceOp::AVG: return Reduction::Kind::Avg;
+    case c10d::ReduceOp::PREMUL_SUM: return Reduction::Kind::PreMulSum;
+    default: TORCH_CHECK_VALUE(false, "reduce op ", static_cast<int>(op.op_), " has no NCCL equivalent");
+  }
+}
+
+}  // namespace
+
+Reduction reductionFor(const c10d::ReduceOp& op, const at::Tensor& t, std::string_view collective) {
+  Reduction r{kindOf(ncclEquivalent(op, t, collective))};
+  if (r.kind != Reduction::Kind::PreMulSum) return r;
+  auto supplement = c10::static_intrusive_pointer_cast<c10d::PreMulSumSupplement>(op.supplement_);
+  TORCH_CHECK_VALUE(supplement, collective, ": PREMUL_SUM needs a factor (build the op with "
+                    "torch.distributed._make_nccl_premul_sum)");
+  at::Tensor carried = asCarried(t);
+  if (supplement->tensor_factor.defined()) {
+    r.tensorFactor = supplement->tensor_factor.to(carried.options()).reshape({});
+  } else {
+    r.scalarFactor = supplement->double_factor;
+  }
+  return r;
 }
 
 at::Tensor asCarried(const at::Tensor& t) {

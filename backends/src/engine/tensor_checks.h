@@ -10,6 +10,8 @@
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
+#include "nccl_migrate/backends/reduction.h"
+
 namespace nccl_migrate::backends::checks {
 
 // Exactly one tensor, dense, contiguous, of a type NCCL carries.
@@ -28,9 +30,9 @@ void flatOutputOfGather(const at::Tensor& output, const at::Tensor& input, int s
 void flatInputOfReduceScatter(const at::Tensor& output, const at::Tensor& input, int size);
 void splitSizes(const std::vector<int64_t>& splits, const at::Tensor& t, int size, std::string_view which);
 
-// The reduce op NCCL would run for this tensor's type (bool SUM is a logical or: MAX), or a
-// ValueError naming the op when NCCL has none.
-c10d::ReduceOp ncclEquivalent(const c10d::ReduceOp& op, const at::Tensor& t, std::string_view collective);
+// The reduction NCCL would run for this tensor's type (bool SUM is a logical or: MAX), lowered
+// for the transports, or a ValueError naming the op when NCCL has none.
+Reduction reductionFor(const c10d::ReduceOp& op, const at::Tensor& t, std::string_view collective);
 // What the communicator sees of `t`: bool as uint8 and complex as real pairs (views of t).
 at::Tensor asCarried(const at::Tensor& t);
 

@@ -4,10 +4,7 @@
 #include <chrono>
 #include <cstring>
 
-#include <ATen/ops/cat.h>
-#include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
-#include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
 #include "nccl_in_flight.h"
@@ -30,6 +27,7 @@ struct NcclCommunicator::OpenBatch {
   // Tensors of every op of the batch, temporaries included: NCCL reads them at the group's
   // end, so they live until the batch's work completes, as torch stashes coalesced tensors.
   std::vector<at::Tensor> stash;
+  // Copies out of staging buffers (copyAfterBatch), run once the group has launched.
   std::vector<std::function<void()>> afterLaunch;
   bool captured = false;
 };
@@ -53,53 +51,35 @@ ncclDataType_t ncclTypeOf(at::ScalarType type) {
   }
 }
 
-ncclRedOp_t ncclOpOf(const c10d::ReduceOp& op) {
-  switch (op.op_) {
-    case c10d::ReduceOp::SUM: return ncclSum;
-    case c10d::ReduceOp::PRODUCT: return ncclProd;
-    case c10d::ReduceOp::MIN: return ncclMin;
-    case c10d::ReduceOp::MAX: return ncclMax;
-    case c10d::ReduceOp::AVG: return ncclAvg;
-    default: TORCH_CHECK_VALUE(false, "reduce op ", static_cast<int>(op.op_), " has no NCCL equivalent");
+ncclRedOp_t builtinOpOf(Reduction::Kind kind) {
+  switch (kind) {
+    case Reduction::Kind::Sum: return ncclSum;
+    case Reduction::Kind::Product: return ncclProd;
+    case Reduction::Kind::Min: return ncclMin;
+    case Reduction::Kind::Max: return ncclMax;
+    case Reduction::Kind::Avg: return ncclAvg;
+    case Reduction::Kind::PreMulSum: break;
   }
+  TORCH_CHECK(false, "PREMUL_SUM is not one of NCCL's built-in reduce ops");
 }
 
 size_t countOf(const at::Tensor& t) { return static_cast<size_t>(t.numel()); }
 
-// Allocations on the communicator's device; a CPU device index only names a simulated device.
-at::TensorOptions onDevice(c10::Device device) {
-  return at::TensorOptions().device(device.is_cpu() ? c10::Device(c10::kCPU) : device);
-}
-
-// The reduction an op runs. A PREMUL_SUM tensor factor stays on the device, converted in the
-// caller's stream: reading it on the host would sync, and is illegal under graph capture.
-struct Reduction {
-  c10d::ReduceOp op;
-  at::Tensor deviceFactor;  // on the device, read by NCCL when the op runs
-  at::Tensor hostScalar;    // on the host, read by NCCL when the op is enqueued
-};
-
-Reduction reductionFor(const c10d::ReduceOp& op, const at::Tensor& like) {
-  if (op != c10d::ReduceOp::PREMUL_SUM) return {op};
-  auto supplement = c10::static_intrusive_pointer_cast<c10d::PreMulSumSupplement>(op.supplement_);
-  TORCH_CHECK(supplement, "PREMUL_SUM needs a factor");
-  if (supplement->tensor_factor.defined()) {
-    return {op, supplement->tensor_factor.to(like.options()).reshape({})};
-  }
-  return {op, {}, at::full({}, supplement->double_factor, like.options().device(c10::kCPU))};
-}
-
 // Runs `issue` with the NCCL reduce op of `r`, creating a PREMUL_SUM op for the call and
-// destroying it once the call is enqueued (NCCL allows that), also when the call throws.
-void withNcclOp(nccl::NcclApi& api, ncclComm_t comm, const Reduction& r, ncclDataType_t type,
+// destroying it once the call is enqueued (NCCL allows that), also when the call throws. A
+// tensor factor is read by NCCL on the device when the op runs; a scalar one at creation.
+void withNcclOp(nccl::NcclApi& api, ncclComm_t comm, const Reduction& r, at::ScalarType type,
                 const nccl::CallSite& site, const std::function<void(ncclRedOp_t)>& issue) {
-  if (r.op != c10d::ReduceOp::PREMUL_SUM) return issue(ncclOpOf(r.op));
+  if (r.kind != Reduction::Kind::PreMulSum) return issue(builtinOpOf(r.kind));
   ncclRedOp_t premul;
-  if (r.deviceFactor.defined()) {
-    nccl::check(api, api.redOpCreatePreMulSum(&premul, r.deviceFactor.data_ptr(), type, ncclScalarDevice, comm),
+  if (r.tensorFactor.defined()) {
+    nccl::check(api, api.redOpCreatePreMulSum(&premul, r.tensorFactor.data_ptr(), ncclTypeOf(type), ncclScalarDevice,
+                                              comm),
                 "ncclRedOpCreatePreMulSum", site);
   } else {
-    nccl::check(api, api.redOpCreatePreMulSum(&premul, r.hostScalar.data_ptr(), type, ncclScalarHostImmediate, comm),
+    at::Tensor host = at::full({}, r.scalarFactor.value(), at::TensorOptions().dtype(type));
+    nccl::check(api,
+                api.redOpCreatePreMulSum(&premul, host.data_ptr(), ncclTypeOf(type), ncclScalarHostImmediate, comm),
                 "ncclRedOpCreatePreMulSum", site);
   }
   struct Destroy {
@@ -131,11 +111,6 @@ SplitLayout layoutOf(const at::Tensor& t, const std::vector<int64_t>& splits, in
 
 char* bytesAt(const at::Tensor& t, size_t elements) {
   return static_cast<char*>(t.data_ptr()) + elements * t.element_size();
-}
-
-std::vector<at::Tensor> joined(std::vector<at::Tensor> a, const std::vector<at::Tensor>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
 }
 
 }  // namespace
@@ -216,11 +191,9 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
   for (const at::Tensor& t : l.tensors) runtime.recordStream(t, stream_);
   if (batch_) {
     batch_->stash.insert(batch_->stash.end(), l.tensors.begin(), l.tensors.end());
-    if (l.afterLaunch) batch_->afterLaunch.push_back(std::move(l.afterLaunch));
     batch_->captured = batch_->captured || captured;
     return nullptr;  // the batch's InFlight, from endBatch, covers this op
   }
-  if (l.afterLaunch) l.afterLaunch();
   return finished(l.op, std::move(l.tensors), captured);
 }
 
@@ -233,14 +206,12 @@ std::unique_ptr<InFlight> NcclCommunicator::finished(std::string_view op, std::v
                                                             std::string(op)});
 }
 
-std::unique_ptr<InFlight> NcclCommunicator::allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) {
-  Reduction r = reductionFor(op, tensor);
-  return launch({"allreduce", {tensor, r.deviceFactor}, [&, r](ncclComm_t c, cudaStream_t s) {
-                   ncclDataType_t type = ncclTypeOf(tensor.scalar_type());
-                   withNcclOp(*seams_.api, c, r, type, site("allreduce"), [&](ncclRedOp_t nop) {
+std::unique_ptr<InFlight> NcclCommunicator::allReduce(at::Tensor& tensor, const Reduction& reduction) {
+  return launch({"allreduce", {tensor, reduction.tensorFactor}, [&](ncclComm_t c, cudaStream_t s) {
+                   withNcclOp(*seams_.api, c, reduction, tensor.scalar_type(), site("allreduce"), [&](ncclRedOp_t op) {
                      nccl::check(*seams_.api,
-                                 seams_.api->allReduce(tensor.data_ptr(), tensor.data_ptr(), countOf(tensor), type, nop,
-                                                       c, s),
+                                 seams_.api->allReduce(tensor.data_ptr(), tensor.data_ptr(), countOf(tensor),
+                                                       ncclTypeOf(tensor.scalar_type()), op, c, s),
                                  "ncclAllReduce", site("allreduce"));
                    });
                  }});
@@ -255,20 +226,18 @@ std::unique_ptr<InFlight> NcclCommunicator::broadcast(at::Tensor& tensor, int ro
                  }});
 }
 
-std::unique_ptr<InFlight> NcclCommunicator::reduce(at::Tensor& tensor, int root, const c10d::ReduceOp& op) {
-  Reduction r = reductionFor(op, tensor);
-  return launch({"reduce", {tensor, r.deviceFactor}, [&, r](ncclComm_t c, cudaStream_t s) {
-                   ncclDataType_t type = ncclTypeOf(tensor.scalar_type());
-                   withNcclOp(*seams_.api, c, r, type, site("reduce"), [&](ncclRedOp_t nop) {
+std::unique_ptr<InFlight> NcclCommunicator::reduce(at::Tensor& tensor, int root, const Reduction& reduction) {
+  return launch({"reduce", {tensor, reduction.tensorFactor}, [&](ncclComm_t c, cudaStream_t s) {
+                   withNcclOp(*seams_.api, c, reduction, tensor.scalar_type(), site("reduce"), [&](ncclRedOp_t op) {
                      nccl::check(*seams_.api,
-                                 seams_.api->reduce(tensor.data_ptr(), tensor.data_ptr(), countOf(tensor), type, nop,
-                                                    root, c, s),
+                                 seams_.api->reduce(tensor.data_ptr(), tensor.data_ptr(), countOf(tensor),
+                                                    ncclTypeOf(tensor.scalar_type()), op, root, c, s),
                                  "ncclReduce", site("reduce"));
                    });
                  }});
 }
 
-std::unique_ptr<InFlight> NcclCommunicator::allGatherInto(at::Tensor& output, at::Tensor& input) {
+std::unique_ptr<InFlight> NcclCommunicator::allGather(at::Tensor& output, at::Tensor& input) {
   return launch({"allgather", {output, input}, [&](ncclComm_t c, cudaStream_t s) {
                    nccl::check(*seams_.api,
                                seams_.api->allGather(input.data_ptr(), output.data_ptr(), countOf(input),
@@ -277,49 +246,23 @@ std::unique_ptr<InFlight> NcclCommunicator::allGatherInto(at::Tensor& output, at
                  }});
 }
 
-std::unique_ptr<InFlight> NcclCommunicator::allGather(std::vector<at::Tensor>& outputs, at::Tensor& input) {
-  at::Tensor flat = at::empty({static_cast<int64_t>(countOf(input)) * info_.size}, input.options());
-  // The copies out of the staging buffer follow the gather's launch: at the group's end in a batch.
-  auto copyOut = [this, flat, outputs, n = input.numel()] {
-    for (int i = 0; i < info_.size; ++i) {
-      seams_.runtime->copy(outputs[i], flat.narrow(0, i * n, n).view(outputs[i].sizes()), stream_);
-    }
-  };
-  return launch({"allgather", joined({flat, input}, outputs),
-                 [&](ncclComm_t c, cudaStream_t s) {
-                   nccl::check(*seams_.api,
-                               seams_.api->allGather(input.data_ptr(), flat.data_ptr(), countOf(input),
-                                                     ncclTypeOf(input.scalar_type()), c, s),
-                               "ncclAllGather", site("allgather"));
-                 },
-                 copyOut});
-}
-
-std::unique_ptr<InFlight> NcclCommunicator::reduceScatterFrom(at::Tensor& output, at::Tensor& input,
-                                                              const c10d::ReduceOp& op) {
-  Reduction r = reductionFor(op, input);
-  return launch({"reduce_scatter", {output, input, r.deviceFactor}, [&, r](ncclComm_t c, cudaStream_t s) {
-                   ncclDataType_t type = ncclTypeOf(output.scalar_type());
-                   withNcclOp(*seams_.api, c, r, type, site("reduce_scatter"), [&](ncclRedOp_t nop) {
-                     nccl::check(*seams_.api,
-                                 seams_.api->reduceScatter(input.data_ptr(), output.data_ptr(), countOf(output), type,
-                                                           nop, c, s),
-                                 "ncclReduceScatter", site("reduce_scatter"));
-                   });
+std::unique_ptr<InFlight> NcclCommunicator::reduceScatter(at::Tensor& output, at::Tensor& input,
+                                                          const Reduction& reduction) {
+  return launch({"reduce_scatter", {output, input, reduction.tensorFactor}, [&](ncclComm_t c, cudaStream_t s) {
+                   withNcclOp(*seams_.api, c, reduction, output.scalar_type(), site("reduce_scatter"),
+                              [&](ncclRedOp_t op) {
+                                nccl::check(*seams_.api,
+                                            seams_.api->reduceScatter(input.data_ptr(), output.data_ptr(),
+                                                                      countOf(output), ncclTypeOf(output.scalar_type()),
+                                                                      op, c, s),
+                                            "ncclReduceScatter", site("reduce_scatter"));
+                              });
                  }});
 }
 
-std::unique_ptr<InFlight> NcclCommunicator::reduceScatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
-                                                          const c10d::ReduceOp& op) {
-  // On the caller's stream, which the op then waits for; the op keeps the result alive.
-  at::Tensor flat = at::cat(inputs).reshape(-1);
-  at::Tensor out = output.reshape(-1);
-  return reduceScatterFrom(out, flat, op);
-}
-
-std::unique_ptr<InFlight> NcclCommunicator::allToAllSingle(at::Tensor& output, at::Tensor& input,
-                                                           const std::vector<int64_t>& outputSplits,
-                                                           const std::vector<int64_t>& inputSplits) {
+std::unique_ptr<InFlight> NcclCommunicator::allToAll(at::Tensor& output, at::Tensor& input,
+                                                     const std::vector<int64_t>& outputSplits,
+                                                     const std::vector<int64_t>& inputSplits) {
   SplitLayout in = layoutOf(input, inputSplits, info_.size), out = layoutOf(output, outputSplits, info_.size);
   return launch({"all_to_all", {output, input}, [&](ncclComm_t c, cudaStream_t s) {
                    nccl::NcclApi& api = *seams_.api;
@@ -337,72 +280,6 @@ std::unique_ptr<InFlight> NcclCommunicator::allToAllSingle(at::Tensor& output, a
                    }
                    group.end();
                  }});
-}
-
-std::unique_ptr<InFlight> NcclCommunicator::allToAll(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs) {
-  return launch({"all_to_all", joined(outputs, inputs), [&](ncclComm_t c, cudaStream_t s) {
-                   nccl::NcclApi& api = *seams_.api;
-                   nccl::GroupGuard group(api, site("all_to_all"));
-                   for (int peer = 0; peer < info_.size; ++peer) {
-                     nccl::check(api,
-                                 api.send(inputs[peer].data_ptr(), countOf(inputs[peer]),
-                                          ncclTypeOf(inputs[peer].scalar_type()), peer, c, s),
-                                 "ncclSend", site("all_to_all"));
-                     nccl::check(api,
-                                 api.recv(outputs[peer].data_ptr(), countOf(outputs[peer]),
-                                          ncclTypeOf(outputs[peer].scalar_type()), peer, c, s),
-                                 "ncclRecv", site("all_to_all"));
-                   }
-                   group.end();
-                 }});
-}
-
-std::unique_ptr<InFlight> NcclCommunicator::gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) {
-  bool isRoot = info_.rank == root;
-  std::function<void()> keepOwn;
-  if (isRoot) keepOwn = [this, own = outputs[root], input] { seams_.runtime->copy(own, input, stream_); };
-  return launch({"gather", joined(outputs, {input}),
-                 [&](ncclComm_t c, cudaStream_t s) {
-                   nccl::NcclApi& api = *seams_.api;
-                   ncclDataType_t type = ncclTypeOf(input.scalar_type());
-                   nccl::GroupGuard group(api, site("gather"));
-                   if (isRoot) {
-                     for (int peer = 0; peer < info_.size; ++peer) {
-                       if (peer == root) continue;
-                       nccl::check(api, api.recv(outputs[peer].data_ptr(), countOf(outputs[peer]), type, peer, c, s),
-                                   "ncclRecv", site("gather"));
-                     }
-                   } else {
-                     nccl::check(api, api.send(input.data_ptr(), countOf(input), type, root, c, s), "ncclSend",
-                                 site("gather"));
-                   }
-                   group.end();
-                 },
-                 keepOwn});
-}
-
-std::unique_ptr<InFlight> NcclCommunicator::scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) {
-  bool isRoot = info_.rank == root;
-  std::function<void()> keepOwn;
-  if (isRoot) keepOwn = [this, output, own = inputs[root]] { seams_.runtime->copy(output, own, stream_); };
-  return launch({"scatter", joined(inputs, {output}),
-                 [&](ncclComm_t c, cudaStream_t s) {
-                   nccl::NcclApi& api = *seams_.api;
-                   ncclDataType_t type = ncclTypeOf(output.scalar_type());
-                   nccl::GroupGuard group(api, site("scatter"));
-                   if (isRoot) {
-                     for (int peer = 0; peer < info_.size; ++peer) {
-                       if (peer == root) continue;
-                       nccl::check(api, api.send(inputs[peer].data_ptr(), countOf(inputs[peer]), type, peer, c, s),
-                                   "ncclSend", site("scatter"));
-                     }
-                   } else {
-                     nccl::check(api, api.recv(output.data_ptr(), countOf(output), type, root, c, s), "ncclRecv",
-                                 site("scatter"));
-                   }
-                   group.end();
-                 },
-                 keepOwn});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::send(at::Tensor& tensor, int peer) {
@@ -423,16 +300,21 @@ std::unique_ptr<InFlight> NcclCommunicator::recv(at::Tensor& tensor, int peer) {
                  }});
 }
 
-// An all-reduce of one element, as torch's NCCL backends do it; the op keeps the token alive.
-std::unique_ptr<InFlight> NcclCommunicator::barrier() {
-  auto current = seams_.runtime->makeCurrent(info_.device);
-  at::Tensor token = at::zeros({1}, onDevice(info_.device).dtype(at::kFloat));
-  return allReduce(token, c10d::ReduceOp(c10d::ReduceOp::SUM));
-}
-
 void NcclCommunicator::beginBatch() {
   TORCH_CHECK(!batch_, "a coalescing batch is already open on communicator ", info_.key);
   batch_ = std::make_unique<OpenBatch>(handle_, site("coalescing"));
+}
+
+// On the communicator's stream once the batch's group has launched, so the copy reads what the
+// batch's ops wrote; both tensors live until the batch's InFlight is done.
+void NcclCommunicator::copyAfterBatch(const at::Tensor& to, const at::Tensor& from) {
+  TORCH_CHECK(batch_, "copyAfterBatch outside a batch on communicator ", info_.key);
+  batch_->stash.insert(batch_->stash.end(), {to, from});
+  batch_->afterLaunch.push_back([this, to, from] {
+    seams_.runtime->copy(to, from, stream_);
+    seams_.runtime->recordStream(to, stream_);
+    seams_.runtime->recordStream(from, stream_);
+  });
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::endBatch() {

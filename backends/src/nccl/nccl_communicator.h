@@ -35,37 +35,28 @@ class NcclCommunicator final : public Communicator {
   ~NcclCommunicator() override;
 
   const CommunicatorInfo& info() const override { return info_; }
-  std::unique_ptr<InFlight> allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) override;
+  std::unique_ptr<InFlight> allReduce(at::Tensor& tensor, const Reduction& reduction) override;
   std::unique_ptr<InFlight> broadcast(at::Tensor& tensor, int root) override;
-  std::unique_ptr<InFlight> reduce(at::Tensor& tensor, int root, const c10d::ReduceOp& op) override;
-  std::unique_ptr<InFlight> allGather(std::vector<at::Tensor>& outputs, at::Tensor& input) override;
-  std::unique_ptr<InFlight> allGatherInto(at::Tensor& output, at::Tensor& input) override;
-  std::unique_ptr<InFlight> reduceScatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
-                                          const c10d::ReduceOp& op) override;
-  std::unique_ptr<InFlight> reduceScatterFrom(at::Tensor& output, at::Tensor& input, const c10d::ReduceOp& op) override;
-  std::unique_ptr<InFlight> allToAll(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs) override;
-  std::unique_ptr<InFlight> allToAllSingle(at::Tensor& output, at::Tensor& input,
-                                           const std::vector<int64_t>& outputSplits,
-                                           const std::vector<int64_t>& inputSplits) override;
-  std::unique_ptr<InFlight> gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) override;
-  std::unique_ptr<InFlight> scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) override;
+  std::unique_ptr<InFlight> reduce(at::Tensor& tensor, int root, const Reduction& reduction) override;
+  std::unique_ptr<InFlight> allGather(at::Tensor& output, at::Tensor& input) override;
+  std::unique_ptr<InFlight> reduceScatter(at::Tensor& output, at::Tensor& input, const Reduction& reduction) override;
+  std::unique_ptr<InFlight> allToAll(at::Tensor& output, at::Tensor& input, const std::vector<int64_t>& outputSplits,
+                                     const std::vector<int64_t>& inputSplits) override;
   std::unique_ptr<InFlight> send(at::Tensor& tensor, int peer) override;
   std::unique_ptr<InFlight> recv(at::Tensor& tensor, int peer) override;
-  std::unique_ptr<InFlight> barrier() override;
   void beginBatch() override;
+  void copyAfterBatch(const at::Tensor& to, const at::Tensor& from) override;
   std::unique_ptr<InFlight> endBatch() override;
   void abort() override;
 
   struct OpenBatch;  // the NCCL group of a coalescing batch, open until endBatch
 
  private:
-  // How one op is put on the stream: its NCCL calls, the tensors it uses, and what must follow
-  // its launch (copies out of a staging buffer), which inside a batch waits for the group's end.
+  // How one op is put on the stream: its NCCL calls and the tensors it uses.
   struct Launch {
     std::string_view op;
     std::vector<at::Tensor> tensors;
     std::function<void(ncclComm_t, cudaStream_t)> issue;
-    std::function<void()> afterLaunch;
   };
 
   NcclCommunicator(CommunicatorInfo info, std::string groupName, FutureOrder futureOrder, NcclSeams seams,

@@ -16,6 +16,7 @@
 #include <c10/core/Device.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
+#include "nccl_migrate/backends/reduction.h"
 #include "nccl_migrate/backends/torch_compat.h"
 
 namespace nccl_migrate::backends {
@@ -72,43 +73,40 @@ struct CommunicatorInfo {
   std::string implementation;  // "nccl" or "gloo"
 };
 
-// Ranks in these calls are communicator ranks (positions in CommunicatorInfo::groupRanks).
-// Tensors are validated by the engine before they arrive here.
+// The primitives a transport implements; the engine lowers every other form onto them (list
+// forms, uneven lists, gather, scatter, barrier, reduce ops). Ranks in these calls are
+// communicator ranks (positions in CommunicatorInfo::groupRanks). Tensors arrive validated and
+// as the transport carries them (bool as bytes, complex as real pairs). Inside a batch every
+// primitive returns nullptr: the batch's InFlight, from endBatch, answers for it.
 class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual const CommunicatorInfo& info() const = 0;
 
-  virtual std::unique_ptr<InFlight> allReduce(at::Tensor& tensor, const c10d::ReduceOp& op) = 0;
+  virtual std::unique_ptr<InFlight> allReduce(at::Tensor& tensor, const Reduction& reduction) = 0;
   virtual std::unique_ptr<InFlight> broadcast(at::Tensor& tensor, int root) = 0;
-  virtual std::unique_ptr<InFlight> reduce(at::Tensor& tensor, int root, const c10d::ReduceOp& op) = 0;
-  // outputs[i] receives rank i's input.
-  virtual std::unique_ptr<InFlight> allGather(std::vector<at::Tensor>& outputs, at::Tensor& input) = 0;
-  // output is size() inputs laid end to end.
-  virtual std::unique_ptr<InFlight> allGatherInto(at::Tensor& output, at::Tensor& input) = 0;
-  // inputs[i] is reduced into rank i's output.
-  virtual std::unique_ptr<InFlight> reduceScatter(at::Tensor& output, std::vector<at::Tensor>& inputs,
-                                                  const c10d::ReduceOp& op) = 0;
-  // input is size() outputs laid end to end.
-  virtual std::unique_ptr<InFlight> reduceScatterFrom(at::Tensor& output, at::Tensor& input,
-                                                      const c10d::ReduceOp& op) = 0;
-  virtual std::unique_ptr<InFlight> allToAll(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs) = 0;
+  // Only the root's tensor receives the result; the others keep theirs.
+  virtual std::unique_ptr<InFlight> reduce(at::Tensor& tensor, int root, const Reduction& reduction) = 0;
+  // output is size() inputs laid end to end, rank order.
+  virtual std::unique_ptr<InFlight> allGather(at::Tensor& output, at::Tensor& input) = 0;
+  // input is size() outputs laid end to end; rank i receives the i-th part, reduced.
+  virtual std::unique_ptr<InFlight> reduceScatter(at::Tensor& output, at::Tensor& input,
+                                                  const Reduction& reduction) = 0;
   // Split sizes count rows (first dimension); empty means equal parts.
-  virtual std::unique_ptr<InFlight> allToAllSingle(at::Tensor& output, at::Tensor& input,
-                                                   const std::vector<int64_t>& outputSplits,
-                                                   const std::vector<int64_t>& inputSplits) = 0;
-  // outputs is empty except on root.
-  virtual std::unique_ptr<InFlight> gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) = 0;
-  // inputs is empty except on root.
-  virtual std::unique_ptr<InFlight> scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) = 0;
+  virtual std::unique_ptr<InFlight> allToAll(at::Tensor& output, at::Tensor& input,
+                                             const std::vector<int64_t>& outputSplits,
+                                             const std::vector<int64_t>& inputSplits) = 0;
   virtual std::unique_ptr<InFlight> send(at::Tensor& tensor, int peer) = 0;
   virtual std::unique_ptr<InFlight> recv(at::Tensor& tensor, int peer) = 0;
-  virtual std::unique_ptr<InFlight> barrier() = 0;
 
   // Ops issued between beginBatch and endBatch form one launch (an NCCL group), so batched
   // sends and receives cannot deadlock on each other. The InFlight endBatch returns covers
-  // every op of the batch; those returned inside the batch must not be waited on alone.
+  // every op of the batch.
   virtual void beginBatch() = 0;
+  // Inside a batch: copies `from` into `to` after the batch's ops, before its InFlight is done
+  // (in the communicator's stream order on a device). How lowered forms fill the job's tensors
+  // from staging buffers and from this rank's own input.
+  virtual void copyAfterBatch(const at::Tensor& to, const at::Tensor& from) = 0;
   virtual std::unique_ptr<InFlight> endBatch() = 0;
 
   // Stops outstanding ops and frees the transport; later ops fail. Never throws.

@@ -79,6 +79,9 @@ struct LiveCommunicator {
 };
 
 class EngineWork;
+namespace lowering {
+struct Target;  // engine/lowering.h
+}
 
 class MigrateBackend final : public c10d::Backend {
  public:
@@ -237,6 +240,9 @@ class MigrateBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> reduceScatterUneven(at::Tensor& output, std::vector<at::Tensor>& inputs,
                                                      const c10d::ReduceScatterOptions& opts);
   Communicator& communicatorFor(const CommunicatorRequest& request);
+  // Where an op lowered onto primitives (engine/lowering.h) runs: on `comm`, inside the job's
+  // batch when one is open.
+  lowering::Target onto(Communicator& comm) const;
   c10::Device barrierDevice(const c10d::BarrierOptions& opts) const;
   std::string describeOp(const std::string& op, uint64_t seq) const;
   void checkUsable() const;
