@@ -16,7 +16,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "nccl_migrate/backends/communicator_factories.h"
-#include "nccl_migrate/backends/flight_recorder.h"
+#include "nccl_migrate/backends/engine_services.h"
 #include "nccl_migrate/backends/migrate_backend.h"
 #include "nccl_migrate/backends/shutdown.h"
 #include "nccl_migrate/shim/backend_name.h"
@@ -80,7 +80,7 @@ py::bytes flightRecorderDump() {
   std::string bytes;
   {
     py::gil_scoped_release release;
-    bytes = backends::FlightRecorder::instance().dumpPickle();
+    bytes = backends::EngineServices::process()->flightRecorder->dumpPickle();
   }
   return py::bytes(bytes);
 }
@@ -121,7 +121,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("process_communicators", [] { return listOf(backends::MigrateBackend::processCommunicators()); },
         "Live communicators of every toolkit backend in this process, with their group and policy.");
   m.def("flight_recorder_dump", &flightRecorderDump, "The flight recorder's contents in torch's pickle format.");
-  m.def("flight_recorder_dump_to_file", [](uint64_t rank) { return backends::FlightRecorder::instance().dumpToFile(rank); },
+  m.def("flight_recorder_dump_to_file", [](uint64_t rank) { return backends::EngineServices::process()->flightRecorder->dumpToFile(rank); },
         py::arg("rank"), "Writes the dump where torch writes its own (TORCH_FR_DUMP_TEMP_FILE); returns the path.");
   m.def("resolve_nccl_name", &resolveNcclName, py::arg("name"), py::arg("use_nccl2"));
   m.def("stop_watchdog", [] { backends::stopWatchdogBeforeExit(); }, py::call_guard<py::gil_scoped_release>(),

@@ -4,9 +4,7 @@
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 
-#include "nccl_migrate/backends/flight_recorder.h"
 #include "nccl_migrate/backends/migrate_backend.h"
-#include "watchdog.h"
 
 namespace nccl_migrate::backends {
 namespace {
@@ -68,12 +66,9 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
   }
   cv_.notify_all();
   if (unsettled_) unsettled_->fetch_sub(1, std::memory_order_relaxed);
-  // A failed op stays "started" in the flight recorder: the dump must show where the rank stopped.
   if (error) inFlight_->giveUp();
-  if (!error) {
-    if (identity_.flightRecord) FlightRecorder::instance().markCompleted(*identity_.flightRecord);
-    return;
-  }
+  for (const auto& [observer, token] : identity_.settleListeners) observer->onSettled(token, error);
+  if (!error) return;
   if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, inFlight_->onDevice(), messageOf(exception()));
 }
 

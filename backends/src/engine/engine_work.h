@@ -13,6 +13,7 @@
 
 #include "nccl_migrate/backends/communicator.h"
 #include "nccl_migrate/backends/migrate_backend.h"
+#include "nccl_migrate/backends/op_observer.h"
 
 namespace nccl_migrate::backends {
 
@@ -22,7 +23,7 @@ class EngineWork final : public c10d::Work {
     c10d::OpType type;
     uint64_t sequence;
     std::string description;  // "allreduce (backend nccl2, group '0', rank 1, sequence number 4)"
-    std::optional<uint64_t> flightRecord;
+    SettleListeners settleListeners;  // told once when the op settles
     // wait() without a timeout blocks the host (barrier, blocking-wait mode) instead of only
     // ordering the caller's stream after the op.
     bool waitBlocksHost = false;
@@ -51,8 +52,8 @@ class EngineWork final : public c10d::Work {
   bool watch(std::chrono::steady_clock::time_point now);
 
  private:
-  // Settles the work once: records completion or the error, tells the flight recorder and,
-  // on failure, the backend.
+  // Settles the work once: records completion or the error, tells the op's observers and, on
+  // failure, the backend.
   void settle(std::exception_ptr error, bool timedOut);
   std::exception_ptr withContext(const std::exception_ptr& cause) const;
 

@@ -28,7 +28,7 @@ const char* firstEnv(std::initializer_list<const char*> names) {
   return nullptr;
 }
 
-size_t capacityFromEnv() {
+size_t capacityFromEnvironmentValue() {
   const char* value = firstEnv({"TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"});
   if (!value) return kDefaultCapacity;
   try {
@@ -95,12 +95,60 @@ int64_t nowNs() {
       .count();
 }
 
-FlightRecorder& FlightRecorder::instance() {
-  static FlightRecorder recorder;
-  return recorder;
+namespace {
+
+// The profiling name's prefix: torch's is the backend's name (nccl2:all_reduce for the rewritten
+// behaviour); a torch without nccl2 (2.11) has an analyzer (torchfrtrace) that accepts only
+// "nccl" there.
+std::string profilingPrefix(const std::string& backendName) {
+#if NCCL_MIGRATE_TORCH_HAS_NCCL2
+  return backendName;
+#else
+  (void)backendName;
+  return "nccl";
+#endif
 }
 
-FlightRecorder::FlightRecorder() : capacity_(capacityFromEnv()) {}
+std::string profilingNameOf(const IssuedOp& op) {
+  std::string name = profilingPrefix(op.backendName) + ":" + op.name;
+  if (!op.isP2P) return name;
+  const char* arrow = op.name == "send" ? "->" : "<-";
+  return name + " " + std::to_string(op.rank) + arrow + std::to_string(op.peer);
+}
+
+}  // namespace
+
+FlightRecorder::FlightRecorder(size_t capacity) : capacity_(capacity) {}
+
+size_t FlightRecorder::capacityFromEnvironment() { return capacityFromEnvironmentValue(); }
+
+std::optional<uint64_t> FlightRecorder::onIssued(const IssuedOp& op) {
+  if (op.inBatch || !enabled()) return std::nullopt;
+  FlightEntry entry;
+  entry.groupName = op.groupName;
+  entry.groupDesc = op.groupDesc.empty() ? "undefined" : op.groupDesc;
+  entry.collectiveSeq = op.collectiveSeq;
+  entry.p2pSeq = op.p2pSeq;
+  entry.opId = op.opId;
+  entry.isP2P = op.isP2P;
+  entry.profilingName = profilingNameOf(op);
+  entry.createdNs = entry.startedNs = nowNs();
+  entry.timeoutMs = op.timeout.count();
+  for (const at::Tensor& t : op.inputs) {
+    entry.inputSizes.push_back(t.sizes().vec());
+    entry.inputDtypes.emplace_back(c10::toString(t.scalar_type()));
+  }
+  for (const at::Tensor& t : op.outputs) {
+    entry.outputSizes.push_back(t.sizes().vec());
+    entry.outputDtypes.emplace_back(c10::toString(t.scalar_type()));
+  }
+  entry.state = "started";
+  return record(std::move(entry));
+}
+
+void FlightRecorder::onSettled(uint64_t recordId, const std::exception_ptr& error) {
+  if (!error) markCompleted(recordId);
+}
 
 void FlightRecorder::registerGroup(const FlightGroup& group) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -206,14 +254,6 @@ std::string FlightRecorder::dumpToFile(uint64_t globalRank) const {
   std::filesystem::rename(tmp, path, ec);
   TORCH_CHECK(!ec, "cannot move the flight recorder dump into place at ", path, ": ", ec.message());
   return path;
-}
-
-void FlightRecorder::resetForTesting(size_t capacity) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  capacity_ = capacity;
-  nextId_ = 0;
-  ring_.clear();
-  groups_.clear();
 }
 
 }  // namespace nccl_migrate::backends

@@ -97,7 +97,7 @@ c10::intrusive_ptr<c10d::Backend> MigrateBackend::shrink(const std::vector<int64
   int childRank = static_cast<int>(std::find(survivors.begin(), survivors.end(), rank_) - survivors.begin());
   // Like torch's shrink, the child connects at once (only survivors take part).
   return c10::make_intrusive<MigrateBackend>(store, childRank, static_cast<int>(survivors.size()), std::move(child),
-                                             makePolicy_, makeFactory_);
+                                             makePolicy_, makeFactory_, services_);
 }
 
 // A torch without the reconfigure API (2.11) also keeps rank_ and size_ const: compiled out there.
@@ -154,7 +154,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reconfigure(const c10d::Reconfigu
   }
   auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
   return c10::make_intrusive<EngineWork>(
-      rank_, EngineWork::Identity{c10d::OpType::UNKNOWN, 0, describeOp("reconfigure", 0), std::nullopt},
+      rank_, EngineWork::Identity{c10d::OpType::UNKNOWN, 0, describeOp("reconfigure", 0), {}},
       std::make_unique<FinishedInFlight>(), std::vector<at::Tensor>{}, options_.timeout,
       c10::weak_intrusive_ptr<MigrateBackend>(self));
 }

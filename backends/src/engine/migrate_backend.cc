@@ -13,7 +13,7 @@
 
 #include "engine_internals.h"
 #include "engine_work.h"
-#include "nccl_migrate/backends/flight_recorder.h"
+#include "nccl_migrate/backends/engine_services.h"
 #include "nccl_migrate/shim/nccl_environment.h"
 #include "watchdog.h"
 
@@ -35,28 +35,12 @@ std::vector<LiveCommunicator>& creationHistory() {
   return history;
 }
 
-std::vector<int64_t> sizesOf(const at::Tensor& t) { return t.sizes().vec(); }
-
-std::string dtypeName(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
-
 // host:pid:counter, unique among the backends of a job.
 std::string uniqueInstanceTag() {
   static std::atomic<uint64_t> counter{0};
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown-host");
   return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(counter++);
-}
-
-// The flight recorder's profiling-name prefix: torch's is the backend's name (nccl2:all_reduce
-// for the rewritten behaviour); a torch without nccl2 (2.11) has an analyzer (torchfrtrace)
-// that accepts only "nccl" there.
-std::string profilingPrefix(const std::string& backendName) {
-#if NCCL_MIGRATE_TORCH_HAS_NCCL2
-  return backendName;
-#else
-  (void)backendName;
-  return "nccl";
-#endif
 }
 
 }  // namespace
@@ -70,8 +54,10 @@ void applyNcclEnvironment(GroupOptions& options) {
 }
 
 MigrateBackend::MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, GroupOptions options,
-                               PolicyMaker makePolicy, FactoryMaker makeFactory)
+                               PolicyMaker makePolicy, FactoryMaker makeFactory,
+                               std::shared_ptr<EngineServices> services)
     : c10d::Backend(rank, size),
+      services_(std::move(services)),
       store_(store),
       options_(std::move(options)),
       makePolicy_(std::move(makePolicy)),
@@ -95,7 +81,7 @@ void MigrateBackend::registerWithFlightRecorder() {
   if (ranks.empty()) {
     for (int i = 0; i < size_; ++i) ranks.push_back(static_cast<uint64_t>(i));
   }
-  FlightRecorder::instance().registerGroup(
+  services_->flightRecorder->registerGroup(
       {options_.groupName, options_.groupDesc.empty() ? "undefined" : options_.groupDesc, std::move(ranks)});
 }
 
@@ -198,31 +184,16 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
     p2pSeq = op.isP2P ? ++p2pSeq_ : p2pSeq_;
     opId = ++opId_;
   }
-  FlightEntry entry;
-  entry.groupName = options_.groupName;
-  entry.groupDesc = options_.groupDesc.empty() ? "undefined" : options_.groupDesc;
-  entry.collectiveSeq = seq;
-  entry.p2pSeq = p2pSeq;
-  entry.opId = opId;
-  entry.isP2P = op.isP2P;
-  entry.profilingName = profilingPrefix(backendName_) + ":" + op.name;
-  if (op.isP2P) {
-    entry.profilingName += op.name == "send" ? " " + std::to_string(rank_) + "->" + std::to_string(op.peer)
-                                             : " " + std::to_string(rank_) + "<-" + std::to_string(op.peer);
-  }
-  entry.createdNs = entry.startedNs = nowNs();
   std::chrono::milliseconds timeout = op.timeout == c10d::kUnsetTimeout ? options_.timeout : op.timeout;
-  entry.timeoutMs = timeout.count();
-  for (const at::Tensor& t : op.inputs) {
-    entry.inputSizes.push_back(sizesOf(t));
-    entry.inputDtypes.push_back(dtypeName(t));
-  }
-  for (const at::Tensor& t : op.outputs) {
-    entry.outputSizes.push_back(sizesOf(t));
-    entry.outputDtypes.push_back(dtypeName(t));
-  }
-  entry.state = "started";
-  std::optional<uint64_t> record = batch_ ? std::nullopt : FlightRecorder::instance().record(std::move(entry));
+  IssuedOp issued = describeIssued(op.name, op.type, seq, timeout);
+  issued.p2pSeq = p2pSeq;
+  issued.opId = opId;
+  issued.isP2P = op.isP2P;
+  issued.peer = op.peer;
+  issued.inBatch = batch_ != nullptr;
+  issued.inputs = op.inputs;
+  issued.outputs = op.outputs;
+  SettleListeners observed = notifyIssued(issued);
 
   uint64_t shownSeq = op.isP2P ? p2pSeq : seq;
   std::string description = describeOp(op.name, shownSeq);
@@ -243,12 +214,35 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
   auto work = c10::make_intrusive<EngineWork>(
       rank_,
-      EngineWork::Identity{op.type, shownSeq, description, record,
+      EngineWork::Identity{op.type, shownSeq, description, std::move(observed),
                            op.type == c10d::OpType::BARRIER || options_.blockingWait},
       std::move(inFlight), op.outputs, timeout, c10::weak_intrusive_ptr<MigrateBackend>(self),
       batch_ ? nullptr : unsettled_);
-  if (!batch_) watchUntilSettled(work);
+  if (!batch_) services_->watchdog->watchUntilSettled(work);
   return work;
+}
+
+// What every observer is told of an op of this group; the caller adds the op's own fields.
+IssuedOp MigrateBackend::describeIssued(std::string name, c10d::OpType type, uint64_t seq,
+                                        std::chrono::milliseconds timeout) const {
+  IssuedOp issued;
+  issued.backendName = backendName_;
+  issued.groupName = options_.groupName;
+  issued.groupDesc = options_.groupDesc;
+  issued.name = std::move(name);
+  issued.type = type;
+  issued.collectiveSeq = seq;
+  issued.rank = rank_;
+  issued.timeout = timeout;
+  return issued;
+}
+
+SettleListeners MigrateBackend::notifyIssued(const IssuedOp& issued) const {
+  SettleListeners observed;
+  for (const auto& observer : services_->observers) {
+    if (auto token = observer->onIssued(issued)) observed.emplace_back(observer, *token);
+  }
+  return observed;
 }
 
 void MigrateBackend::startCoalescing() {
@@ -278,22 +272,16 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::endCoalescing() {
   } else {
     inFlight = std::make_unique<FinishedInFlight>();  // an empty batch
   }
-  FlightEntry entry;
-  entry.groupName = options_.groupName;
-  entry.groupDesc = options_.groupDesc.empty() ? "undefined" : options_.groupDesc;
-  entry.collectiveSeq = seq;
-  entry.profilingName = profilingPrefix(backendName_) + ":coalesced";
-  entry.createdNs = entry.startedNs = nowNs();
-  entry.timeoutMs = options_.timeout.count();
-  entry.state = "started";
-  auto record = FlightRecorder::instance().record(std::move(entry));
+  // Its members were described as they joined; like torch's, the batch's entry carries no tensors.
+  IssuedOp issued = describeIssued("coalesced", c10d::OpType::COALESCED, seq, options_.timeout);
+  SettleListeners observed = notifyIssued(issued);
   auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
   auto work = c10::make_intrusive<EngineWork>(rank_,
-                                              EngineWork::Identity{c10d::OpType::COALESCED, seq, description, record,
+                                              EngineWork::Identity{c10d::OpType::COALESCED, seq, description, std::move(observed),
                                                                    options_.blockingWait},
                                               std::move(inFlight), batch->outputs, options_.timeout,
                                               c10::weak_intrusive_ptr<MigrateBackend>(self), unsettled_);
-  watchUntilSettled(work);
+  services_->watchdog->watchUntilSettled(work);
   return work;
 }
 
@@ -330,16 +318,16 @@ void MigrateBackend::onOpFailure(bool timedOut, bool onDevice, const std::string
   // Hooks and dumps may take seconds (torch's FlightRecorderHook writes its own trace); the
   // thread that saw the failure raises now and the watchdog does the rest.
   auto self = c10::weak_intrusive_ptr<MigrateBackend>(c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this));
-  runOnWatchdog([self, timedOut, onDevice, what] {
+  services_->watchdog->post([self, timedOut, onDevice, what] {
     if (auto backend = self.lock()) backend->handleFailure(timedOut, onDevice, what);
   });
 }
 
 void MigrateBackend::handleFailure(bool timedOut, bool onDevice, const std::string& what) {
   runAbortHooks();
-  if (!dumped_.exchange(true) && FlightRecorder::instance().enabled()) {
+  if (!dumped_.exchange(true) && services_->flightRecorder->enabled()) {
     try {
-      std::string path = FlightRecorder::instance().dumpToFile(globalRank());
+      std::string path = services_->flightRecorder->dumpToFile(globalRank());
       LOG(ERROR) << "[nccl_migrate] " << what << "; flight recorder dumped to " << path;
     } catch (const std::exception& e) {
       LOG(ERROR) << "[nccl_migrate] " << what << "; the flight recorder dump failed: " << e.what();
@@ -367,7 +355,7 @@ c10::intrusive_ptr<c10d::Backend> MigrateBackend::split(const c10::intrusive_ptr
   child.boundDevice = policy_->boundDevice();
   ++splitCount_;
   return c10::make_intrusive<MigrateBackend>(store, static_cast<int>(me - ranks.begin()), static_cast<int>(ranks.size()),
-                                             std::move(child), makePolicy_, makeFactory_);
+                                             std::move(child), makePolicy_, makeFactory_, services_);
 }
 
 // torch calls this for every new group of a device-bound world; what it creates is the policy's

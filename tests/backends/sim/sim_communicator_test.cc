@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -51,7 +52,9 @@ struct JobStream {
 // A toolkit backend of this rank whose device communicators run on the simulated device.
 c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMaker& policy,
                                               std::chrono::milliseconds timeout = std::chrono::seconds(20),
-                                              Faults faults = {}, backends::DeviceCommOptions comms = {}) {
+                                              Faults faults = {}, backends::DeviceCommOptions comms = {},
+                                              std::shared_ptr<backends::EngineServices> services =
+                                                  backends::EngineServices::process()) {
   GroupOptions options{"0", "default_pg", timeout, {}, simDevice(ctx.rank)};
   options.deviceComms = comms;
   backends::applyNcclEnvironment(options);  // as every creation path does
@@ -59,7 +62,8 @@ c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMake
   backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
     return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.timeout, seams, c10::kCPU, o.deviceComms);
   };
-  return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory);
+  return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory,
+                                             std::move(services));
 }
 
 // Rank r's input: small integers, exact in every type.
@@ -512,6 +516,78 @@ TEST(SimulatedDevice, StalledOpTimesOutAndTheProcessSurvives) {
                        }
                        std::this_thread::sleep_for(std::chrono::milliseconds(300));
                        check(pg->getError() == c10d::ErrorType::TIMEOUT, "group error is not TIMEOUT");
+                     }),
+            "");
+}
+
+// What an observer of the engine's ops hears: each op once at issue with its identity, and once
+// when it settles (with the error when it failed).
+class RecordingObserver final : public backends::OpObserver {
+ public:
+  std::optional<uint64_t> onIssued(const backends::IssuedOp& op) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    issued.push_back(op.backendName + ":" + op.name + "#" + std::to_string(op.collectiveSeq) +
+                     (op.inBatch ? " in batch" : ""));
+    return issued.size() - 1;
+  }
+  void onSettled(uint64_t token, const std::exception_ptr& error) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    settled.push_back(issued.at(token) + (error ? " failed" : " done"));
+  }
+  std::vector<std::string> settledSoFar() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return settled;
+  }
+  std::mutex mutex;
+  std::vector<std::string> issued, settled;
+};
+
+std::string joinedText(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += "[" + item + "]";
+  return out;
+}
+
+// Engine services are passed in: a backend built with its own records there (its recorder starts
+// empty, whatever ran before in the process), and every observer hears issue and settlement of
+// ops, a batch's members included, a stalled op as failed.
+TEST(SimulatedDevice, ObserversOfFreshServicesHearEveryOpOnce) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       Faults stallThird;
+                       stallThird.stallAt = 3;
+                       auto observer = std::make_shared<RecordingObserver>();
+                       auto services = backends::EngineServices::fresh(16, {observer});
+                       size_t processEntries = backends::EngineServices::process()->flightRecorder->entries().size();
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::milliseconds(1500), stallThird, {}, services);
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait();
+                       pg->startCoalescing();
+                       (void)pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       pg->endCoalescing()->wait();
+                       auto stalled = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       try {
+                         stalled->wait(std::chrono::milliseconds(5000));
+                       } catch (const c10::DistBackendError&) {
+                       }
+                       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the watchdog settles it
+                       std::string issued = joinedText(observer->issued);
+                       check(issued == "[nccl2:all_reduce#1][nccl2:all_reduce#2 in batch][nccl2:coalesced#3]"
+                                       "[nccl2:all_reduce#4]",
+                             "issued: " + issued);
+                       std::vector<std::string> settled = observer->settledSoFar();
+                       for (const char* expected : {"[nccl2:all_reduce#1 done]", "[nccl2:coalesced#3 done]",
+                                                    "[nccl2:all_reduce#4 failed]"}) {
+                         check(joinedText(settled).find(expected) != std::string::npos,
+                               std::string("not settled as ") + expected + ": " + joinedText(settled));
+                       }
+                       auto entries = services->flightRecorder->entries();
+                       check(entries.size() == 3, "the fresh recorder holds " + std::to_string(entries.size()) +
+                                                      " entries, not the 3 ops outside the batch and the batch");
+                       check(entries[0].state == "completed" && entries[2].state == "started",
+                             "a failed op must stay started: " + entries[2].state);
+                       check(backends::EngineServices::process()->flightRecorder->entries().size() == processEntries,
+                             "the process's recorder recorded ops of a backend with its own services");
                      }),
             "");
 }

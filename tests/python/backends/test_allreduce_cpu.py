@@ -124,3 +124,23 @@ def test_dead_peer_fails_with_the_op_identity_instead_of_hanging():
     (kind, message), = run_ranks(_dead_peer, world_size=2, timeout=90, reporting=[0])
     assert kind == "DistBackendError", message
     assert "all_reduce" in message and "sequence number 1" in message and "rank 0" in message, message
+
+
+def _average_issued_before_the_peer_joins(rank, world_size, store):
+    dist = _init("migrate-nccl2", rank, world_size, store, timeout=timedelta(seconds=20))
+    t = torch.full((4,), float(rank + 1))
+    if rank == 1:
+        # Joins only once rank 0's issue returned: an issue that waited for the peers (the CPU
+        # transport's AVG once did) never returns, and this wait fails.
+        store.wait(["avg-issued"], timedelta(seconds=10))
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        return t.tolist()
+    work = dist.all_reduce(t, op=dist.ReduceOp.AVG, async_op=True)
+    store.set("avg-issued", "1")
+    work.wait()
+    return t.tolist()
+
+
+def test_async_average_returns_at_issue_and_averages_once_done():
+    for values in run_ranks(_average_issued_before_the_peer_joins, world_size=2, timeout=90):
+        assert values == [1.5] * 4

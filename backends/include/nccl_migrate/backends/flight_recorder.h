@@ -1,7 +1,8 @@
 // A flight recorder for every toolkit backend: the last TORCH_FR_BUFFER_SIZE ops of the
 // process in a ring buffer, with torch's entry fields, dumped as torch's pickle format so that
-// torch's own analyzer (torchfrtrace) reads it. Process-wide, like torch's, so one dump holds
-// every group of the rank.
+// torch's own analyzer (torchfrtrace) reads it. One per process, like torch's (the process's
+// EngineServices hold it), so one dump holds every group of the rank. It observes ops as any
+// other observer does.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "nccl_migrate/backends/op_observer.h"
 
 namespace nccl_migrate::backends {
 
@@ -32,13 +35,19 @@ struct FlightEntry {
   bool retired = false;
 };
 
-class FlightRecorder {
+class FlightRecorder final : public OpObserver {
  public:
-  static FlightRecorder& instance();
+  // Holds the last `capacity` entries; 0 records nothing.
+  explicit FlightRecorder(size_t capacity);
+  // TORCH_FR_BUFFER_SIZE (alias TORCH_NCCL_TRACE_BUFFER_SIZE), default 2000.
+  static size_t capacityFromEnvironment();
 
-  // Capacity from TORCH_FR_BUFFER_SIZE (alias TORCH_NCCL_TRACE_BUFFER_SIZE), default 2000;
-  // 0 disables recording.
   bool enabled() const { return capacity_ > 0; }
+  // One entry per op, as torch's recorder keeps them: members of a coalescing batch are recorded
+  // as the batch's one "coalesced" entry, and a failed op stays "started" (a dump must show
+  // where the rank stopped).
+  std::optional<uint64_t> onIssued(const IssuedOp& op) override;
+  void onSettled(uint64_t recordId, const std::exception_ptr& error) override;
   void registerGroup(const FlightGroup& group);
   // Returns the entry's id, or nullopt when disabled.
   std::optional<uint64_t> record(FlightEntry entry);
@@ -51,12 +60,7 @@ class FlightRecorder {
   // TORCH_NCCL_DEBUG_INFO_TEMP_FILE), else ~/.cache/torch/comm_lib_trace_rank_. Returns the path.
   std::string dumpToFile(uint64_t globalRank) const;
 
-  // Test seam: capacity and contents start over.
-  void resetForTesting(size_t capacity);
-
  private:
-  FlightRecorder();
-
   mutable std::mutex mutex_;
   size_t capacity_;
   uint64_t nextId_ = 0;

@@ -19,6 +19,7 @@
 
 #include "nccl_migrate/backends/communicator.h"
 #include "nccl_migrate/backends/communicator_policy.h"
+#include "nccl_migrate/backends/engine_services.h"
 
 // `override` only where this torch declares the method (cmake/TorchFeatures.cmake).
 #if NCCL_MIGRATE_TORCH_HAS_ABORT_HOOKS
@@ -86,7 +87,8 @@ struct Target;  // engine/lowering.h
 class MigrateBackend final : public c10d::Backend {
  public:
   MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, GroupOptions options,
-                 PolicyMaker makePolicy, FactoryMaker makeFactory);
+                 PolicyMaker makePolicy, FactoryMaker makeFactory,
+                 std::shared_ptr<EngineServices> services = EngineServices::process());
   ~MigrateBackend() override;
   // Runs when the last strong reference goes, on that thread (usually the job's, holding the
   // GIL): frees communicators and the Python callables behind them there, not later on the
@@ -245,6 +247,9 @@ class MigrateBackend final : public c10d::Backend {
   lowering::Target onto(Communicator& comm) const;
   c10::Device barrierDevice(const c10d::BarrierOptions& opts) const;
   std::string describeOp(const std::string& op, uint64_t seq) const;
+  IssuedOp describeIssued(std::string name, c10d::OpType type, uint64_t seq, std::chrono::milliseconds timeout) const;
+  // Tells every observer of the services about `issued`; returns those to tell when it settles.
+  SettleListeners notifyIssued(const IssuedOp& issued) const;
   void checkUsable() const;
   // Aborts every communicator so pending ops fail, and forgets them; the backend stays usable
   // once new communicators are made.
@@ -255,6 +260,7 @@ class MigrateBackend final : public c10d::Backend {
   void runAbortHooks();
   void handleFailure(bool timedOut, bool onDevice, const std::string& what);
 
+  std::shared_ptr<EngineServices> services_;  // first: what the ops below report to outlives them
   c10::intrusive_ptr<c10d::Store> store_;
   GroupOptions options_;
   PolicyMaker makePolicy_;
