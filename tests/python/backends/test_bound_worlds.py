@@ -1,6 +1,7 @@
 """What a device-bound world does that an unbound one never shows: subgroups created on every
-rank (members and non-members), lazy subgroups, object collectives and barriers, in CPU worlds
-bound with device_id and in worlds on the simulated device (the NCCL communicator's code)."""
+rank (members and non-members), lazy subgroups, object collectives and barriers, and torch's
+own libraries (DDP, FSDP2, DTensor, distributed checkpointing) as clients, in CPU worlds bound
+with device_id and in worlds on the simulated device (the NCCL communicator's code)."""
 
 import functools
 
@@ -142,3 +143,78 @@ def test_ddp_averages_gradients_on_a_bound_world(world, backend):
     weight, bias = results[0]
     assert weight == [[4.0] * 4] * 3 and bias == [2.0] * 3
     assert all(r == results[0] for r in results)
+
+
+def _fsdp2_dtensor_checkpoint(world, backend, rank, size, store):
+    """One rank of a job on torch's own libraries: FSDP2 shards a model over a device mesh of the
+    group (all-gathers in forward, averaging reduce-scatters in backward), DTensor gathers the
+    sharded gradients, and distributed checkpointing saves and reloads the shards (object
+    collectives and barriers underneath)."""
+    import shutil
+    import tempfile
+
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    init(world, backend, rank, size, store)
+    mesh = init_device_mesh("cpu", (size,))
+
+    def sharded_model():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 3))
+        for layer in model:
+            fully_shard(layer, mesh=mesh)
+        return fully_shard(model, mesh=mesh)
+
+    model = sharded_model()
+    loss = model(torch.full((2, 4), float(rank + 1))).sum()
+    loss.backward()
+    grads = [p.grad.full_tensor().tolist() for p in model.parameters()]
+
+    if rank == 0:
+        store.set("checkpoint_dir", tempfile.mkdtemp(prefix="nccl_migrate_dcp_"))
+    checkpoint_dir = store.get("checkpoint_dir").decode()
+    dcp.save(model.state_dict(), checkpoint_id=checkpoint_dir)
+    reloaded = sharded_model()
+    with torch.no_grad():
+        for p in reloaded.parameters():
+            p.zero_()
+    state = reloaded.state_dict()
+    dcp.load(state, checkpoint_id=checkpoint_dir)
+    reloaded.load_state_dict(state)
+    same = all(torch.equal(a.full_tensor(), b.full_tensor()) for a, b in zip(model.parameters(), reloaded.parameters()))
+    dist.barrier()  # every rank has read the checkpoint
+    if rank == 0:
+        shutil.rmtree(checkpoint_dir)
+    dist.destroy_process_group()
+    return {"grads": grads, "reloaded_equal": same}
+
+
+def _expected_fsdp2_grads(size):
+    """The gradients FSDP2 must produce: each rank's local gradient, averaged over the ranks."""
+    import torch
+
+    per_rank = []
+    for rank in range(size):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 3))
+        model(torch.full((2, 4), float(rank + 1))).sum().backward()
+        per_rank.append([p.grad for p in model.parameters()])
+    return [torch.stack(list(grads)).mean(0) for grads in zip(*per_rank)]
+
+
+@pytest.mark.parametrize("backend", ["migrate-legacy", "migrate-nccl2"])
+@pytest.mark.parametrize("world", BOUND)
+def test_fsdp2_dtensor_and_checkpointing_on_a_bound_world(world, backend):
+    import torch
+
+    _skip_unless_runnable(world)
+    results = run_ranks(functools.partial(_fsdp2_dtensor_checkpoint, world, backend), world_size=2, timeout=180)
+    expected = _expected_fsdp2_grads(2)
+    for r in results:
+        assert r["reloaded_equal"], "the checkpoint did not restore the shards"
+        for got, want in zip(r["grads"], expected):
+            assert torch.allclose(torch.tensor(got), want, atol=1e-6), (got, want.tolist())
