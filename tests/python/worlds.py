@@ -73,5 +73,6 @@ def init(world: str, backend: str, rank: int, size: int, store, **kwargs) -> str
         name = _register_simulated(backend)
     if world in ("cpu-bound", "sim-bound"):
         kwargs.setdefault("device_id", torch.device("cpu", rank))
+    # No store: torchrun's env:// rendezvous (MASTER_ADDR, MASTER_PORT), as launched jobs meet.
     dist.init_process_group(name, store=store, rank=rank, world_size=size, **kwargs)
     return name
