@@ -684,6 +684,47 @@ TEST(SimulatedDevice, Defect13_NonblockingCommunicatorsAreReadyBeforeTheirFirstO
             "");
 }
 
+// Review item 13, for ops: in nonblocking mode NCCL may answer any call with ncclInProgress
+// and take no other call until the communicator is done issuing it. Every op, batch and lowered
+// form (gather and all_gather lists, barrier) must wait for that, or the next call is refused.
+TEST(SimulatedDevice, Defect13_NonblockingCallsAreIssuedBeforeTheNext) {
+  EXPECT_EQ(runRanks(3,
+                     [](RankContext& ctx) {
+                       auto seams = simulatedSeams(ctx.store);
+                       auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
+                       GroupOptions options{"0", "default_pg", std::chrono::seconds(20), {}, simDevice(ctx.rank)};
+                       options.deviceComms.blocking = 0;
+                       backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& s,
+                                                                const GroupOptions& o) {
+                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.timeout, seams, c10::kCPU,
+                                                                  o.deviceComms);
+                       };
+                       auto pg = c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options,
+                                                                     rewritten(), factory);
+                       std::vector<at::Tensor> t{at::ones({2})};
+                       waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM)));
+                       waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM)));
+                       expectEqual(t[0], at::full({2}, 9.0), "two all_reduces in a row");
+                       std::vector<std::vector<at::Tensor>> gathered{{}};
+                       for (int r = 0; r < ctx.size; ++r) gathered[0].push_back(at::full({2}, -1.0));
+                       std::vector<at::Tensor> in{at::full({2}, static_cast<float>(ctx.rank))};
+                       waitOn(pg->allgather(gathered, in, {}));
+                       c10d::GatherOptions go;
+                       go.rootRank = 1;
+                       std::vector<std::vector<at::Tensor>> toRoot;
+                       if (ctx.rank == 1) toRoot = gathered;
+                       waitOn(pg->gather(toRoot, in, go));
+                       waitOn(pg->barrier({}));
+                       for (int r = 0; r < ctx.size; ++r) {
+                         expectEqual(gathered[0][r], at::full({2}, r), "all_gather then gather, from " + std::to_string(r));
+                       }
+                       check(api->inProgressReturns() >= 5,
+                             "the simulated NCCL answered only " + std::to_string(api->inProgressReturns()) +
+                                 " calls with ncclInProgress");
+                     }),
+            "");
+}
+
 // Review item 13: TORCH_NCCL_BLOCKING_WAIT=1 makes wait() block the host until the op ended.
 TEST(SimulatedDevice, Defect13_BlockingWaitBlocksTheHost) {
   EXPECT_EQ(runRanks(2,

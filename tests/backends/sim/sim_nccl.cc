@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct SimComm {
   std::atomic<bool> freed{false};
   std::atomic<bool> aborted{false};
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
+  bool nonblocking = false;  // config.blocking == 0: calls may return ncclInProgress
   std::mutex mutex;
   uint64_t collectives = 0;
   std::map<int, uint64_t> sends, recvs;
@@ -204,6 +206,7 @@ ncclResult_t SimNcclApi::commInitRankConfig(ncclComm_t* comm, int nranks, ncclUn
     }
   };
   if (config && config->blocking == 0) {
+    sim->nonblocking = true;
     sim->asyncError = ncclInProgress;
     std::thread([sim, rendezvous] { sim->asyncError = rendezvous(); }).detach();
     return ncclInProgress;
@@ -283,10 +286,28 @@ ncclResult_t SimNcclApi::groupEnd() {
   // receives (and several collectives) progress together.
   std::map<SimStream*, std::vector<Op>> byStream;
   for (Op& op : ops) byStream[op.stream].push_back(std::move(op));
+  std::set<SimComm*> comms;
+  for (const Op& op : ops) comms.insert(op.comm);
   for (auto& [stream, streamOps] : byStream) {
     stream->enqueue([this, streamOps] { run(streamOps); });
   }
-  return ncclSuccess;
+  ncclResult_t result = ncclSuccess;
+  for (SimComm* comm : comms) result = stillIssuing(*comm) == ncclInProgress ? ncclInProgress : result;
+  return result;
+}
+
+// A nonblocking communicator finishes issuing a call in the background, as NCCL's does: the call
+// returns ncclInProgress and the communicator reports it (and takes no other call) for a moment.
+ncclResult_t SimNcclApi::stillIssuing(SimComm& comm) {
+  if (!comm.nonblocking) return ncclSuccess;
+  comm.asyncError = ncclInProgress;
+  ++inProgressReturns_;
+  std::thread([&comm] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ncclResult_t expected = ncclInProgress;
+    comm.asyncError.compare_exchange_strong(expected, ncclSuccess);
+  }).detach();
+  return ncclInProgress;
 }
 
 ncclResult_t SimNcclApi::submit(Op op) {
@@ -322,7 +343,7 @@ ncclResult_t SimNcclApi::submit(Op op) {
     return ncclSuccess;
   }
   op.stream->enqueue([this, op] { run({op}); });
-  return ncclSuccess;
+  return stillIssuing(*op.comm);
 }
 
 namespace {

@@ -71,6 +71,8 @@ class SimNcclApi final : public backends::nccl::NcclApi {
   // For tests: the calls made, in order ("ncclAllReduce", ...), and PREMUL_SUM ops alive.
   std::vector<std::string> calls();
   int livePreMulSumOps() const { return livePreMulSums_.load(); }
+  // How often a nonblocking communicator answered a call with ncclInProgress.
+  int inProgressReturns() const { return inProgressReturns_.load(); }
 
   struct Op;
 
@@ -80,6 +82,7 @@ class SimNcclApi final : public backends::nccl::NcclApi {
   Op opOf(int kind, const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t redOp, int root,
           ncclComm_t comm, cudaStream_t stream, const char* call);
   ncclResult_t submit(Op op);
+  ncclResult_t stillIssuing(SimComm& comm);
   // Runs ops that launch together on one stream: posts every contribution, then collects.
   void run(const std::vector<Op>& ops);
   void note(const char* call);
@@ -88,6 +91,7 @@ class SimNcclApi final : public backends::nccl::NcclApi {
   std::shared_ptr<SimRuntime> runtime_;
   Faults faults_;
   std::atomic<int> livePreMulSums_{0};
+  std::atomic<int> inProgressReturns_{0};
   std::atomic<bool> failCallSpent_{false};
   std::mutex callsMutex_;
   std::vector<std::string> calls_;
