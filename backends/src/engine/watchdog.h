@@ -4,12 +4,8 @@
 // on a dead peer even when nobody calls wait(). Works stay alive until settled, as in torch.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <list>
-#include <mutex>
+#include <memory>
 #include <thread>
 
 #include <c10/util/intrusive_ptr.h>
@@ -20,7 +16,7 @@ class EngineWork;
 
 class Watchdog {
  public:
-  Watchdog() = default;
+  Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
   ~Watchdog() { stop(); }
@@ -31,20 +27,16 @@ class Watchdog {
   // saw the failure must not wait for.
   void post(std::function<void()> task);
   // Stops the thread; it runs the queued tasks and drops what it holds on its way out.
-  // Idempotent.
+  // Idempotent. Called on the watchdog's own thread (a task or a settled op let go of the last
+  // owner), it lets the thread finish on its own instead of waiting for itself.
   void stop();
 
- private:
-  void runTasks();
-  void loop();
+  struct State;  // what the thread works on; the thread co-owns it, so it may outlive this object
 
-  static constexpr std::chrono::milliseconds kPollInterval{20};
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  bool idle_ = false;  // waiting for work, not polling
-  std::list<c10::intrusive_ptr<EngineWork>> pending_;
-  std::deque<std::function<void()>> tasks_;
+ private:
+  void startThreadLocked();
+
+  std::shared_ptr<State> state_;
   std::thread thread_;
 };
 
