@@ -105,6 +105,9 @@ void MigrateBackend::release_resources() {
   makeFactory_ = nullptr;
   makePolicy_ = nullptr;
   store_.reset();
+  // Pending works keep only a weak reference to the backend: the services (and a test's own
+  // watchdog with them) go now, not when the last of those works is dropped.
+  services_.reset();
 }
 
 c10::intrusive_ptr<c10d::Backend::Options> MigrateBackend::getBackendOptions() {

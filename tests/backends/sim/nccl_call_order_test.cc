@@ -2,7 +2,9 @@
 // (the simulated device's streams stand in for CUDA): every NCCL group opened is closed, with
 // the batch's calls inside it; no call names a communicator after it was aborted; every
 // PREMUL_SUM op created is destroyed, also when the call that used it failed.
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -80,6 +82,13 @@ class CallOrder : public ::testing::Test {
     backends::PolicyMaker rewritten = [](int rank, int size) { return backends::makeRewrittenPolicy(rank, size, false); };
     return c10::make_intrusive<backends::MigrateBackend>(c10::make_intrusive<c10d::HashStore>(), 0, 1, options,
                                                          rewritten, factory, backends::EngineServices::fresh(8));
+  }
+
+  // Once the group and its ops are gone, nothing holds the NCCL API: the communicator's handle
+  // (which every op in flight shares) was freed, and the mock's expectations are checked now.
+  void TearDown() override {
+    for (int i = 0; i < 200 && api.use_count() > 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(api.use_count(), 1) << "the communicator's handle outlived its group and ops";
   }
 
   static c10d::AllreduceOptions sumOf() { return {}; }
