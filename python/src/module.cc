@@ -116,9 +116,9 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("communicators", &communicatorsOf, py::arg("backend"),
         "Live communicators of a toolkit backend: key, purpose, device, ranks, implementation, cost.");
-  m.def("created_communicators", [] { return listOf(backends::MigrateBackend::createdCommunicators()); },
+  m.def("created_communicators", [] { return listOf(backends::EngineServices::process()->registry->created()); },
         "Every communicator toolkit backends of this process created, including destroyed groups'.");
-  m.def("process_communicators", [] { return listOf(backends::MigrateBackend::processCommunicators()); },
+  m.def("process_communicators", [] { return listOf(backends::EngineServices::process()->registry->live()); },
         "Live communicators of every toolkit backend in this process, with their group and policy.");
   m.def("flight_recorder_dump", &flightRecorderDump, "The flight recorder's contents in torch's pickle format.");
   m.def("flight_recorder_dump_to_file", [](uint64_t rank) { return backends::EngineServices::process()->flightRecorder->dumpToFile(rank); },

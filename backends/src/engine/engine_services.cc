@@ -13,6 +13,7 @@ std::shared_ptr<EngineServices> EngineServices::fresh(size_t flightRecorderCapac
   services->flightRecorder = std::make_shared<FlightRecorder>(flightRecorderCapacity);
   services->observers.push_back(services->flightRecorder);
   for (auto& observer : extra) services->observers.push_back(std::move(observer));
+  services->registry = std::make_shared<BackendRegistry>();
   services->watchdog = std::make_shared<Watchdog>();
   return services;
 }

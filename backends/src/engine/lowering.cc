@@ -43,7 +43,7 @@ std::unique_ptr<InFlight> allGatherList(Target t, const std::vector<at::Tensor>&
   int64_t n = input.numel();
   at::Tensor staging = at::empty({n * t.comm.info().size}, input.options());
   return oneLaunch(t, [&] {
-    at::Tensor in = input;
+    at::Tensor in = flat(input);  // a 0-dim input gathers into one element per rank
     joined(t.comm.allGather(staging, in));
     for (size_t r = 0; r < outputs.size(); ++r) {
       t.comm.copyAfterBatch(outputs[r], staging.narrow(0, static_cast<int64_t>(r) * n, n).view(outputs[r].sizes()));

@@ -20,21 +20,6 @@
 namespace nccl_migrate::backends {
 namespace {
 
-// Every live toolkit backend of the process, for process-wide introspection.
-std::mutex& liveMutex() {
-  static std::mutex m;
-  return m;
-}
-std::set<const MigrateBackend*>& liveBackends() {
-  static std::set<const MigrateBackend*> s;
-  return s;
-}
-
-std::vector<LiveCommunicator>& creationHistory() {
-  static std::vector<LiveCommunicator> history;
-  return history;
-}
-
 // host:pid:counter, unique among the backends of a job.
 std::string uniqueInstanceTag() {
   static std::atomic<uint64_t> counter{0};
@@ -66,10 +51,7 @@ MigrateBackend::MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int
       factory_(makeFactory_(store_, options_)),
       backendName_(policy_->backendName()) {
   registerWithFlightRecorder();
-  {
-    std::lock_guard<std::mutex> lock(liveMutex());
-    liveBackends().insert(this);
-  }
+  services_->registry->add(this);
   instanceTag_ = uniqueInstanceTag();
   // A reconfigurable group has no members to connect to until reconfigure() names them.
   awaitingReconfigure_ = options_.enableReconfigure;
@@ -94,10 +76,7 @@ void MigrateBackend::connectEagerly() {
 MigrateBackend::~MigrateBackend() { release_resources(); }
 
 void MigrateBackend::release_resources() {
-  {
-    std::lock_guard<std::mutex> lock(liveMutex());
-    liveBackends().erase(this);
-  }
+  if (services_) services_->registry->remove(this);
   std::lock_guard<std::mutex> lock(mutex_);
   communicators_.clear();
   creationOrder_.clear();
@@ -152,10 +131,7 @@ Communicator& MigrateBackend::communicatorFor(const CommunicatorRequest& request
     if (auto it = communicators_.find(request.key); it != communicators_.end()) return *it->second;
   }
   std::unique_ptr<Communicator> made = factory_->create(request);
-  {
-    std::lock_guard<std::mutex> lock(liveMutex());
-    creationHistory().push_back({options_.groupName, policy_->policyName(), made->info()});
-  }
+  services_->registry->recordCreated({options_.groupName, policy_->policyName(), made->info()});
   std::lock_guard<std::mutex> lock(mutex_);
   Communicator& ref = *made;
   communicators_.emplace(request.key, std::move(made));
@@ -401,26 +377,6 @@ std::vector<CommunicatorInfo> MigrateBackend::communicators() const {
   std::vector<CommunicatorInfo> out;
   for (const std::string& key : creationOrder_) out.push_back(communicators_.at(key)->info());
   return out;
-}
-
-std::vector<LiveCommunicator> MigrateBackend::processCommunicators() {
-  std::lock_guard<std::mutex> lock(liveMutex());
-  std::vector<LiveCommunicator> out;
-  for (const MigrateBackend* backend : liveBackends()) {
-    for (CommunicatorInfo& info : backend->communicators()) {
-      out.push_back({backend->groupName(), backend->policyName(), std::move(info)});
-    }
-  }
-  return out;
-}
-
-}  // namespace nccl_migrate::backends
-
-namespace nccl_migrate::backends {
-
-std::vector<LiveCommunicator> MigrateBackend::createdCommunicators() {
-  std::lock_guard<std::mutex> lock(liveMutex());
-  return creationHistory();
 }
 
 }  // namespace nccl_migrate::backends

@@ -84,7 +84,7 @@ def cases() -> list[Case]:
     for dtype in (torch.float32, torch.int64):
         out += [Case(name, dtype) for name in ("gather", "scatter", "all_to_all_single", "all_to_all_single_uneven",
                                                "all_to_all", "send_recv_ring", "batch_isend_irecv",
-                                               "all_gather_uneven", "reduce_scatter_uneven",
+                                               "all_gather_uneven", "all_gather_scalars", "reduce_scatter_uneven",
                                                "coalesced_all_reduce", "coalesced_all_gather_into_tensor")]
     return out
 
@@ -108,6 +108,11 @@ def run_case(case: Case, rank: int, world: int, group) -> list:
     if case.op == "all_gather":
         outs = [torch.zeros(N, dtype=d) for _ in range(world)]
         dist.all_gather(outs, value_of(rank, N, d), group=group)
+        return [o.tolist() for o in outs]
+    if case.op == "all_gather_scalars":
+        # 0-dim tensors, as jobs gather a loss or a count.
+        outs = [torch.zeros((), dtype=d) for _ in range(world)]
+        dist.all_gather(outs, value_of(rank, 1, d).reshape(()), group=group)
         return [o.tolist() for o in outs]
     if case.op == "all_gather_uneven":
         # rank r contributes r + 1 elements, as torch's NCCL backends allow.
@@ -211,6 +216,8 @@ def expected(case: Case, rank: int, world: int) -> list:
         return torch.cat(vals).tolist()
     if case.op == "all_gather_uneven":
         return [value_of(r, r + 1, d).tolist() for r in range(world)]
+    if case.op == "all_gather_scalars":
+        return [value_of(r, 1, d).reshape(()).tolist() for r in range(world)]
     if case.op == "reduce_scatter_uneven":
         return reduce_expected([value_of(r, rank + 1, d) + rank for r in range(world)], "SUM", d).tolist()
     if case.op in ("reduce_scatter", "reduce_scatter_tensor"):

@@ -1,11 +1,12 @@
-// What the toolkit backends of a process share: the flight recorder, the watchdog thread and
-// the observers of issued ops. Production has one set per process (process()); a test makes its
+// What the toolkit backends of a process share: the flight recorder, the watchdog thread, the
+// observers of issued ops and the registry of backends and communicators. Production has one set per process (process()); a test makes its
 // own (fresh()) and hands it to the backends it builds, so no state leaks between tests.
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "nccl_migrate/backends/backend_registry.h"
 #include "nccl_migrate/backends/flight_recorder.h"
 #include "nccl_migrate/backends/op_observer.h"
 
@@ -17,6 +18,7 @@ struct EngineServices {
   std::shared_ptr<FlightRecorder> flightRecorder;
   // Every op goes to each, in order; the flight recorder is the first.
   std::vector<std::shared_ptr<OpObserver>> observers;
+  std::shared_ptr<BackendRegistry> registry;
   // Last, so it is destroyed (and its thread stopped) before what the ops it settles report to.
   std::shared_ptr<Watchdog> watchdog;
 

@@ -72,13 +72,6 @@ using PolicyMaker = std::function<std::unique_ptr<CommunicatorPolicy>(int groupR
 using FactoryMaker = std::function<std::shared_ptr<CommunicatorFactory>(const c10::intrusive_ptr<c10d::Store>& store,
                                                                         const GroupOptions& options)>;
 
-// One live communicator, as seen from the process: which group and policy made it.
-struct LiveCommunicator {
-  std::string groupName;
-  std::string policy;
-  CommunicatorInfo info;
-};
-
 class EngineWork;
 namespace lowering {
 struct Target;  // engine/lowering.h
@@ -216,12 +209,6 @@ class MigrateBackend final : public c10d::Backend {
   const GroupOptions& groupOptions() const { return options_; }
   const std::string& groupName() const { return options_.groupName; }
   uint64_t globalRank() const;
-
-  // Every live communicator of every toolkit backend in this process.
-  static std::vector<LiveCommunicator> processCommunicators();
-  // Every communicator any toolkit backend of this process ever created, in creation order,
-  // including those of groups since destroyed: what a job cost, for reports and A/B runs.
-  static std::vector<LiveCommunicator> createdCommunicators();
 
   // Called when an op of this group timed out or failed: records the error now, then on the
   // watchdog thread runs the abort hooks, dumps the flight recorder once, and on timeout aborts
