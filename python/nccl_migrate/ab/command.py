@@ -1,7 +1,8 @@
 """`nccl-migrate ab`: run a job once per side, then compare the two runs op by op; or, with
---shadow, run it once with every op also executed on the other side's backend and compared live.
-Exit 0 identical (within tolerance), 1 divergent or missing ops, 2 a side failed or the runs
-could not be compared."""
+--shadow, run it once with every op also executed on the other side's backend and compared live;
+or `ab compare DIR_A DIR_B`: compare two sides recorded before (`ab record`, or the environment
+alone). Exit 0 identical (within tolerance), 1 divergent or missing ops, 2 a side failed or the
+runs could not be compared (a damaged record included: its file and line are named)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import os
 import sys
 import tempfile
 
+from ..record_files import write_whole
 from . import report
 from .compare import compare
 from .html import render_html
 from .runner import SideRun, run_shadowed, run_side
-from .sides import load, missing_ranks, shadow_sides
+from .sides import RecordError, load, missing_ranks, shadow_sides
 from .spec import SpecError, parse
 
 EXIT_IDENTICAL, EXIT_DIVERGENT, EXIT_FAILED = 0, 1, 2
@@ -64,11 +66,14 @@ def _tail(path: str, lines: int = 15) -> str:
 
 def _shadow_runs(run: SideRun, shadow_side) -> list[SideRun]:
     """A shadow run seen as its two sides: one job, one directory."""
-    return [run, SideRun(shadow_side, run.directory, run.log, run.job)]
+    return [run, SideRun(shadow_side, run.directory, run.log, run.failure, run.seconds)]
 
 
 def main(args: argparse.Namespace) -> int:
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    explicit = args.command[:1] == ["--"]
+    command = args.command[1:] if explicit else args.command
+    if not explicit and command[:1] == ["compare"]:
+        return compare_recorded(args, command[1:])
     if not command:
         return _fail("no command given; usage: nccl-migrate ab [--a SPEC] [--b SPEC] [--shadow] -- job.py [ARGS]")
     if args.nproc < 1 or args.timeout <= 0 or args.tolerance < 0 or args.keep_tensors < 0:
@@ -87,22 +92,47 @@ def main(args: argparse.Namespace) -> int:
             run = run_shadowed(sides[0], sides[1], command, args.nproc, args.timeout, run_dir, args.keep_tensors)
         except SpecError as error:
             return _fail(str(error))
-        runs = _shadow_runs(run, sides[1])
-        a, b, not_shadowed = shadow_sides(load(run.directory))
-        data = [a, b]
-    else:
-        runs, not_shadowed = [], None
-        for side in sides:
-            print(f"nccl-migrate ab: side {side.label} ({side.text}): {' '.join(command)}", file=sys.stderr)
-            runs.append(run_side(side, command, args.nproc, args.timeout, run_dir, args.keep_tensors))
-        data = [load(run.directory) for run in runs]
+        return conclude(args, run_dir, _shadow_runs(run, sides[1]), shadow=True)
+    runs = []
+    for side in sides:
+        print(f"nccl-migrate ab: side {side.label} ({side.text}): {' '.join(command)}", file=sys.stderr)
+        runs.append(run_side(side, command, args.nproc, args.timeout, run_dir, args.keep_tensors))
+    return conclude(args, run_dir, runs)
 
-    jobs = runs[:1] if args.shadow else runs  # a shadow run's two sides are one job
-    failures = [run.failure() for run in jobs if run.failure()]
+
+def compare_recorded(args: argparse.Namespace, directories: list[str]) -> int:
+    """`ab compare DIR_A DIR_B`: two sides recorded before, compared here."""
+    if len(directories) != 2:
+        return _fail("usage: nccl-migrate ab [--format json] [--tolerance T] [--html PATH] compare DIR_A DIR_B")
+    try:
+        runs = [SideRun.recorded(directory, label) for directory, label in zip(directories, "ab")]
+    except RecordError as error:
+        return _fail(str(error))
+    return conclude(args, args.run_dir or directories[0], runs, report_dir=args.run_dir)
+
+
+def _read(runs: list[SideRun], shadow: bool):
+    """Each side's records (a shadow run's one directory as its two sides) and what was not shadowed."""
+    if shadow:
+        a, b, not_shadowed = shadow_sides(load(runs[0].directory))
+        return [a, b], not_shadowed
+    return [load(run.directory) for run in runs], None
+
+
+def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow: bool = False,
+             report_dir: str | None = "") -> int:
+    """Compares the sides' records, writes report.json and report.html, prints the verdict."""
+    report_dir = run_dir if report_dir == "" else report_dir
+    jobs = runs[:1] if shadow else runs  # a shadow run's two sides are one job
+    failures = [run.failure for run in jobs if run.failure]
+    data, not_shadowed, comparison = [None, None], None, None
+    try:
+        data, not_shadowed = _read(runs, shadow)
+    except RecordError as error:
+        failures.append(f"records that cannot be compared: {error}")
     unrecorded = [f"side {run.side.label}: rank {rank} recorded nothing (is nccl_migrate installed in the job's "
                   "Python, and TORCH_DEVICE_BACKEND_AUTOLOAD not 0?)"
                   for run, d in zip(jobs, data) if not failures for rank in missing_ranks(d)]
-    comparison = None
     if failures or unrecorded:
         exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unrecorded)
     else:
@@ -114,17 +144,20 @@ def main(args: argparse.Namespace) -> int:
 
     result = report.build(runs, data, comparison, exit_code, verdict)
     result["run_dir"] = run_dir
-    if args.shadow:
+    if shadow:
         result.update(mode="shadow", not_shadowed=not_shadowed)
-    with open(os.path.join(run_dir, "report.json"), "w") as f:
-        json.dump(result, f, indent=1)
     page = render_html(result, dict(zip("ab", data)))
-    for path in filter(None, [os.path.join(run_dir, "report.html"), args.html]):
-        with open(path, "w") as f:
-            f.write(page)
+    targets = [args.html]
+    if report_dir:
+        os.makedirs(report_dir, exist_ok=True)
+        write_whole(os.path.join(report_dir, "report.json"), json.dumps(result, indent=1))
+        targets.append(os.path.join(report_dir, "report.html"))
+    for path in filter(None, targets):
+        write_whole(path, page)
     for run in jobs:
-        if run.failure():
+        if run.failure and run.log:
             print(f"--- last lines of side {run.side.label}'s output ({run.log}):\n{_tail(run.log)}", file=sys.stderr)
     print(json.dumps(result, indent=1) if args.format == "json" else report.render_text(result))
-    print(f"nccl-migrate ab: records, the job's output and report.html are in {run_dir}", file=sys.stderr)
+    if report_dir:
+        print(f"nccl-migrate ab: records, the job's output and report.html are in {report_dir}", file=sys.stderr)
     return exit_code

@@ -18,7 +18,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 def side_summary(run: SideRun, data: SideData | None) -> dict:
     summary = {"spec": run.side.text, "env": run.side.env, "directory": run.directory, "log": run.log,
-               "failure": run.failure(), "wall_seconds": round(run.job.seconds, 3)}
+               "failure": run.failure, "wall_seconds": round(run.seconds, 3)}
     if data is None:
         return summary
     latencies = defaultdict(list)

@@ -10,24 +10,52 @@ import sys
 from dataclasses import dataclass
 
 from ..launch import JobResult, run_job
+from ..record_files import write_whole
 from . import KEEP_VARIABLE, RECORD_VARIABLE, SHADOW_PERTURB_VARIABLE, SHADOW_VARIABLE
+from .sides import RecordError, clear
 from .spec import Side, shadow_environment
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+SIDE_FILE = "side.json"  # what ran on a side, beside its records, for an offline compare
 
 
 @dataclass
 class SideRun:
     side: Side
     directory: str
-    log: str
-    job: JobResult
+    log: str | None  # the job's own output, when we started the job
+    failure: str | None  # why the side's job failed, or None
+    seconds: float
 
-    def failure(self) -> str | None:
-        """Why this side's job failed, or None."""
-        if self.job.ok:
-            return None
-        return f"side {self.side.label} ({self.side.text}): {self.job.describe_failure()}; its output: {self.log}"
+    @classmethod
+    def finished(cls, side: Side, directory: str, log: str, job: JobResult) -> SideRun:
+        failure = None if job.ok else f"side {side.label} ({side.text}): {job.describe_failure()}; its output: {log}"
+        run = cls(side, directory, log, failure, job.seconds)
+        run.save()
+        return run
+
+    def save(self) -> None:
+        write_whole(os.path.join(self.directory, SIDE_FILE), json.dumps(
+            {"label": self.side.label, "spec": self.side.text, "env": self.side.env, "log": self.log,
+             "failure": self.failure, "seconds": self.seconds}, indent=1))
+
+    @classmethod
+    def recorded(cls, directory: str, label: str) -> SideRun:
+        """A side recorded earlier (``ab record``, or records a job wrote with the environment
+        alone, which have no side.json: their job's outcome is unknown here)."""
+        path = os.path.join(directory, SIDE_FILE)
+        if not os.path.exists(path):
+            return cls(Side(label, f"records in {directory}"), directory, None, None, 0.0)
+        try:
+            with open(path) as f:
+                saved = json.load(f)
+            side = Side(label, saved["spec"], saved["env"])
+            return cls(side, directory, saved["log"], saved["failure"], saved["seconds"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise RecordError(f"{path}: not a side description ({error}); remove it to compare the records "
+                              "alone") from None
 
 
 def job_command(command: list[str]) -> tuple[list[str], bool]:
@@ -55,11 +83,12 @@ def job_environment(side: Side, directory: str, keep_bytes: int) -> dict[str, st
 
 def _run(side: Side, command: list[str], nproc: int, timeout: float, directory: str, env: dict) -> SideRun:
     os.makedirs(directory, exist_ok=True)
+    clear(directory)
     argv, launches_ranks = job_command(command)
     log = os.path.join(directory, "job.log")
     with open(log, "w") as out, contextlib.redirect_stdout(out):
         job = run_job(argv, 1 if launches_ranks else nproc, env=env, timeout=timeout)
-    return SideRun(side, directory, log, job)
+    return SideRun.finished(side, directory, log, job)
 
 
 def run_side(side: Side, command: list[str], nproc: int, timeout: float, run_dir: str, keep_bytes: int) -> SideRun:

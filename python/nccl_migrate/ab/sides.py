@@ -8,6 +8,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from ..record_files import SECOND_WRITER, second_writer_message
+
 Key = tuple[int, str, int]  # (rank, group, sequence number)
 
 
@@ -27,27 +29,101 @@ class SideData:
         return torch.load(os.path.join(self.directory, "tensors", entry["kept"]))
 
 
+class RecordError(ValueError):
+    """A side's records cannot be read as written: names the file, the line and how to go on."""
+
+
+# What every op record holds, with its type: a record without them was not written by the recorder.
+REQUIRED = {"rank": int, "group": str, "seq": int, "op": str, "t": (int, float), "in_shapes": list,
+            "out_shapes": list}
+
+
 def _json(path: str):
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except ValueError as error:
+        raise RecordError(f"{path}: not valid JSON ({error}); the file was cut short or garbled") from None
+
+
+def _rank_of(path: str, prefix: str, suffix: str) -> int | None:
+    middle = os.path.basename(path)[len(prefix):-len(suffix)]
+    return int(middle) if middle.isdigit() else None
+
+
+def _check_second_writers(directory: str) -> None:
+    markers = sorted(glob.glob(os.path.join(directory, f"*{SECOND_WRITER}*")))
+    if markers:
+        found = _json(markers[0])
+        raise RecordError(f"{directory}: {second_writer_message(found['rank'], found['path'])} "
+                          f"(pid {found['pid']} on {found['host']} found it taken; {len(markers)} such file(s))")
+
+
+def _bad(path: str, number: int, what: str) -> RecordError:
+    return RecordError(f"{path}, line {number}: {what}; the record is damaged (a process killed while writing, "
+                       "or two processes writing one file); rerun the side")
+
+
+def read_records(path: str):
+    """Yields (line number, record) from one rank's JSONL file, checking each record."""
+    rank = _rank_of(path, "rank", ".jsonl")
+    with open(path, errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            if not line.endswith("\n"):
+                raise _bad(path, number, "the last record is cut short")
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError as error:
+                raise _bad(path, number, f"not a JSON record ({error})") from None
+            if not isinstance(entry, dict):
+                raise _bad(path, number, "not a JSON object")
+            for key, kind in REQUIRED.items():
+                if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool):
+                    raise _bad(path, number, f"field {key!r} is missing or not {getattr(kind, '__name__', 'a number')}")
+            if entry["rank"] != rank:
+                raise _bad(path, number, f"a record of rank {entry['rank']} in rank {rank}'s file")
+            yield number, entry
 
 
 def load(directory: str) -> SideData:
+    """Every record of a side; RecordError naming the file and line of the first bad one."""
+    if not os.path.isdir(directory):
+        raise RecordError(f"{directory}: no such directory of records")
+    _check_second_writers(directory)
     data = SideData(directory)
     for path in glob.glob(os.path.join(directory, "rank*.meta.json")):
         meta = _json(path)
+        if not isinstance(meta, dict) or not isinstance(meta.get("rank"), int):
+            raise RecordError(f"{path}: no rank in it; not a record of nccl-migrate ab")
         data.metas[meta["rank"]] = meta
-    for path in glob.glob(os.path.join(directory, "rank*.jsonl")):
-        with open(path) as f:
-            for line in f:
-                if line.strip():
-                    entry = json.loads(line)
-                    data.ops[(entry["rank"], entry["group"], entry["seq"])] = entry
+    for path in sorted(glob.glob(os.path.join(directory, "rank*.jsonl"))):
+        lines: dict[Key, int] = {}
+        for number, entry in read_records(path):
+            key = (entry["rank"], entry["group"], entry["seq"])
+            if key in lines:
+                raise _bad(path, number, f"group {key[1]} seq {key[2]} recorded twice (first on line {lines[key]})")
+            lines[key] = number
+            data.ops[key] = entry
     for path in glob.glob(os.path.join(directory, "report_*.json")):
-        rank = os.path.basename(path)[len("report_"):-len(".json")]
-        if rank.isdigit():
-            data.reports[int(rank)] = _json(path)
+        rank = _rank_of(path, "report_", ".json")
+        if rank is not None:
+            data.reports[rank] = _json(path)
     return data
+
+
+RECORD_PATTERNS = ("rank*.jsonl", "rank*.meta.json", "report_*.json", f"*{SECOND_WRITER}*", "side.json",
+                   "tensors/*.pt")
+
+
+def clear(directory: str) -> list[str]:
+    """Removes an earlier run's records from ``directory`` (each rank's files are claimed once per
+    run); returns what it removed."""
+    removed = [path for pattern in RECORD_PATTERNS for path in glob.glob(os.path.join(directory, pattern))]
+    for path in removed:
+        os.unlink(path)
+    return removed
 
 
 def missing_ranks(data: SideData) -> list[int]:
