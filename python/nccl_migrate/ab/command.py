@@ -14,8 +14,9 @@ import tempfile
 
 from ..record_files import write_whole
 from . import report
-from .compare import compare
+from .compare import Comparison, compare
 from .html import render_html
+from .side_stats import SideStats
 from .runner import SideRun, run_shadowed, run_side
 from .sides import RecordError, load, missing_ranks, shadow_sides
 from .spec import SpecError, parse
@@ -46,6 +47,10 @@ def add_parser(sub) -> None:
                          "(default 0: bitwise)")
     ab.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES",
                     help="keep whole tensors of ops up to MAX_BYTES so errors are measured (default 0)")
+    ab.add_argument("--allow-job-nondeterminism", action="store_true",
+                    help="exit 0 when every divergence traces back to inputs the job itself made differ between "
+                         "runs (per-run ids in object collectives, unseeded randomness) and no backend computed "
+                         "differently from identical inputs")
     ab.add_argument("--format", choices=["text", "json"], default="text")
     ab.add_argument("--html", metavar="PATH", help="also write the HTML report (plots included) to PATH; it is "
                                                    "always written to the run directory as report.html")
@@ -100,6 +105,27 @@ def main(args: argparse.Namespace) -> int:
     return conclude(args, run_dir, runs)
 
 
+def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, str]:
+    """The exit status and the verdict: first of all, whether a backend is implicated."""
+    if comparison.identical:
+        within = comparison.counts["within_tolerance"]
+        return EXIT_IDENTICAL, f"identical within tolerance {comparison.tolerance}" if within else "identical"
+    classes = comparison.classes
+    if comparison.backend_implicated:
+        return EXIT_DIVERGENT, (f"divergent, backend implicated: {classes['backend']} op(s) gave different outputs "
+                                "from identical inputs on every rank")
+    if comparison.job_nondeterminism_only:
+        inside = comparison.object_collectives
+        where = (" (inside object collectives: " + ", ".join(sorted(inside)) + ")") if inside else ""
+        verdict = (f"job nondeterminism only: {classes['job_nondeterminism']} op(s) had inputs the job made differ "
+                   f"between runs{where}, {classes['propagated']} more followed from them; no backend computed "
+                   "differently from identical inputs")
+        return (EXIT_IDENTICAL if allow_job_nondeterminism else EXIT_DIVERGENT), verdict
+    if comparison.counts["divergent"]:
+        return EXIT_DIVERGENT, "divergent, and ops missing on one side: no backend computed differently from identical inputs"
+    return EXIT_DIVERGENT, "ops missing on one side: one side ran fewer ops"
+
+
 def compare_recorded(args: argparse.Namespace, directories: list[str]) -> int:
     """`ab compare DIR_A DIR_B`: two sides recorded before, compared here."""
     if len(directories) != 2:
@@ -125,7 +151,7 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
     report_dir = run_dir if report_dir == "" else report_dir
     jobs = runs[:1] if shadow else runs  # a shadow run's two sides are one job
     failures = [run.failure for run in jobs if run.failure]
-    data, not_shadowed, comparison = [None, None], None, None
+    data, not_shadowed, comparison, stats = [None, None], None, None, SideStats()
     try:
         data, not_shadowed = _read(runs, shadow)
     except RecordError as error:
@@ -136,17 +162,14 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
     if failures or unrecorded:
         exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unrecorded)
     else:
-        comparison = compare(data[0], data[1], args.tolerance)
-        exit_code = EXIT_IDENTICAL if comparison.identical else EXIT_DIVERGENT
-        verdict = "identical" if exit_code == EXIT_IDENTICAL else "divergent"
-        if exit_code == EXIT_IDENTICAL and comparison.counts["within_tolerance"]:
-            verdict = f"identical within tolerance {args.tolerance}"
+        comparison = compare(data[0], data[1], args.tolerance, observers=[stats])
+        exit_code, verdict = judge(comparison, args.allow_job_nondeterminism)
 
-    result = report.build(runs, data, comparison, exit_code, verdict)
+    result = report.build(runs, data, comparison, exit_code, verdict, stats)
     result["run_dir"] = run_dir
     if shadow:
         result.update(mode="shadow", not_shadowed=not_shadowed)
-    page = render_html(result, dict(zip("ab", data)))
+    page = render_html(result, dict(zip("ab", data)), stats)
     targets = [args.html]
     if report_dir:
         os.makedirs(report_dir, exist_ok=True)

@@ -87,14 +87,9 @@ def latency_bars(report: dict) -> str:
     return f"<svg data-plot='latency-by-op' width='{width}' height='{height}' role='img'>{''.join(parts)}</svg>"
 
 
-def latency_by_issue(data: dict[str, SideData | None]) -> str:
+def latency_by_issue(stats) -> str:
     """Each op's latency on rank 0, in the order rank 0 issued them, one line per side."""
-    series = {}
-    for side, d in data.items():
-        if d is None:
-            continue
-        ops = sorted((e for (rank, _, _), e in d.ops.items() if rank == 0), key=lambda e: e["t"])
-        series[side] = [e.get("ms") or 0.0 for e in ops]
+    series = {side: stats.rank0_series(side) for side in ("a", "b")} if stats else {}
     if not any(series.values()):
         return "<p>No ops recorded on rank 0.</p>"
     count = max(len(v) for v in series.values())
@@ -135,7 +130,8 @@ def memory_over_time(data: dict[str, SideData | None]) -> str:
 
 
 def _op_rows(op: dict) -> list[list]:
-    keys = ("rank", "group", "seq", "op", "dtype", "shape", "reduce_op", "peer", "cause", "inputs_differed_on_ranks",
+    keys = ("rank", "group", "seq", "op", "dtype", "shape", "reduce_op", "peer", "object_collective", "class", "cause",
+            "inputs_differed_on_ranks",
             "max_abs_error", "max_rel_error", "reason", "missing_on")
     return [[k, op[k]] for k in keys if k in op and op[k] not in (None, [], "")]
 
@@ -162,7 +158,7 @@ def _cost_rows(report: dict) -> list[list]:
     return rows
 
 
-def render_html(report: dict, data: dict[str, SideData | None]) -> str:
+def render_html(report: dict, data: dict[str, SideData | None], stats=None) -> str:
     """The whole report; ``data`` holds each side's records (None for a side that could not be read)."""
     verdict = (f"<h1>nccl-migrate ab</h1><p class='verdict-{report['exit_code']}'><b>{_e(report['verdict'])}</b> "
                f"(exit status {report['exit_code']})</p>")
@@ -175,7 +171,9 @@ def render_html(report: dict, data: dict[str, SideData | None]) -> str:
              ["within tolerance", report["within_tolerance"]], ["divergent", report["divergent"]],
              ["missing on a", report["missing_in_a"]], ["missing on b", report["missing_in_b"]],
              ["tolerance", report["tolerance"]]]
-            + ([["not shadowed", report["not_shadowed"]["count"]]] if "not_shadowed" in report else [])))
+            + ([["not shadowed", report["not_shadowed"]["count"]]] if "not_shadowed" in report else [])
+            + [[f"divergent: {cls.replace('_', ' ')}", n] for cls, n in report["divergence_classes"].items()]
+            + [["backend implicated", "yes" if report["backend_implicated"] else "no"]]))
     if report.get("first_divergence"):
         body.append("<h2>First divergence</h2>" + _table(_op_rows(report["first_divergence"])))
     if report.get("first_missing"):
@@ -183,7 +181,7 @@ def render_html(report: dict, data: dict[str, SideData | None]) -> str:
     body.append("<h2>Side by side</h2>" + _table(_cost_rows(report), ["", "a: " + report["sides"]["a"]["spec"],
                                                                     "b: " + report["sides"]["b"]["spec"]]))
     body.append("<h2>Latency per op type</h2>" + _legend(report) + latency_bars(report))
-    body.append("<h2>Latency by op, in issue order</h2>" + _legend(report) + latency_by_issue(data))
+    body.append("<h2>Latency by op, in issue order</h2>" + _legend(report) + latency_by_issue(stats))
     body.append("<h2>Memory over time</h2>" + _legend(report) + memory_over_time(data)
                 + "<p>Solid: process RSS per rank; dashed: torch's allocated CUDA memory.</p>")
     body.append(f"<p>Records and the job's output: {_e(report.get('run_dir'))}</p>")

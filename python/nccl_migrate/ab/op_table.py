@@ -210,6 +210,11 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("unknown", hook_names=("UNKNOWN",)),
 )
 
+# Functions that send pickled objects through the ops above: not ops themselves, but what their
+# ops carry is the job's own bytes (per-run ids included), so records say which one issued them.
+OBJECT_COLLECTIVES = ("all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list",
+                      "send_object_list", "recv_object_list")
+
 BY_NAME = {spec.name: spec for spec in OPS}
 BY_FUNCTION = {function: spec for spec in OPS for function in spec.functions}
 BY_HOOK_NAME = {hook: spec for spec in OPS for hook in spec.hook_names}

@@ -37,10 +37,10 @@ from . import (
 from ..record_files import claim, mark_second_writer, second_writer_message, write_whole
 from .digest import digest_soon, has_spare_core, later, on_host, overlaps, resolved
 from .issued_op import IssuedOp, RecordedWork
-from .op_table import BY_HOOK_NAME, BY_NAME, OpSpec, OpView, wrapped_functions
+from .op_table import BY_HOOK_NAME, BY_NAME, OBJECT_COLLECTIVES, OpSpec, OpView, wrapped_functions
 from .perturb import Perturbation
 from .recorder_threads import MemorySampler, RecordWriter
-from .wrappers import patch, wrap_init_process_group, wrap_new_group, wrap_op
+from .wrappers import patch, wrap_init_process_group, wrap_new_group, wrap_object_collective, wrap_op
 
 LATER_BYTES = 1 << 20  # below this, handing a digest to the worker costs more than computing it
 HOOK_ID = 0x6162  # our pre/post hooks' id on every group ("ab")
@@ -106,6 +106,8 @@ class Recorder:
                  "reduce_op": view.reduce_op, "peer": view.peer, "t": time.time(), "in": None}
         if via:
             entry["via"] = via
+        if active.object_collective.name:
+            entry["object_collective"] = active.object_collective.name
         in_future = None
         if view.inputs:
             if (via is None and not spec.writes_input and sum(t.nbytes for t in view.inputs) >= LATER_BYTES
@@ -331,6 +333,9 @@ def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = 
     for function in wrapped_functions(c10d):
         patch(function, wrap_op(function, getattr(c10d, function)))
     dispatcher_calls.install()
+    for function in OBJECT_COLLECTIVES:
+        if hasattr(c10d, function):
+            patch(function, wrap_object_collective(getattr(c10d, function)))
     patch("init_process_group", wrap_init_process_group(c10d.init_process_group))
     patch("new_group", wrap_new_group(c10d.new_group))
     atexit.register(rec.close)

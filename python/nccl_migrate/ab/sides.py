@@ -20,6 +20,13 @@ class SideData:
     metas: dict[int, dict] = field(default_factory=dict)
     reports: dict[int, dict] = field(default_factory=dict)
 
+    def ranks(self) -> list[int]:
+        return sorted({key[0] for key in self.ops})
+
+    def records(self, rank: int) -> list[dict]:
+        """One rank's records in issue order."""
+        return sorted((e for key, e in self.ops.items() if key[0] == rank), key=lambda e: (e["t"], e["seq"]))
+
     def tensors(self, entry: dict):
         """The kept tensors of one op ({"in": [...], "out": [...]}), or None."""
         if "kept" not in entry:

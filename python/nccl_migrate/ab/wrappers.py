@@ -72,6 +72,22 @@ def wrap_op(function: str, fn):
     return recorded
 
 
+def wrap_object_collective(fn):
+    """``fn``, a torch.distributed object collective (pickled objects sent through tensor ops):
+    the ops it issues are recorded as its own, so a comparison names them as such."""
+
+    @functools.wraps(fn)
+    def object_collective(*args, **kwargs):
+        outer = active.object_collective.name
+        active.object_collective.name = outer or fn.__name__
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            active.object_collective.name = outer
+
+    return object_collective
+
+
 def wrap_init_process_group(fn):
     signature = inspect.signature(fn)
 
