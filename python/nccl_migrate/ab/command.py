@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import tempfile
 
@@ -31,6 +32,9 @@ def add_parser(sub) -> None:
                     "collective and p2p op on every rank (those DDP issues from C++ included), and compares the "
                     "runs op by op; with --shadow, runs it once and executes every op on both backends. Writes "
                     "report.json and report.html into the run directory (docs/ab.md). "
+                    "`nccl-migrate ab record --side SPEC --dir DIR -- COMMAND` records one side (on every node "
+                    "of a multi-node job; `ab record --help`), `nccl-migrate ab compare DIR_A DIR_B` compares two "
+                    "recorded sides. "
                     "Exit 0 identical, 1 divergent or missing ops, 2 a side failed or could not be compared.")
     ab.add_argument("--a", default="legacy", metavar="SPEC", help="side a (default: legacy); with --shadow, the "
                                                                    "primary, whose outputs the job sees")
@@ -79,6 +83,8 @@ def main(args: argparse.Namespace) -> int:
     command = args.command[1:] if explicit else args.command
     if not explicit and command[:1] == ["compare"]:
         return compare_recorded(args, command[1:])
+    if not explicit and command[:1] == ["record"]:
+        return record(command[1:])
     if not command:
         return _fail("no command given; usage: nccl-migrate ab [--a SPEC] [--b SPEC] [--shadow] -- job.py [ARGS]")
     if args.nproc < 1 or args.timeout <= 0 or args.tolerance < 0 or args.keep_tensors < 0:
@@ -103,6 +109,61 @@ def main(args: argparse.Namespace) -> int:
         print(f"nccl-migrate ab: side {side.label} ({side.text}): {' '.join(command)}", file=sys.stderr)
         runs.append(run_side(side, command, args.nproc, args.timeout, run_dir, args.keep_tensors))
     return conclude(args, run_dir, runs)
+
+
+def _record_parser() -> argparse.ArgumentParser:
+    from ..cli import add_launcher_options
+
+    parser = argparse.ArgumentParser(
+        prog="nccl-migrate ab record",
+        description="Runs COMMAND as one side of an A/B run, recording every rank's ops into DIR (a folder all "
+                    "nodes share); run it on every node of the side, then `nccl-migrate ab compare DIR_A DIR_B`. "
+                    "A .py COMMAND runs through torch's launcher (--nproc per node, --nnodes and --rdzv-* for many "
+                    "nodes); a torchrun COMMAND runs as it is. With --print-env, prints the environment that "
+                    "records a job instead, for jobs started by SLURM or Kubernetes. Exit 0 when the job "
+                    "succeeded, 2 otherwise.")
+    parser.add_argument("--side", required=True, metavar="SPEC", help="the side: legacy, rewritten, backend=NAME, "
+                                                                       "KEY=VALUE, ... (as --a/--b)")
+    parser.add_argument("--dir", required=True, help="where this side's records go (empty, or this run's own)")
+    parser.add_argument("--nproc", type=int, default=2, help="ranks per node for a .py COMMAND (default 2)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds the job may run (default 600)")
+    parser.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES")
+    parser.add_argument("--print-env", action="store_true",
+                        help="print the job's environment (shell exports) instead of running anything")
+    add_launcher_options(parser)
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    return parser
+
+
+def record(argv: list[str]) -> int:
+    """`ab record --side SPEC --dir DIR -- COMMAND`: one side, recorded for a later compare."""
+    from ..cli import launcher_arguments
+    from .runner import job_environment, record_side
+
+    try:
+        args = _record_parser().parse_args(argv)
+    except SystemExit as exit_:
+        return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        side = parse("side", args.side)
+    except SpecError as error:
+        return _fail(str(error))
+    directory = os.path.abspath(args.dir)
+    if args.print_env:
+        for key, value in sorted(job_environment(side, directory, args.keep_tensors, inherit=False).items()):
+            print(f"unset {key}" if value is None else f"export {key}={shlex.quote(value)}")
+        return EXIT_IDENTICAL
+    if not command:
+        return _fail("ab record: no command given; usage: nccl-migrate ab record --side SPEC --dir DIR -- COMMAND")
+    print(f"nccl-migrate ab record: side {side.text} into {directory}: {' '.join(command)}", file=sys.stderr)
+    run = record_side(side, command, args.nproc, args.timeout, directory, args.keep_tensors, launcher_arguments(args))
+    if run.failure:
+        print(f"nccl-migrate ab record: {run.failure}\n--- last lines:\n{_tail(run.log)}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"nccl-migrate ab record: recorded in {directory} ({run.seconds:.1f} s); compare with "
+          f"nccl-migrate ab compare DIR_A DIR_B", file=sys.stderr)
+    return EXIT_IDENTICAL
 
 
 def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, str]:

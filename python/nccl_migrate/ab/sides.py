@@ -120,7 +120,7 @@ def load(directory: str) -> SideData:
     return data
 
 
-RECORD_PATTERNS = ("rank*.jsonl", "rank*.meta.json", "report_*.json", f"*{SECOND_WRITER}*", "side.json",
+RECORD_PATTERNS = ("rank*.jsonl", "rank*.meta.json", "report_*.json", f"*{SECOND_WRITER}*", "side.*.json",
                    "tensors/*.pt")
 
 
