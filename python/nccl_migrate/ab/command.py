@@ -17,6 +17,7 @@ from ..record_files import write_whole
 from . import report
 from .compare import Comparison, compare
 from .html import render_html
+from .op_map import OpMap
 from .side_stats import SideStats
 from .runner import SideRun, run_shadowed, run_side
 from .sides import RecordError, load, missing_ranks, shadow_sides
@@ -212,7 +213,7 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
     report_dir = run_dir if report_dir == "" else report_dir
     jobs = runs[:1] if shadow else runs  # a shadow run's two sides are one job
     failures = [run.failure for run in jobs if run.failure]
-    data, not_shadowed, comparison, stats = [None, None], None, None, SideStats()
+    data, not_shadowed, comparison, stats, ops = [None, None], None, None, SideStats(), OpMap()
     try:
         data, not_shadowed = _read(runs, shadow)
     except RecordError as error:
@@ -223,14 +224,15 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
     if failures or unrecorded:
         exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unrecorded)
     else:
-        comparison = compare(data[0], data[1], args.tolerance, observers=[stats])
+        comparison = compare(data[0], data[1], args.tolerance, observers=[stats, ops])
         exit_code, verdict = judge(comparison, args.allow_job_nondeterminism)
 
     result = report.build(runs, data, comparison, exit_code, verdict, stats)
     result["run_dir"] = run_dir
     if shadow:
         result.update(mode="shadow", not_shadowed=not_shadowed)
-    page = render_html(result, dict(zip("ab", data)), stats)
+    page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None,
+                       comparison.classified if comparison else None)
     targets = [args.html]
     if report_dir:
         os.makedirs(report_dir, exist_ok=True)

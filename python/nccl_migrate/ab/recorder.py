@@ -54,6 +54,7 @@ class Recorder:
         self.rank: int | None = None
         self.started = time.monotonic()
         self.meta: dict = {"rank": None, "pid": os.getpid(), "host": socket.gethostname(), "world_size": None,
+                           "started_at": time.time(),
                            "init_seconds": None, "backend": None, "backend_class": None, "groups": {},
                            "shadow_backend": None}
         self.lock = threading.Lock()  # sequence numbers and the record file: hooks may fire on other threads
