@@ -224,12 +224,17 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
     if failures or unrecorded:
         exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unrecorded)
     else:
-        comparison = compare(data[0], data[1], args.tolerance, observers=[stats, ops])
-        exit_code, verdict = judge(comparison, args.allow_job_nondeterminism)
-
+        try:
+            comparison = compare(data[0], data[1], args.tolerance, observers=[stats, ops])
+            exit_code, verdict = judge(comparison, args.allow_job_nondeterminism)
+        except RecordError as error:  # a damaged record met while streaming
+            comparison, stats, ops = None, None, None
+            exit_code, verdict = EXIT_FAILED, f"could not compare: records that cannot be compared: {error}"
     result = report.build(runs, data, comparison, exit_code, verdict, stats)
     result["run_dir"] = run_dir
     if shadow:
+        if not_shadowed and not_shadowed["first"]:
+            not_shadowed["first"].pop("t", None)
         result.update(mode="shadow", not_shadowed=not_shadowed)
     page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None,
                        comparison.classified if comparison else None)

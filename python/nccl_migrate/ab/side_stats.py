@@ -59,7 +59,10 @@ class SideStats:
     def seen(self, label: str, entry: dict) -> None:
         op = entry["op"]
         self.counts[label][op] += 1
-        self.latency[label].setdefault(op, _Reservoir(SAMPLE)).add(entry.get("ms") or 0.0)
+        reservoir = self.latency[label].get(op)
+        if reservoir is None:
+            reservoir = self.latency[label][op] = _Reservoir(SAMPLE)
+        reservoir.add(entry.get("ms") or 0.0)
         if entry["rank"] == 0:
             self.rank0[label].add(entry.get("ms") or 0.0)
 

@@ -1,5 +1,7 @@
-"""Reads back what one side recorded: each rank's ops (rank{R}.jsonl), its process facts
-(rank{R}.meta.json) and, when the toolkit served it, its communicators (report_{R}.json)."""
+"""Reads back what one side recorded: each rank's ops (rank{R}.jsonl), streamed rank by rank and
+checked record by record, its process facts (rank{R}.meta.json) and, when the toolkit served it,
+its communicators (report_{R}.json). Only one rank's keys are held at a time (to catch an op
+recorded twice), so reading a side costs memory for its largest rank, not for the job."""
 
 from __future__ import annotations
 
@@ -87,32 +89,67 @@ def read_records(path: str):
             if not isinstance(entry, dict):
                 raise _bad(path, number, "not a JSON object")
             for key, kind in REQUIRED.items():
-                if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool):
+                value = entry.get(key)
+                if not isinstance(value, kind) or value is True or value is False:
                     raise _bad(path, number, f"field {key!r} is missing or not {getattr(kind, '__name__', 'a number')}")
             if entry["rank"] != rank:
                 raise _bad(path, number, f"a record of rank {entry['rank']} in rank {rank}'s file")
             yield number, entry
 
 
-def load(directory: str) -> SideData:
-    """Every record of a side; RecordError naming the file and line of the first bad one."""
+MEMORY_RANKS = 8  # ranks whose memory samples the report plots (every rank's peak is kept)
+
+
+class RecordedSide:
+    """A side's records in its directory, streamed: ``records(rank)`` reads that rank's file as
+    the comparison asks for it; ``transform`` turns each record into what this side compares
+    (None: left out), for the two sides of one shadow run."""
+
+    def __init__(self, directory: str, transform=None):
+        self.directory, self.transform = directory, transform
+        self.metas: dict[int, dict] = {}
+        self.reports: dict[int, dict] = {}
+        self.paths: dict[int, str] = {}
+
+    def ranks(self) -> list[int]:
+        return sorted(self.paths)
+
+    def records(self, rank: int):
+        path = self.paths.get(rank)
+        if path is None:
+            return
+        lines: dict[tuple[str, int], int] = {}
+        for number, entry in read_records(path):
+            key = (entry["group"], entry["seq"])
+            if key in lines:
+                raise _bad(path, number, f"group {key[0]} seq {key[1]} recorded twice (first on line {lines[key]})")
+            lines[key] = number
+            if self.transform is not None:
+                entry = self.transform(entry)
+            if entry is not None:
+                yield entry
+
+    tensors = SideData.tensors
+
+
+def load(directory: str) -> RecordedSide:
+    """A side's records, to be streamed; its metas and reports read now. RecordError names the
+    file (and line, while streaming) of the first bad one."""
     if not os.path.isdir(directory):
         raise RecordError(f"{directory}: no such directory of records")
     _check_second_writers(directory)
-    data = SideData(directory)
+    data = RecordedSide(directory)
     for path in glob.glob(os.path.join(directory, "rank*.meta.json")):
         meta = _json(path)
         if not isinstance(meta, dict) or not isinstance(meta.get("rank"), int):
             raise RecordError(f"{path}: no rank in it; not a record of nccl-migrate ab")
+        if meta["rank"] >= MEMORY_RANKS:
+            meta["memory"] = []
         data.metas[meta["rank"]] = meta
-    for path in sorted(glob.glob(os.path.join(directory, "rank*.jsonl"))):
-        lines: dict[Key, int] = {}
-        for number, entry in read_records(path):
-            key = (entry["rank"], entry["group"], entry["seq"])
-            if key in lines:
-                raise _bad(path, number, f"group {key[1]} seq {key[2]} recorded twice (first on line {lines[key]})")
-            lines[key] = number
-            data.ops[key] = entry
+    for path in glob.glob(os.path.join(directory, "rank*.jsonl")):
+        rank = _rank_of(path, "rank", ".jsonl")
+        if rank is not None:
+            data.paths[rank] = path
     for path in glob.glob(os.path.join(directory, "report_*.json")):
         rank = _rank_of(path, "report_", ".json")
         if rank is not None:
@@ -139,33 +176,40 @@ def missing_ranks(data: SideData) -> list[int]:
     return [r for r in range(world) if r not in data.metas] if data.metas else [0]
 
 
-def shadow_sides(data: SideData) -> tuple[SideData, SideData, dict]:
+def shadow_sides(data: RecordedSide) -> tuple[RecordedSide, RecordedSide, dict]:
     """A shadow run's records as two sides: a holds the primary's ops, b the same ops with the
-    shadow's output digest, latency and measured errors. Ops without a shadow (issued from C++,
-    or on a group created before the recorder) are left out of both and counted."""
-    a, b = SideData(data.directory), SideData(data.directory)
-    a.reports = b.reports = data.reports
-    a.metas = data.metas
-    b.metas = {rank: dict(meta, backend=meta.get("shadow_backend"),
-                          backend_class="shadow groups", memory=[])
-               for rank, meta in data.metas.items()}
+    shadow's output digest, latency and measured errors. Ops without a shadow (issued from C++
+    and not replayable, or on a group created before the recorder) are left out of both and
+    counted in the returned dict as the comparison streams them, the earliest named."""
     not_shadowed = {"count": 0, "first": None}
-    for key, entry in sorted(data.ops.items(), key=lambda item: item[1]["t"]):
+
+    def primary(entry: dict) -> dict | None:
         shadow = entry.get("shadow")
         if not shadow or "skipped" in shadow:
             not_shadowed["count"] += 1
-            if not_shadowed["first"] is None:
+            first = not_shadowed["first"]
+            if first is None or (entry["t"], entry["seq"]) < (first["t"], first["seq"]):
                 why = shadow["skipped"] if shadow else "failed, or never completed, on the primary"
-                not_shadowed["first"] = {"rank": key[0], "group": key[1], "seq": key[2], "op": entry["op"],
-                                         "reason": why}
-            continue
-        a.ops[key] = {k: v for k, v in entry.items() if k != "shadow"}
-        mirrored = dict(a.ops[key], out=shadow.get("out"), ms=shadow.get("ms") or 0.0)
-        mirrored.pop("perturbed", None)
-        mirrored.pop("kept", None)
-        if "error" in shadow:
-            mirrored["error"] = shadow["error"]
-        if "measured" in shadow:
-            mirrored["measured"] = shadow["measured"]
-        b.ops[key] = mirrored
+                not_shadowed["first"] = {"rank": entry["rank"], "group": entry["group"], "seq": entry["seq"],
+                                         "op": entry["op"], "reason": why, "t": entry["t"]}
+            return None
+        return {k: v for k, v in entry.items() if k != "shadow"}
+
+    def mirrored(entry: dict) -> dict | None:
+        shadow = entry.get("shadow")
+        if not shadow or "skipped" in shadow:
+            return None
+        mirror = {k: v for k, v in entry.items() if k not in ("shadow", "perturbed", "kept")}
+        mirror.update(out=shadow.get("out"), ms=shadow.get("ms") or 0.0)
+        for key in ("error", "measured"):
+            if key in shadow:
+                mirror[key] = shadow[key]
+        return mirror
+
+    a, b = RecordedSide(data.directory, primary), RecordedSide(data.directory, mirrored)
+    a.paths = b.paths = data.paths
+    a.reports = b.reports = data.reports
+    a.metas = data.metas
+    b.metas = {rank: dict(meta, backend=meta.get("shadow_backend"), backend_class="shadow groups", memory=[])
+               for rank, meta in data.metas.items()}
     return a, b, not_shadowed
