@@ -333,7 +333,8 @@ def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = 
         _originals.update((function, getattr(c10d, function)) for function in wrapped_functions(c10d))
     for function in wrapped_functions(c10d):
         patch(function, wrap_op(function, getattr(c10d, function)))
-    dispatcher_calls.install()
+    if shadow is not None:  # only a shadow replays ops issued from C++: it needs their reduce op
+        dispatcher_calls.install()
     for function in OBJECT_COLLECTIVES:
         if hasattr(c10d, function):
             patch(function, wrap_object_collective(getattr(c10d, function)))
