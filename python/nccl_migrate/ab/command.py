@@ -18,8 +18,8 @@ from . import report
 from .compare import Comparison, compare
 from .html import render_html
 from .op_map import OpMap
-from .side_stats import SideStats
 from .runner import SideRun, run_shadowed, run_side
+from .side_stats import SideStats
 from .sides import RecordError, load, missing_ranks, shadow_sides
 from .spec import SpecError, parse
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .digest import GPU_PREFIX
-from .sides import Key
+from .sides import Key, SideData
 
 STATUSES = ("identical", "within_tolerance", "divergent", "missing_in_a", "missing_in_b")
 CLASSES = ("backend", "propagated", "job_nondeterminism")

@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
+from ..record_files import claim, mark_second_writer, second_writer_message, write_whole
 from . import (
     KEEP_VARIABLE,
     PERTURB_VARIABLE,
@@ -34,13 +35,25 @@ from . import (
     active,
     dispatcher_calls,
 )
-from ..record_files import claim, mark_second_writer, second_writer_message, write_whole
 from .digest import digest_soon, has_spare_core, later, on_host, overlaps, resolved
 from .issued_op import IssuedOp, RecordedWork
-from .op_table import BY_HOOK_NAME, BY_NAME, OBJECT_COLLECTIVES, OpSpec, OpView, wrapped_functions
+from .op_table import (
+    BY_HOOK_NAME,
+    BY_NAME,
+    OBJECT_COLLECTIVES,
+    OpSpec,
+    OpView,
+    wrapped_functions,
+)
 from .perturb import Perturbation
 from .recorder_threads import MemorySampler, RecordWriter
-from .wrappers import patch, wrap_init_process_group, wrap_new_group, wrap_object_collective, wrap_op
+from .wrappers import (
+    patch,
+    wrap_init_process_group,
+    wrap_new_group,
+    wrap_object_collective,
+    wrap_op,
+)
 
 LATER_BYTES = 1 << 20  # below this, handing a digest to the worker costs more than computing it
 HOOK_ID = 0x6162  # our pre/post hooks' id on every group ("ab")

@@ -3,8 +3,8 @@ a report of many op types, ranks and a planted divergence. Nothing is drawn past
 column, no two labels of a chart overlap, each side's memory starts at its own time zero, and the
 ranks-by-op-sequence map shows where the divergence and the missing ops are."""
 
+import itertools
 import json
-import os
 import re
 import shutil
 import struct
@@ -12,7 +12,6 @@ import subprocess
 import zlib
 
 import pytest
-
 from test_ab_cli import CLI
 
 CHROMIUM = shutil.which("chromium")
@@ -130,7 +129,7 @@ def test_the_report_renders_in_a_real_browser_within_the_page_and_without_overla
     instrumented = tmp_path / "measured.html"
     instrumented.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
     dom = chromium("--dump-dom", "--virtual-time-budget=5000", f"file://{instrumented}")
-    measured = json.loads(re.search(r"<pre id=\"measured\">(.*?)</pre>", dom, re.S).group(1).replace("&quot;", '"'))
+    measured = json.loads(re.search(r"<pre id=\"measured\">(.*?)</pre>", dom, re.DOTALL).group(1).replace("&quot;", '"'))
     assert {"latency-by-op", "latency-by-issue", "memory", "op-map"} <= set(measured)
     for plot, facts in measured.items():
         if plot != "page":
@@ -142,11 +141,11 @@ def test_the_report_renders_in_a_real_browser_within_the_page_and_without_overla
         "each side starts at its own time zero, however far apart the runs were"
     for colour in {c for c, _ in memory}:
         starts = [x for c, x in memory if c == colour]
-        steps = [b - a for a, b in zip(starts, starts[1:])]
+        steps = [b - a for a, b in itertools.pairwise(starts)]
         assert len(starts) == RANKS and min(steps) > 5 and max(steps) - min(steps) < 2, \
             "each rank is placed by its own start (0.5 s apart here)"
 
-    svg = re.search(r"<svg data-plot='op-map'.*?</svg>", page.read_text(), re.S).group(0)
+    svg = re.search(r"<svg data-plot='op-map'.*?</svg>", page.read_text(), re.DOTALL).group(0)
     cells = re.findall(r"<rect [^>]*fill='(#[0-9a-f]+)'><title>(rank \d+), ops (\d+)-(\d+): ([a-z ]+)</title>", svg)
     assert ("#d32f2f", "rank 5", "backend") in {(c, r, s) for c, r, _, _, s in cells}
     backend = [(int(lo), int(hi)) for c, r, lo, hi, s in cells if s == "backend"]

@@ -6,9 +6,8 @@ import inspect
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import HookOpName
-
 from nccl_migrate.ab.op_table import BY_FUNCTION, OPS
+from torch._C._distributed_c10d import HookOpName
 
 
 def test_every_hook_op_type_has_exactly_one_spec():
