@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -48,7 +49,11 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(f"nccl-migrate run: {args.nproc} ranks per node, by torch's launcher: {' '.join(command)}",
               file=sys.stderr)
-        result = run_job(command, args.nproc, env=env, timeout=args.timeout, launcher_args=launcher_arguments(args))
+        # Each rank's output on stdout, its stderr included, prefixed, as a launcher of many ranks
+        # always printed it (torch's agent tees a rank's stderr to this process's sys.stderr).
+        with contextlib.redirect_stderr(sys.stdout):
+            result = run_job(command, args.nproc, env=env, timeout=args.timeout,
+                             launcher_args=launcher_arguments(args))
     if result.ok:
         print(f"nccl-migrate run: all {len(result.ranks)} ranks finished in {result.seconds:.1f} s", file=sys.stderr)
         return EXIT_OK
