@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -10,8 +11,26 @@ import sys
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
 
+def launcher_arguments(args: argparse.Namespace) -> list[str]:
+    """torchrun's multi-node options, passed on as given."""
+    pairs = (("--nnodes", args.nnodes), ("--node-rank", args.node_rank), ("--rdzv-backend", args.rdzv_backend),
+             ("--rdzv-endpoint", args.rdzv_endpoint), ("--rdzv-id", args.rdzv_id),
+             ("--max-restarts", args.max_restarts))
+    return [item for flag, value in pairs if value is not None for item in (flag, str(value))]
+
+
+def add_launcher_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nnodes", help="torchrun's --nnodes (N or MIN:MAX); with --rdzv-endpoint, one command per node")
+    parser.add_argument("--node-rank", type=int, help="torchrun's --node-rank")
+    parser.add_argument("--rdzv-backend", help="torchrun's --rdzv-backend (default c10d with --rdzv-endpoint)")
+    parser.add_argument("--rdzv-endpoint", help="torchrun's --rdzv-endpoint HOST:PORT (default: a local standalone "
+                                                "rendezvous)")
+    parser.add_argument("--rdzv-id", help="torchrun's --rdzv-id (the same on every node)")
+    parser.add_argument("--max-restarts", type=int, help="torchrun's --max-restarts (default 0)")
+
+
 def _run(args: argparse.Namespace) -> int:
-    from .launch import run_job
+    from .launch import run_job, run_launcher
 
     command = args.command
     if command and command[0] == "--":
@@ -19,20 +38,32 @@ def _run(args: argparse.Namespace) -> int:
     if not command:
         print("nccl-migrate run: no command given; usage: nccl-migrate run [--nproc N] -- python job.py", file=sys.stderr)
         return EXIT_ERROR
-    if command[0].endswith(".py"):
-        command = [sys.executable, *command]
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
     if args.activate:
         env["NCCL_MIGRATE_ACTIVATE"] = "1"  # the shim, in jobs that never import nccl_migrate
-    print(f"nccl-migrate run: {args.nproc} ranks: {' '.join(command)}", file=sys.stderr)
-    result = run_job(command, args.nproc, env=env, timeout=args.timeout)
+    if starts_own_ranks(command):
+        print(f"nccl-migrate run: {' '.join(command)} (it starts its own ranks)", file=sys.stderr)
+        result = run_launcher(command, env=env, timeout=args.timeout)
+    else:
+        print(f"nccl-migrate run: {args.nproc} ranks per node, by torch's launcher: {' '.join(command)}",
+              file=sys.stderr)
+        # Each rank's output on stdout, its stderr included, prefixed, as a launcher of many ranks
+        # always printed it (torch's agent tees a rank's stderr to this process's sys.stderr).
+        with contextlib.redirect_stderr(sys.stdout):
+            result = run_job(command, args.nproc, env=env, timeout=args.timeout,
+                             launcher_args=launcher_arguments(args))
     if result.ok:
-        print(f"nccl-migrate run: all {args.nproc} ranks finished in {result.seconds:.1f} s", file=sys.stderr)
+        print(f"nccl-migrate run: all {len(result.ranks)} ranks finished in {result.seconds:.1f} s", file=sys.stderr)
         return EXIT_OK
     print(f"nccl-migrate run: job failed: {result.describe_failure()}", file=sys.stderr)
     return EXIT_ERROR
+
+
+def starts_own_ranks(command: list[str]) -> bool:
+    """Whether ``command`` is a launcher itself (torchrun, python -m torch.distributed.run)."""
+    return os.path.basename(command[0]) == "torchrun" or command[1:3] == ["-m", "torch.distributed.run"]
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -64,10 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nccl-migrate", description="torch-side commands of nccl-migrate")
     sub = parser.add_subparsers(dest="subcommand", required=True)
 
-    run = sub.add_parser("run", help="run a job as N local ranks with the toolkit's backends importable",
-                         description="Runs COMMAND once per rank with RANK, WORLD_SIZE, LOCAL_RANK and "
-                                     "MASTER_ADDR/PORT set; a failing rank ends the others.")
-    run.add_argument("--nproc", type=int, default=2, help="number of ranks (default 2)")
+    run = sub.add_parser("run", help="run a job's ranks with torch's launcher and the toolkit's backends",
+                         description="Runs COMMAND as N ranks per node through torch's own launcher (torchrun's "
+                                     "elastic agent, in this process): torchrun's environment per rank, a local "
+                                     "rendezvous or the multi-node one given by --nnodes/--rdzv-endpoint; a failing "
+                                     "rank ends the others. A torchrun command runs as it is.")
+    run.add_argument("--nproc", type=int, default=2, help="ranks per node (default 2)")
+    add_launcher_options(run)
     run.add_argument("--timeout", type=float, default=600.0, help="seconds before the whole job is ended (default 600)")
     run.add_argument("--no-activate", dest="activate", action="store_false",
                      help="do not activate the shim in the job (torch then behaves as without nccl-migrate)")

@@ -23,3 +23,13 @@ class _Inside(threading.local):
 
 
 inside = _Inside()
+
+
+class _ObjectCollective(threading.local):
+    """The object collective (all_gather_object, broadcast_object_list, ...) this thread is inside,
+    if any: its tensor ops carry pickled objects."""
+
+    name: str | None = None
+
+
+object_collective = _ObjectCollective()

@@ -1,21 +1,26 @@
 """`nccl-migrate ab`: run a job once per side, then compare the two runs op by op; or, with
---shadow, run it once with every op also executed on the other side's backend and compared live.
-Exit 0 identical (within tolerance), 1 divergent or missing ops, 2 a side failed or the runs
-could not be compared."""
+--shadow, run it once with every op also executed on the other side's backend and compared live;
+or `ab compare DIR_A DIR_B`: compare two sides recorded before (`ab record`, or the environment
+alone). Exit 0 identical (within tolerance), 1 divergent or missing ops, 2 a side failed or the
+runs could not be compared (a damaged record included: its file and line are named)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import sys
 import tempfile
 
+from ..record_files import write_whole
 from . import report
-from .compare import compare
+from .compare import Comparison, compare
 from .html import render_html
+from .op_map import OpMap
 from .runner import SideRun, run_shadowed, run_side
-from .sides import load, missing_ranks, shadow_sides
+from .side_stats import SideStats
+from .sides import RecordError, load, missing_ranks, shadow_sides
 from .spec import SpecError, parse
 
 EXIT_IDENTICAL, EXIT_DIVERGENT, EXIT_FAILED = 0, 1, 2
@@ -28,6 +33,9 @@ def add_parser(sub) -> None:
                     "collective and p2p op on every rank (those DDP issues from C++ included), and compares the "
                     "runs op by op; with --shadow, runs it once and executes every op on both backends. Writes "
                     "report.json and report.html into the run directory (docs/ab.md). "
+                    "`nccl-migrate ab record --side SPEC --dir DIR -- COMMAND` records one side (on every node "
+                    "of a multi-node job; `ab record --help`), `nccl-migrate ab compare DIR_A DIR_B` compares two "
+                    "recorded sides. "
                     "Exit 0 identical, 1 divergent or missing ops, 2 a side failed or could not be compared.")
     ab.add_argument("--a", default="legacy", metavar="SPEC", help="side a (default: legacy); with --shadow, the "
                                                                    "primary, whose outputs the job sees")
@@ -44,6 +52,10 @@ def add_parser(sub) -> None:
                          "(default 0: bitwise)")
     ab.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES",
                     help="keep whole tensors of ops up to MAX_BYTES so errors are measured (default 0)")
+    ab.add_argument("--allow-job-nondeterminism", action="store_true",
+                    help="exit 0 when every divergence traces back to inputs the job itself made differ between "
+                         "runs (per-run ids in object collectives, unseeded randomness) and no backend computed "
+                         "differently from identical inputs")
     ab.add_argument("--format", choices=["text", "json"], default="text")
     ab.add_argument("--html", metavar="PATH", help="also write the HTML report (plots included) to PATH; it is "
                                                    "always written to the run directory as report.html")
@@ -64,11 +76,16 @@ def _tail(path: str, lines: int = 15) -> str:
 
 def _shadow_runs(run: SideRun, shadow_side) -> list[SideRun]:
     """A shadow run seen as its two sides: one job, one directory."""
-    return [run, SideRun(shadow_side, run.directory, run.log, run.job)]
+    return [run, SideRun(shadow_side, run.directory, run.log, run.failure, run.seconds)]
 
 
 def main(args: argparse.Namespace) -> int:
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    explicit = args.command[:1] == ["--"]
+    command = args.command[1:] if explicit else args.command
+    if not explicit and command[:1] == ["compare"]:
+        return compare_recorded(args, command[1:])
+    if not explicit and command[:1] == ["record"]:
+        return record(command[1:])
     if not command:
         return _fail("no command given; usage: nccl-migrate ab [--a SPEC] [--b SPEC] [--shadow] -- job.py [ARGS]")
     if args.nproc < 1 or args.timeout <= 0 or args.tolerance < 0 or args.keep_tensors < 0:
@@ -87,44 +104,151 @@ def main(args: argparse.Namespace) -> int:
             run = run_shadowed(sides[0], sides[1], command, args.nproc, args.timeout, run_dir, args.keep_tensors)
         except SpecError as error:
             return _fail(str(error))
-        runs = _shadow_runs(run, sides[1])
-        a, b, not_shadowed = shadow_sides(load(run.directory))
-        data = [a, b]
-    else:
-        runs, not_shadowed = [], None
-        for side in sides:
-            print(f"nccl-migrate ab: side {side.label} ({side.text}): {' '.join(command)}", file=sys.stderr)
-            runs.append(run_side(side, command, args.nproc, args.timeout, run_dir, args.keep_tensors))
-        data = [load(run.directory) for run in runs]
+        return conclude(args, run_dir, _shadow_runs(run, sides[1]), shadow=True)
+    runs = []
+    for side in sides:
+        print(f"nccl-migrate ab: side {side.label} ({side.text}): {' '.join(command)}", file=sys.stderr)
+        runs.append(run_side(side, command, args.nproc, args.timeout, run_dir, args.keep_tensors))
+    return conclude(args, run_dir, runs)
 
-    jobs = runs[:1] if args.shadow else runs  # a shadow run's two sides are one job
-    failures = [run.failure() for run in jobs if run.failure()]
+
+def _record_parser() -> argparse.ArgumentParser:
+    from ..cli import add_launcher_options
+
+    parser = argparse.ArgumentParser(
+        prog="nccl-migrate ab record",
+        description="Runs COMMAND as one side of an A/B run, recording every rank's ops into DIR (a folder all "
+                    "nodes share); run it on every node of the side, then `nccl-migrate ab compare DIR_A DIR_B`. "
+                    "A .py COMMAND runs through torch's launcher (--nproc per node, --nnodes and --rdzv-* for many "
+                    "nodes); a torchrun COMMAND runs as it is. With --print-env, prints the environment that "
+                    "records a job instead, for jobs started by SLURM or Kubernetes. Exit 0 when the job "
+                    "succeeded, 2 otherwise.")
+    parser.add_argument("--side", required=True, metavar="SPEC", help="the side: legacy, rewritten, backend=NAME, "
+                                                                       "KEY=VALUE, ... (as --a/--b)")
+    parser.add_argument("--dir", required=True, help="where this side's records go (empty, or this run's own)")
+    parser.add_argument("--nproc", type=int, default=2, help="ranks per node for a .py COMMAND (default 2)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds the job may run (default 600)")
+    parser.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES")
+    parser.add_argument("--print-env", action="store_true",
+                        help="print the job's environment (shell exports) instead of running anything")
+    add_launcher_options(parser)
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    return parser
+
+
+def record(argv: list[str]) -> int:
+    """`ab record --side SPEC --dir DIR -- COMMAND`: one side, recorded for a later compare."""
+    from ..cli import launcher_arguments
+    from .runner import job_environment, record_side
+
+    try:
+        args = _record_parser().parse_args(argv)
+    except SystemExit as exit_:
+        return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        side = parse("side", args.side)
+    except SpecError as error:
+        return _fail(str(error))
+    directory = os.path.abspath(args.dir)
+    if args.print_env:
+        for key, value in sorted(job_environment(side, directory, args.keep_tensors, inherit=False).items()):
+            print(f"unset {key}" if value is None else f"export {key}={shlex.quote(value)}")
+        return EXIT_IDENTICAL
+    if not command:
+        return _fail("ab record: no command given; usage: nccl-migrate ab record --side SPEC --dir DIR -- COMMAND")
+    print(f"nccl-migrate ab record: side {side.text} into {directory}: {' '.join(command)}", file=sys.stderr)
+    run = record_side(side, command, args.nproc, args.timeout, directory, args.keep_tensors, launcher_arguments(args))
+    if run.failure:
+        print(f"nccl-migrate ab record: {run.failure}\n--- last lines:\n{_tail(run.log)}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"nccl-migrate ab record: recorded in {directory} ({run.seconds:.1f} s); compare with "
+          f"nccl-migrate ab compare DIR_A DIR_B", file=sys.stderr)
+    return EXIT_IDENTICAL
+
+
+def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, str]:
+    """The exit status and the verdict: first of all, whether a backend is implicated."""
+    if comparison.identical:
+        within = comparison.counts["within_tolerance"]
+        return EXIT_IDENTICAL, f"identical within tolerance {comparison.tolerance}" if within else "identical"
+    classes = comparison.classes
+    if comparison.backend_implicated:
+        return EXIT_DIVERGENT, (f"divergent, backend implicated: {classes['backend']} op(s) gave different outputs "
+                                "from identical inputs on every rank")
+    if comparison.job_nondeterminism_only:
+        inside = comparison.object_collectives
+        where = (" (inside object collectives: " + ", ".join(sorted(inside)) + ")") if inside else ""
+        verdict = (f"job nondeterminism only: {classes['job_nondeterminism']} op(s) had inputs the job made differ "
+                   f"between runs{where}, {classes['propagated']} more followed from them; no backend computed "
+                   "differently from identical inputs")
+        return (EXIT_IDENTICAL if allow_job_nondeterminism else EXIT_DIVERGENT), verdict
+    if comparison.counts["divergent"]:
+        return EXIT_DIVERGENT, "divergent, and ops missing on one side: no backend computed differently from identical inputs"
+    return EXIT_DIVERGENT, "ops missing on one side: one side ran fewer ops"
+
+
+def compare_recorded(args: argparse.Namespace, directories: list[str]) -> int:
+    """`ab compare DIR_A DIR_B`: two sides recorded before, compared here."""
+    if len(directories) != 2:
+        return _fail("usage: nccl-migrate ab [--format json] [--tolerance T] [--html PATH] compare DIR_A DIR_B")
+    try:
+        runs = [SideRun.recorded(directory, label) for directory, label in zip(directories, "ab")]
+    except RecordError as error:
+        return _fail(str(error))
+    return conclude(args, args.run_dir or directories[0], runs, report_dir=args.run_dir)
+
+
+def _read(runs: list[SideRun], shadow: bool):
+    """Each side's records (a shadow run's one directory as its two sides) and what was not shadowed."""
+    if shadow:
+        a, b, not_shadowed = shadow_sides(load(runs[0].directory))
+        return [a, b], not_shadowed
+    return [load(run.directory) for run in runs], None
+
+
+def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow: bool = False,
+             report_dir: str | None = "") -> int:
+    """Compares the sides' records, writes report.json and report.html, prints the verdict."""
+    report_dir = run_dir if report_dir == "" else report_dir
+    jobs = runs[:1] if shadow else runs  # a shadow run's two sides are one job
+    failures = [run.failure for run in jobs if run.failure]
+    data, not_shadowed, comparison, stats, ops = [None, None], None, None, SideStats(), OpMap()
+    try:
+        data, not_shadowed = _read(runs, shadow)
+    except RecordError as error:
+        failures.append(f"records that cannot be compared: {error}")
     unrecorded = [f"side {run.side.label}: rank {rank} recorded nothing (is nccl_migrate installed in the job's "
                   "Python, and TORCH_DEVICE_BACKEND_AUTOLOAD not 0?)"
                   for run, d in zip(jobs, data) if not failures for rank in missing_ranks(d)]
-    comparison = None
     if failures or unrecorded:
         exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unrecorded)
     else:
-        comparison = compare(data[0], data[1], args.tolerance)
-        exit_code = EXIT_IDENTICAL if comparison.identical else EXIT_DIVERGENT
-        verdict = "identical" if exit_code == EXIT_IDENTICAL else "divergent"
-        if exit_code == EXIT_IDENTICAL and comparison.counts["within_tolerance"]:
-            verdict = f"identical within tolerance {args.tolerance}"
-
-    result = report.build(runs, data, comparison, exit_code, verdict)
+        try:
+            comparison = compare(data[0], data[1], args.tolerance, observers=[stats, ops])
+            exit_code, verdict = judge(comparison, args.allow_job_nondeterminism)
+        except RecordError as error:  # a damaged record met while streaming
+            comparison, stats, ops = None, None, None
+            exit_code, verdict = EXIT_FAILED, f"could not compare: records that cannot be compared: {error}"
+    result = report.build(runs, data, comparison, exit_code, verdict, stats)
     result["run_dir"] = run_dir
-    if args.shadow:
+    if shadow:
+        if not_shadowed and not_shadowed["first"]:
+            not_shadowed["first"].pop("t", None)
         result.update(mode="shadow", not_shadowed=not_shadowed)
-    with open(os.path.join(run_dir, "report.json"), "w") as f:
-        json.dump(result, f, indent=1)
-    page = render_html(result, dict(zip("ab", data)))
-    for path in filter(None, [os.path.join(run_dir, "report.html"), args.html]):
-        with open(path, "w") as f:
-            f.write(page)
+    page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None,
+                       comparison.classified if comparison else None)
+    targets = [args.html]
+    if report_dir:
+        os.makedirs(report_dir, exist_ok=True)
+        write_whole(os.path.join(report_dir, "report.json"), json.dumps(result, indent=1))
+        targets.append(os.path.join(report_dir, "report.html"))
+    for path in filter(None, targets):
+        write_whole(path, page)
     for run in jobs:
-        if run.failure():
+        if run.failure and run.log:
             print(f"--- last lines of side {run.side.label}'s output ({run.log}):\n{_tail(run.log)}", file=sys.stderr)
     print(json.dumps(result, indent=1) if args.format == "json" else report.render_text(result))
-    print(f"nccl-migrate ab: records, the job's output and report.html are in {run_dir}", file=sys.stderr)
+    if report_dir:
+        print(f"nccl-migrate ab: records, the job's output and report.html are in {report_dir}", file=sys.stderr)
     return exit_code

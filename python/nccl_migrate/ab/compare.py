@@ -1,10 +1,21 @@
 """Aligns two sides' ops by (rank, group, sequence number), never by time or by communicator
 layout, and decides for each op: identical, equal within tolerance, divergent, or missing on one
-side. The first divergence is classified: inputs already differed (earlier compute differs) or
-only outputs differ (the backends computed differently)."""
+side. Each divergent op is classified by what differed going in:
+
+- backend: every rank's input to the op was identical on both sides; the outputs differ;
+- propagated: some rank's input differed, and that rank had a divergent op before it;
+- job nondeterminism: some rank's input differed with no divergence before it on that rank (the
+  job's own inputs differ between runs: per-run ids pickled into object collectives, unseeded
+  randomness).
+
+One pass, rank by rank: each rank's two record streams are paired as they come, so only ops one
+side has and the other has not yet reached are held (the window), with compact facts of ops that
+differ; observers see every record once (the report's statistics and plots)."""
 
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -13,14 +24,27 @@ from .digest import GPU_PREFIX
 from .sides import Key, SideData
 
 STATUSES = ("identical", "within_tolerance", "divergent", "missing_in_a", "missing_in_b")
+CLASSES = ("backend", "propagated", "job_nondeterminism")
+CAUSES = {"backend": "only outputs differ (the backends computed differently)",
+          "propagated": "inputs already differed (an earlier op diverged)",
+          "job_nondeterminism": "inputs already differed (the job's own inputs differ between runs, with no "
+                                "divergence before)"}
+LISTED = 100  # divergences listed in full, earliest first; all are counted
 
 
 @dataclass
 class Comparison:
     tolerance: float
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
-    first_divergence: dict | None = None
+    classes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))
+    divergences: list[dict] = field(default_factory=list)  # the first LISTED, earliest first
+    object_collectives: dict[str, int] = field(default_factory=dict)  # divergent ops inside them, by function
     first_missing: dict | None = None
+    classified: dict[Key, str] = field(default_factory=dict)  # each divergent op's class
+
+    @property
+    def first_divergence(self) -> dict | None:
+        return self.divergences[0] if self.divergences else None
 
     @property
     def compared(self) -> int:
@@ -29,6 +53,16 @@ class Comparison:
     @property
     def identical(self) -> bool:
         return self.counts["divergent"] == 0 and self.counts["missing_in_a"] == 0 and self.counts["missing_in_b"] == 0
+
+    @property
+    def backend_implicated(self) -> bool:
+        return self.classes["backend"] > 0
+
+    @property
+    def job_nondeterminism_only(self) -> bool:
+        """Every divergence traces back to inputs the job itself made differ, and no op is missing."""
+        return (self.counts["divergent"] > 0 and not self.backend_implicated and self.classes["job_nondeterminism"] > 0
+                and self.counts["missing_in_a"] == self.counts["missing_in_b"] == 0)
 
 
 def errors_between(x: list[torch.Tensor], y: list[torch.Tensor]) -> tuple[float, float, float]:
@@ -91,34 +125,106 @@ def _judge(a: dict, b: dict, side_a: SideData, side_b: SideData, tolerance: floa
     return ("within_tolerance" if tolerance > 0 and needed <= tolerance else "divergent"), facts
 
 
-def _inputs_differed(a: SideData, b: SideData, group: str, seq: int) -> list[int]:
-    """Ranks whose input to op (group, seq) already differed between the sides."""
-    return sorted(rank for (rank, g, s), entry in a.ops.items()
-                  if (g, s) == (group, seq) and (rank, g, s) in b.ops and entry["in"] != b.ops[(rank, g, s)]["in"])
+def pairs(records_a, records_b):
+    """(key, entry a, entry b) for one rank's two record streams, each op once as soon as both
+    sides have it (None on the side that never does), holding only the ops in between."""
+    waiting: tuple[dict, dict] = ({}, {})
+    streams = [iter(records_a), iter(records_b)]
+    live = [True, True]
+    while any(live):
+        for side in (0, 1):
+            if not live[side]:
+                continue
+            entry = next(streams[side], None)
+            if entry is None:
+                live[side] = False
+                continue
+            key = (entry["rank"], entry["group"], entry["seq"])
+            other = waiting[1 - side].pop(key, None)
+            if other is None:
+                waiting[side][key] = entry
+            else:
+                yield (key, entry, other) if side == 0 else (key, other, entry)
+    for key, entry in waiting[0].items():
+        yield key, entry, None
+    for key, entry in waiting[1].items():
+        yield key, None, entry
 
 
-def compare(a: SideData, b: SideData, tolerance: float = 0.0) -> Comparison:
+class _Divergences:
+    """Compact facts of the ops that differ, enough to classify them all once every rank is seen;
+    full descriptions only for the LISTED earliest."""
+
+    def __init__(self):
+        self.ops: list[tuple[float, Key, str | None]] = []  # (issue time, key, object collective)
+        self.earliest: list = []  # a max-heap by time of the LISTED earliest descriptions
+        self.inputs_differed: dict[tuple[str, int], dict[int, float]] = {}  # (group, seq) -> {rank: time}
+        self.first_on_rank: dict[int, float] = {}
+
+    def input_differed(self, key: Key, t: float) -> None:
+        self.inputs_differed.setdefault(key[1:], {})[key[0]] = t
+
+    def add(self, key: Key, t: float, description) -> None:
+        self.ops.append((t, key, description.get("object_collective") if isinstance(description, dict) else None))
+        self.first_on_rank[key[0]] = min(t, self.first_on_rank.get(key[0], math.inf))
+        item = (-t, -key[2], key, description)
+        if len(self.earliest) < LISTED:
+            heapq.heappush(self.earliest, item)
+        elif item > self.earliest[0]:
+            heapq.heapreplace(self.earliest, item)
+
+    def class_of(self, key: Key) -> str:
+        differed = self.inputs_differed.get(key[1:], {})
+        if not differed:
+            return "backend"
+        if any(self.first_on_rank.get(rank, math.inf) < t for rank, t in differed.items()):
+            return "propagated"
+        return "job_nondeterminism"
+
+    def conclude(self, result: Comparison) -> None:
+        for _, key, collective in self.ops:
+            cls = result.classified[key] = self.class_of(key)
+            result.classes[cls] += 1
+            if collective:
+                result.object_collectives[collective] = result.object_collectives.get(collective, 0) + 1
+        listed = sorted(self.earliest, key=lambda item: (-item[0], -item[1], item[2]))
+        for _, _, key, description in listed:
+            cls = result.classified[key]
+            description.update({"class": cls}, cause=CAUSES[cls],
+                               inputs_differed_on_ranks=sorted(self.inputs_differed.get(key[1:], {})))
+            result.divergences.append(description)
+
+
+def compare(a, b, tolerance: float = 0.0, observers=()) -> Comparison:
+    """Compares two sides (SideData, or records streamed from their directories); ``observers``
+    see each record (``seen(label, entry)``) and each paired op (``paired(key, status)``)."""
     result = Comparison(tolerance)
-    divergent: list[tuple[float, Key, dict]] = []
-    missing: list[tuple[float, Key, dict]] = []
-    for key in sorted(set(a.ops) | set(b.ops), key=lambda k: (k[0], k[1], k[2])):
-        ea, eb = a.ops.get(key), b.ops.get(key)
-        if ea is None or eb is None:
-            status = "missing_in_a" if ea is None else "missing_in_b"
-            present = ea or eb
-            missing.append((present["t"], key, dict(_describe(key, present), missing_on="a" if ea is None else "b")))
-        else:
-            status, facts = _judge(ea, eb, a, b, tolerance)
-            if status == "divergent":
-                divergent.append((ea["t"], key, dict(_describe(key, ea), **facts)))
-        result.counts[status] += 1
-    if divergent:
-        _, key, first = min(divergent, key=lambda d: (d[0], d[1][2]))
-        ranks = _inputs_differed(a, b, key[1], key[2])
-        first["inputs_differed_on_ranks"] = ranks
-        first["cause"] = "inputs already differed (earlier compute differs)" if ranks else \
-            "only outputs differ (the backends computed differently)"
-        result.first_divergence = first
-    if missing:
-        result.first_missing = min(missing, key=lambda d: (d[0], d[1][2]))[2]
+    divergences = _Divergences()
+    first_missing = None
+    for rank in sorted(set(a.ranks()) | set(b.ranks())):
+        for key, ea, eb in pairs(a.records(rank), b.records(rank)):
+            for label, entry in (("a", ea), ("b", eb)):
+                if entry is not None:
+                    for observer in observers:
+                        observer.seen(label, entry)
+            if ea is None or eb is None:
+                status = "missing_in_a" if ea is None else "missing_in_b"
+                present = ea or eb
+                if first_missing is None or (present["t"], key[2]) < first_missing[0]:
+                    first_missing = ((present["t"], key[2]), dict(_describe(key, present),
+                                                                   missing_on="a" if ea is None else "b"))
+            else:
+                if ea.get("in") != eb.get("in"):
+                    divergences.input_differed(key, ea["t"])
+                status, facts = _judge(ea, eb, a, b, tolerance)
+                if status == "divergent":
+                    description = dict(_describe(key, ea), **facts)
+                    if ea.get("object_collective"):
+                        description["object_collective"] = ea["object_collective"]
+                    divergences.add(key, ea["t"], description)
+            result.counts[status] += 1
+            for observer in observers:
+                observer.paired(key, status)
+    divergences.conclude(result)
+    result.first_missing = first_missing[1] if first_missing else None
     return result

@@ -7,9 +7,13 @@ from __future__ import annotations
 import html
 import math
 
+from .op_map import COLOUR, LEGEND, SEVERITY
 from .sides import SideData
 
-COLOURS = {"a": "#1f77b4", "b": "#d62728"}
+COLOURS = {"a": "#1f77b4", "b": "#ff7f0e"}
+QUANTILES = ("p50", "p90", "p99")
+PLOT_WIDTH = 900  # every plot fits the page's 1100 px body
+MAP_ROWS, MAP_COLUMNS = 128, 256
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
@@ -61,40 +65,92 @@ def _axes(width: int, height: int, left: int, bottom: int, y_max: float, y_label
 
 
 def latency_bars(report: dict) -> str:
-    """Per op type, p50/p90/p99 latency of both sides as grouped bars."""
+    """Per op type, p50/p90/p99 latency of both sides as horizontal bars, one row per op type: the
+    chart keeps its width however many op types there are, and no label shares a row."""
     sides = report["sides"]
     ops = sorted(set(sides["a"].get("latency_ms") or {}) | set(sides["b"].get("latency_ms") or {}))
     if not ops:
         return "<p>No op latencies recorded.</p>"
-    values = [sides[s].get("latency_ms", {}).get(op, {}).get(q, 0) for s in "ab" for op in ops for q in ("p50", "p90", "p99")]
+    values = [sides[s].get("latency_ms", {}).get(op, {}).get(q, 0) for s in "ab" for op in ops for q in QUANTILES]
     top = max(values) or 1.0
-    width, height, left, bottom = 120 + 130 * len(ops), 260, 60, 40
-    parts = _axes(width, height, left, bottom, top, "latency (ms)", "p50 / p90 / p99 per op, side a then b")
-    plot_h = height - bottom - 20
+    label_w = 8 + 7 * max(len(op) for op in ops)  # 7 px per character of the 11 px labels
+    bar, row = 7, 6 * 7 + 12
+    width, left, right, head = PLOT_WIDTH, label_w, 70, 24
+    plot_w = width - left - right
+    height = head + row * len(ops) + 24
+    parts = [f"<text x='{left}' y='14'>latency (ms): p50, p90, p99 of side a, then side b</text>"]
+    for tick in _ticks(top):
+        x = left + tick / top * plot_w
+        parts.append(f"<line x1='{x:.1f}' y1='{head}' x2='{x:.1f}' y2='{height - 20}' stroke='#eee'/>")
+        parts.append(f"<text x='{x:.1f}' y='{height - 6}' text-anchor='middle'>{tick:g}</text>")
     for i, op in enumerate(ops):
-        x0 = left + 10 + i * 130
+        y0 = head + i * row
+        parts.append(f"<text x='{left - 6}' y='{y0 + row / 2:.1f}' text-anchor='end'>{_e(op)}</text>")
         for j, side in enumerate("ab"):
             lat = sides[side].get("latency_ms", {}).get(op)
-            for k, q in enumerate(("p50", "p90", "p99")):
+            for k, q in enumerate(QUANTILES):
                 value = lat[q] if lat else 0
-                h = value / top * plot_h
-                x = x0 + j * 57 + k * 18
-                opacity = (0.55, 0.75, 1.0)[k]
-                parts.append(f"<rect x='{x}' y='{height - bottom - h:.1f}' width='16' height='{h:.1f}' "
-                             f"fill='{COLOURS[side]}' fill-opacity='{opacity}'><title>{_e(op)} side {side} {q}: "
-                             f"{value} ms</title></rect>")
-        parts.append(f"<text x='{x0 + 50}' y='{height - bottom + 14}' text-anchor='middle'>{_e(op)}</text>")
-    return f"<svg data-plot='latency-by-op' width='{width}' height='{height}' role='img'>{''.join(parts)}</svg>"
+                y = y0 + (j * 3 + k) * bar + (4 if j else 0)
+                parts.append(f"<rect x='{left}' y='{y}' width='{value / top * plot_w:.1f}' height='{bar - 1}' "
+                             f"fill='{COLOURS[side]}' fill-opacity='{(0.45, 0.7, 1.0)[k]}'><title>{_e(op)} side "
+                             f"{side} {q}: {value} ms</title></rect>")
+            p99 = lat["p99"] if lat else 0
+            parts.append(f"<text x='{left + p99 / top * plot_w + 4:.1f}' y='{y0 + j * 3 * bar + 2.5 * bar + (4 if j else 0):.1f}'"
+                         f">{p99:g}</text>")
+    return (f"<svg data-plot='latency-by-op' width='{width}' height='{height}' viewBox='0 0 {width} {height}' "
+            f"role='img'>{''.join(parts)}</svg>")
 
 
-def latency_by_issue(data: dict[str, SideData | None]) -> str:
+def op_map(grid: dict[int, list[str]], steps: dict[int, int], counts: dict[int, int]) -> str:
+    """Ranks (rows, consecutive ranks merged past MAP_ROWS) by op sequence (columns of equal op
+    counts), each cell coloured by the worst the comparison found in it."""
+    if not grid:
+        return "<p>No ops compared.</p>"
+    longest = max(counts.values()) or 1
+    columns = min(MAP_COLUMNS, longest)
+    per_column = longest / columns
+    ranks = sorted(grid)
+    per_row = max(1, math.ceil(len(ranks) / MAP_ROWS))
+    rows: list[list[str | None]] = []
+    for start in range(0, len(ranks), per_row):
+        merged: list[str | None] = [None] * columns
+        for rank in ranks[start:start + per_row]:
+            for cell, status in enumerate(grid[rank]):
+                first = int(cell * steps[rank] / per_column)
+                last = min(columns - 1, int(((cell + 1) * steps[rank] - 1) / per_column))
+                for column in range(first, last + 1):
+                    if merged[column] is None or SEVERITY[status] > SEVERITY[merged[column]]:
+                        merged[column] = status
+        rows.append(merged)
+    left, head, cell_h = 70, 8, max(4, min(18, 360 // len(rows)))
+    width, plot_w = PLOT_WIDTH, PLOT_WIDTH - 70 - 20
+    height = head + cell_h * len(rows) + 30
+    parts = []
+    for r, cells in enumerate(rows):
+        y, first_rank = head + r * cell_h, ranks[r * per_row]
+        label = f"rank {first_rank}" if per_row == 1 else f"ranks {first_rank}-{ranks[min(len(ranks), (r + 1) * per_row) - 1]}"
+        if r % max(1, len(rows) // 16) == 0:
+            parts.append(f"<text x='{left - 6}' y='{y + cell_h - 1}' text-anchor='end'>{_e(label)}</text>")
+        column = 0
+        while column < columns:  # one rect per run of equal cells keeps the page small
+            end = column
+            while end + 1 < columns and cells[end + 1] == cells[column]:
+                end += 1
+            if cells[column] is not None:
+                x, w = left + column / columns * plot_w, (end - column + 1) / columns * plot_w
+                parts.append(f"<rect x='{x:.1f}' y='{y}' width='{w:.1f}' height='{cell_h - 1}' "
+                             f"fill='{COLOUR[cells[column]]}'><title>{_e(label)}, ops {int(column * per_column)}-"
+                             f"{int((end + 1) * per_column) - 1}: {cells[column].replace('_', ' ')}</title></rect>")
+            column = end + 1
+    parts.append(f"<text x='{left}' y='{height - 8}'>each rank's ops in issue order (0 .. {longest - 1})</text>")
+    legend = "".join(f"<span style='background:{colour}'></span>{name.replace('_', ' ')}" for name, colour in LEGEND)
+    return (f"<p class='legend'>{legend}</p><svg data-plot='op-map' width='{width}' height='{height}' "
+            f"viewBox='0 0 {width} {height}' role='img'>{''.join(parts)}</svg>")
+
+
+def latency_by_issue(stats) -> str:
     """Each op's latency on rank 0, in the order rank 0 issued them, one line per side."""
-    series = {}
-    for side, d in data.items():
-        if d is None:
-            continue
-        ops = sorted((e for (rank, _, _), e in d.ops.items() if rank == 0), key=lambda e: e["t"])
-        series[side] = [e.get("ms") or 0.0 for e in ops]
+    series = {side: stats.rank0_series(side) for side in ("a", "b")} if stats else {}
     if not any(series.values()):
         return "<p>No ops recorded on rank 0.</p>"
     count = max(len(v) for v in series.values())
@@ -110,23 +166,31 @@ def latency_by_issue(data: dict[str, SideData | None]) -> str:
 
 
 def memory_over_time(data: dict[str, SideData | None]) -> str:
-    """Each rank's RSS (solid) and, when CUDA was used, torch's allocated device memory (dashed)."""
+    """Each rank's RSS (solid) and, when CUDA was used, torch's allocated device memory (dashed),
+    against seconds since its side's first rank started: each rank's samples are placed by its
+    own start (wall clock), so ranks of one side line up and both sides start at 0."""
     lines = []
     for side, d in data.items():
-        for rank, meta in sorted((d.metas if d else {}).items()):
+        metas = (d.metas if d else {}).items()
+        origin = min((m.get("started_at") or 0.0 for _, m in metas), default=0.0)
+        for rank, meta in sorted(metas):
+            shift = (meta.get("started_at") or origin) - origin
             samples = meta.get("memory") or []
             if samples:
-                lines.append((side, rank, [(s[0], s[1]) for s in samples], ""))
-                cuda = [(s[0], s[2]) for s in samples if s[2] is not None]
+                lines.append((side, rank, [(s[0] + shift, s[1]) for s in samples], ""))
+                cuda = [(s[0] + shift, s[2]) for s in samples if s[2] is not None]
                 if cuda:
                     lines.append((side, rank, cuda, "4 3"))
     if not lines:
         return "<p>No memory samples recorded.</p>"
     t_max = max(p[0] for _, _, pts, _ in lines for p in pts) or 1.0
     top = max(p[1] for _, _, pts, _ in lines for p in pts) or 1.0
-    width, height, left, bottom = 900, 260, 60, 40
-    parts = _axes(width, height, left, bottom, top, "MiB", f"seconds since the recorder started (0 .. {t_max:.1f})")
+    width, height, left, bottom = PLOT_WIDTH, 260, 60, 40
+    parts = _axes(width, height, left, bottom, top, "MiB", "seconds since the side's first rank started")
     plot_w, plot_h = width - left - 20, height - bottom - 20
+    for tick in _ticks(t_max):
+        x = left + tick / t_max * plot_w
+        parts.append(f"<text x='{x:.1f}' y='{height - bottom + 14}' text-anchor='middle'>{tick:g}</text>")
     for side, rank, pts, dash in lines:
         points = " ".join(f"{left + t / t_max * plot_w:.1f},{height - bottom - v / top * plot_h:.1f}" for t, v in pts)
         parts.append(f"<polyline points='{points}' fill='none' stroke='{COLOURS[side]}' stroke-width='1.2' "
@@ -135,7 +199,8 @@ def memory_over_time(data: dict[str, SideData | None]) -> str:
 
 
 def _op_rows(op: dict) -> list[list]:
-    keys = ("rank", "group", "seq", "op", "dtype", "shape", "reduce_op", "peer", "cause", "inputs_differed_on_ranks",
+    keys = ("rank", "group", "seq", "op", "dtype", "shape", "reduce_op", "peer", "object_collective", "class", "cause",
+            "inputs_differed_on_ranks",
             "max_abs_error", "max_rel_error", "reason", "missing_on")
     return [[k, op[k]] for k in keys if k in op and op[k] not in (None, [], "")]
 
@@ -162,7 +227,7 @@ def _cost_rows(report: dict) -> list[list]:
     return rows
 
 
-def render_html(report: dict, data: dict[str, SideData | None]) -> str:
+def render_html(report: dict, data: dict[str, SideData | None], stats=None, ops=None, classified=None) -> str:
     """The whole report; ``data`` holds each side's records (None for a side that could not be read)."""
     verdict = (f"<h1>nccl-migrate ab</h1><p class='verdict-{report['exit_code']}'><b>{_e(report['verdict'])}</b> "
                f"(exit status {report['exit_code']})</p>")
@@ -175,15 +240,19 @@ def render_html(report: dict, data: dict[str, SideData | None]) -> str:
              ["within tolerance", report["within_tolerance"]], ["divergent", report["divergent"]],
              ["missing on a", report["missing_in_a"]], ["missing on b", report["missing_in_b"]],
              ["tolerance", report["tolerance"]]]
-            + ([["not shadowed", report["not_shadowed"]["count"]]] if "not_shadowed" in report else [])))
+            + ([["not shadowed", report["not_shadowed"]["count"]]] if "not_shadowed" in report else [])
+            + [[f"divergent: {cls.replace('_', ' ')}", n] for cls, n in report["divergence_classes"].items()]
+            + [["backend implicated", "yes" if report["backend_implicated"] else "no"]]))
     if report.get("first_divergence"):
         body.append("<h2>First divergence</h2>" + _table(_op_rows(report["first_divergence"])))
     if report.get("first_missing"):
         body.append("<h2>First missing op</h2>" + _table(_op_rows(report["first_missing"])))
+    if ops is not None and "ops_compared" in report:
+        body.append("<h2>Ranks by op sequence</h2>" + op_map(ops.grid(classified or {}), ops.steps(), ops.counts()))
     body.append("<h2>Side by side</h2>" + _table(_cost_rows(report), ["", "a: " + report["sides"]["a"]["spec"],
                                                                     "b: " + report["sides"]["b"]["spec"]]))
     body.append("<h2>Latency per op type</h2>" + _legend(report) + latency_bars(report))
-    body.append("<h2>Latency by op, in issue order</h2>" + _legend(report) + latency_by_issue(data))
+    body.append("<h2>Latency by op, in issue order</h2>" + _legend(report) + latency_by_issue(stats))
     body.append("<h2>Memory over time</h2>" + _legend(report) + memory_over_time(data)
                 + "<p>Solid: process RSS per rank; dashed: torch's allocated CUDA memory.</p>")
     body.append(f"<p>Records and the job's output: {_e(report.get('run_dir'))}</p>")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from .ops import OpView
+from .op_table import OpView
 
 
 class IssuedOp:

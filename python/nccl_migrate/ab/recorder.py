@@ -16,6 +16,8 @@ import functools
 import json
 import os
 import resource
+import socket
+import sys
 import threading
 import time
 
@@ -23,6 +25,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
+from ..record_files import claim, mark_second_writer, second_writer_message, write_whole
 from . import (
     KEEP_VARIABLE,
     PERTURB_VARIABLE,
@@ -30,36 +33,41 @@ from . import (
     SHADOW_PERTURB_VARIABLE,
     SHADOW_VARIABLE,
     active,
+    dispatcher_calls,
 )
 from .digest import digest_soon, has_spare_core, later, on_host, overlaps, resolved
 from .issued_op import IssuedOp, RecordedWork
-from .ops import VIEWS, OpView
+from .op_table import (
+    BY_HOOK_NAME,
+    BY_NAME,
+    OBJECT_COLLECTIVES,
+    OpSpec,
+    OpView,
+    wrapped_functions,
+)
 from .perturb import Perturbation
 from .recorder_threads import MemorySampler, RecordWriter
-from .wrappers import patch, wrap_init_process_group, wrap_new_group, wrap_op
+from .wrappers import (
+    patch,
+    wrap_init_process_group,
+    wrap_new_group,
+    wrap_object_collective,
+    wrap_op,
+)
 
-# Ops whose backend may write the tensor it reads: their input is hashed before they are issued.
-# Every other op's host input is hashed on the worker thread while the op runs, where a core is spare.
-WRITES_INPUT = ("all_reduce", "reduce", "broadcast")
 LATER_BYTES = 1 << 20  # below this, handing a digest to the worker costs more than computing it
 HOOK_ID = 0x6162  # our pre/post hooks' id on every group ("ab")
-# The dispatcher op a hook fires for, in the Python function's words.
-HOOK_OPS = {"SEND": "send", "RECV": "recv", "BROADCAST": "broadcast", "ALLREDUCE": "all_reduce",
-            "REDUCE": "reduce", "ALLGATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
-            "ALLTOALL": "all_to_all", "BARRIER": "barrier", "SCATTER": "scatter", "GATHER": "gather",
-            "ALLREDUCE_COALESCED": "all_reduce_coalesced", "ALLGATHER_BASE": "all_gather_into_tensor",
-            "ALLGATHER_COALESCED": "all_gather_coalesced",
-            "ALLGATHER_INTO_TENSOR_COALESCED": "all_gather_into_tensor_coalesced",
-            "REDUCE_SCATTER_BASE": "reduce_scatter_tensor",
-            "REDUCE_SCATTER_TENSOR_COALESCED": "reduce_scatter_tensor_coalesced", "ALLTOALL_BASE": "all_to_all_single"}
-HOOK_IN_PLACE = ("broadcast", "all_reduce", "reduce", "all_reduce_coalesced")  # outputs are the inputs
+
 
 class Recorder:
     def __init__(self, directory: str, keep_bytes: int = 0, perturb: Perturbation | None = None, shadow=None):
         self.directory, self.keep_bytes, self.perturb, self.shadow = directory, keep_bytes, perturb, shadow
-        self.rank = int(os.environ.get("RANK", "0"))
+        # The process's global rank in its process group, once it joins one: never the
+        # environment's RANK, which a job that starts its own ranks (mp.spawn) shares among them.
+        self.rank: int | None = None
         self.started = time.monotonic()
-        self.meta: dict = {"rank": self.rank, "pid": os.getpid(), "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+        self.meta: dict = {"rank": None, "pid": os.getpid(), "host": socket.gethostname(), "world_size": None,
+                           "started_at": time.time(),
                            "init_seconds": None, "backend": None, "backend_class": None, "groups": {},
                            "shadow_backend": None}
         self.lock = threading.Lock()  # sequence numbers and the record file: hooks may fire on other threads
@@ -70,6 +78,7 @@ class Recorder:
         self.hooked: dict[tuple[int, int], IssuedOp] = {}  # issued from C++, not yet complete
         self.count = 0
         self.closed = False
+        self.second_writer = False  # another process holds this rank's records: this one writes nothing
         self.memory = MemorySampler(self.started)
         self.out = None  # opened at the first op: launchers (torchrun, nccl-migrate run) import
         # torch too, and must not overwrite their ranks' records.
@@ -96,22 +105,26 @@ class Recorder:
             return
 
     # -- one op --------------------------------------------------------------------------------
-    def begin(self, op: str, view: OpView, via: str | None = None) -> IssuedOp:
+    def begin(self, spec: OpSpec, view: OpView, via: str | None = None) -> IssuedOp:
+        if self.rank is None:  # joined a group without init_process_group's wrapper (installed later)
+            self.joined(dist.get_rank())
         group = self.group_name(view.group)
         with self.lock:
             seq = self.sequence.get(group, 0)
             self.sequence[group] = seq + 1
         tensors = view.inputs + view.outputs
-        entry = {"rank": self.rank, "group": group, "seq": seq, "op": op,
+        entry = {"rank": self.rank, "group": group, "seq": seq, "op": spec.name,
                  "dtype": str(tensors[0].dtype).replace("torch.", "") if tensors else None,
                  "in_shapes": [list(t.shape) for t in view.inputs],
                  "out_shapes": [list(t.shape) for t in view.outputs],
                  "reduce_op": view.reduce_op, "peer": view.peer, "t": time.time(), "in": None}
         if via:
             entry["via"] = via
+        if active.object_collective.name:
+            entry["object_collective"] = active.object_collective.name
         in_future = None
         if view.inputs:
-            if (via is None and op not in WRITES_INPUT and sum(t.nbytes for t in view.inputs) >= LATER_BYTES
+            if (via is None and not spec.writes_input and sum(t.nbytes for t in view.inputs) >= LATER_BYTES
                     and on_host(view.inputs) and has_spare_core() and not overlaps(view.inputs, view.outputs)):
                 in_future = later(view.inputs)  # read while the op runs; nobody writes it before it ends
             else:
@@ -134,7 +147,7 @@ class Recorder:
         if op.shadow is not None and error is None:
             entry["out"] = resolved(entry["out"])  # judged now, live
             entry["shadow"] = op.shadow.judge(view.outputs, entry["out"])
-        if op.kept is not None and error is None:
+        if op.kept is not None and error is None and not self.second_writer:  # its files are the first writer's
             name = f"r{self.rank}-g{entry['group']}-s{entry['seq']}.pt"
             os.makedirs(os.path.join(self.directory, "tensors"), exist_ok=True)
             torch.save({"in": op.kept, "out": [t.detach().cpu().clone() for t in view.outputs]},
@@ -144,12 +157,27 @@ class Recorder:
 
     def write(self, entry: dict) -> None:
         with self.lock:
+            if self.second_writer:
+                return
+            if self.out is None and not self._open_records():
+                return
             self.count += 1
-            if self.out is None:
-                os.makedirs(self.directory, exist_ok=True)
-                self.out = RecordWriter(os.path.join(self.directory, f"rank{self.rank}.jsonl"))
-                self.memory.start()
             self.out.put(entry)
+
+    def _open_records(self) -> bool:
+        """Claims this rank's record file; False (and a marker the comparison reports) when
+        another process recorded the same rank first."""
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, f"rank{self.rank}.jsonl")
+        fd = claim(path)
+        if fd is None:
+            self.second_writer = True
+            mark_second_writer(path, self.rank)
+            print(f"nccl-migrate ab: {second_writer_message(self.rank, path)}", file=sys.stderr)
+            return False
+        self.out = RecordWriter(fd)
+        self.memory.start()
+        return True
 
     def defer(self, op: IssuedOp, result):
         works = result if isinstance(result, list) else [result]
@@ -200,24 +228,28 @@ class Recorder:
     # -- ops issued from C++ (hooks) -----------------------------------------------------------
     def _pre_hook(self, group, args) -> None:
         if active.recorder is not self or active.inside.active:
+            dispatcher_calls.forget()  # its dispatcher call is not a later op's
             return  # the wrapped Python call records this op itself
         if self.capturing():
             with self.lock:
                 self.meta["captured_ops_not_recorded"] = self.meta.get("captured_ops_not_recorded", 0) + 1
             return
-        name = HOOK_OPS.get(args.name.name, args.name.name.lower())
+        spec = BY_HOOK_NAME.get(args.name.name, BY_NAME["unknown"])
+        name = spec.name
         inputs, outputs = list(args.input_tensors), list(args.output_tensors)
         my_rank = dist.get_rank(group)
         root = args.root if args.root >= 0 else None
         peer = dist.get_global_rank(group, root) if root is not None else None
-        if name in HOOK_IN_PLACE and not outputs:
+        if spec.in_place and not outputs:
             outputs = inputs if name != "reduce" or root == my_rank else []
         if name == "broadcast" and root != my_rank:
             inputs = []  # a receiver contributes nothing, whatever its buffer held
-        op = self.begin(name, OpView(group, inputs, outputs, None, peer), via="hook")
+        reduce_op = dispatcher_calls.reduce_op_of(spec.dispatcher, list(args.input_tensors)) if spec.reduces else None
+        view = OpView(group, inputs, outputs, dispatcher_calls.reduce_op_name(reduce_op), peer)
+        op = self.begin(spec, view, via="hook")
         if self.shadow is not None:  # cloned now: the op may overwrite its tensors
-            op.shadow, why = self.shadow.prepare_hooked(name, list(args.input_tensors), outputs, root, group,
-                                                        self.rank, op.entry["group"], op.entry["seq"])
+            op.shadow, why = self.shadow.prepare_hooked(spec, list(args.input_tensors), outputs, root, group,
+                                                        self.rank, op.entry["group"], op.entry["seq"], reduce_op)
             if why:
                 op.entry["shadow"] = {"skipped": why}
         with self.lock:
@@ -250,10 +282,13 @@ class Recorder:
         self.finish(op, error=error)
 
     # -- the process ---------------------------------------------------------------------------
+    def joined(self, rank: int) -> None:
+        self.rank = rank
+        self.meta.update(rank=rank, world_size=dist.get_world_size())
+
     def initialised(self, seconds: float) -> None:
-        self.rank = dist.get_rank()
-        self.meta.update(init_seconds=seconds, backend=str(dist.get_backend()), world_size=dist.get_world_size(),
-                         rank=self.rank)
+        self.joined(dist.get_rank())
+        self.meta.update(init_seconds=seconds, backend=str(dist.get_backend()))
         for device in ("cpu", "cuda"):
             try:
                 backend = dist.group.WORLD._get_backend(torch.device(device))
@@ -280,8 +315,9 @@ class Recorder:
             op.entry["unfinished"] = True
             op.view.outputs = []
             self.finish(op)
-        if self.meta["init_seconds"] is None and self.out is None:
-            return  # this process ran no distributed job (a launcher)
+        if self.rank is None or self.second_writer:
+            return  # this process never joined a group (a launcher, a parent of spawned ranks), or
+            # another process holds its rank's records
         self.memory.stopped.set()
         self.memory.sample()
         with self.lock:
@@ -294,9 +330,8 @@ class Recorder:
         if self.shadow is not None:
             self.meta["shadow_backend"] = self.shadow.backend
         path = os.path.join(self.directory, f"rank{self.rank}.meta.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(self.meta, f, indent=1)
-        os.replace(path + ".tmp", path)
+        if not write_whole(path, json.dumps(self.meta, indent=1), exclusive=True):
+            mark_second_writer(path, self.rank)
 
 
 def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = None, shadow=None) -> Recorder:
@@ -308,9 +343,14 @@ def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = 
     if shadow is not None:
         from .shadow import _originals
 
-        _originals.update((name, getattr(c10d, name)) for name in VIEWS)
-    for name in VIEWS:
-        patch(name, wrap_op(name, getattr(c10d, name)))
+        _originals.update((function, getattr(c10d, function)) for function in wrapped_functions(c10d))
+    for function in wrapped_functions(c10d):
+        patch(function, wrap_op(function, getattr(c10d, function)))
+    if shadow is not None:  # only a shadow replays ops issued from C++: it needs their reduce op
+        dispatcher_calls.install()
+    for function in OBJECT_COLLECTIVES:
+        if hasattr(c10d, function):
+            patch(function, wrap_object_collective(getattr(c10d, function)))
     patch("init_process_group", wrap_init_process_group(c10d.init_process_group))
     patch("new_group", wrap_new_group(c10d.new_group))
     atexit.register(rec.close)

@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from ..record_files import write_line
 from .digest import PendingDigest, resolved
 
 MEMORY_INTERVAL = 0.1  # seconds between RSS samples
@@ -56,20 +57,19 @@ class RecordWriter(threading.Thread):
     a GPU is still computing holds back those after it, for GPU_DIGEST_PATIENCE seconds at most
     (a stream stuck behind a hung op must not keep the records that explain the hang off disk)."""
 
-    def __init__(self, path: str):
+    def __init__(self, fd: int):
         super().__init__(name="ab-records", daemon=True)
-        self.path, self.pending = path, collections.deque()
+        self.fd, self.pending = fd, collections.deque()
         self.stopped = threading.Event()
         self.start()
 
     def put(self, entry: dict) -> None:
         self.pending.append((time.monotonic(), entry))  # a deque's append is atomic: no lock on the op's path
 
-    def _drain(self, out, final: bool = False) -> None:
+    def _drain(self, final: bool = False) -> None:
         """Writes the records whose digests are known, and those that waited for a GPU past the
         patience (the last drain, at exit, gives each the patience from then), naming the
         digests they lack."""
-        wrote = False
         last_wait = time.monotonic() + GPU_DIGEST_PATIENCE
         while self.pending:
             put_at, entry = self.pending[0]
@@ -82,18 +82,17 @@ class RecordWriter(threading.Thread):
                 waiting = _waiting_digests(entry)
             for key in waiting:  # its stream never got there (a hung op) within the patience
                 _lacks(entry, key, None)
-            out.write(json.dumps(self.pending.popleft()[1]) + "\n")
-            wrote = True
-        if wrote:
-            # On disk at once: a side killed for hanging (SIGTERM runs no exit handlers) keeps
-            # every record older than one interval.
-            out.flush()
+            # One write per line, unbuffered: a side killed for hanging (SIGTERM runs no exit
+            # handlers) keeps every record written so far, and never half of one.
+            write_line(self.fd, json.dumps(self.pending.popleft()[1]))
 
     def run(self) -> None:
-        with open(self.path, "w", buffering=1 << 16) as out:
+        try:
             while not self.stopped.wait(WRITE_INTERVAL):
-                self._drain(out)
-            self._drain(out, final=True)
+                self._drain()
+            self._drain(final=True)
+        finally:
+            os.close(self.fd)
 
     def close(self) -> None:
         self.stopped.set()

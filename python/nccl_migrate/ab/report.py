@@ -4,26 +4,17 @@ text."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-
 from .compare import Comparison
 from .runner import SideRun
+from .side_stats import SideStats
 from .sides import SideData
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def side_summary(run: SideRun, data: SideData | None) -> dict:
+def side_summary(run: SideRun, data: SideData | None, stats: SideStats | None) -> dict:
     summary = {"spec": run.side.text, "env": run.side.env, "directory": run.directory, "log": run.log,
-               "failure": run.failure(), "wall_seconds": round(run.job.seconds, 3)}
+               "failure": run.failure, "wall_seconds": round(run.seconds, 3)}
     if data is None:
         return summary
-    latencies = defaultdict(list)
-    for entry in data.ops.values():
-        latencies[entry["op"]].append(entry["ms"])
     metas = [data.metas[r] for r in sorted(data.metas)]
     summary.update(
         backend=sorted({f"{m['backend']}: {m['backend_class']}" for m in metas if m.get("backend")}),
@@ -31,26 +22,30 @@ def side_summary(run: SideRun, data: SideData | None) -> dict:
         peak_rss_mib={m["rank"]: round(m["peak_rss_kib"] / 1024, 1) for m in metas},
         communicators={rank: [f"{c['key']} ({c['purpose']})" for c in r["communicators_created"]]
                        for rank, r in sorted(data.reports.items())} if data.reports else None,
-        op_counts=dict(sorted(Counter(e["op"] for e in data.ops.values()).items())),
-        latency_ms={op: {q: round(_percentile(v, p), 3) for q, p in (("p50", .5), ("p90", .9), ("p99", .99))}
-                    for op, v in sorted(latencies.items())},
     )
+    if stats is not None:
+        label = run.side.label
+        summary.update(op_counts=stats.op_counts(label), latency_ms=stats.latency_ms(label))
     return summary
 
 
-def build(runs: list[SideRun], data: list[SideData | None], comparison: Comparison | None, exit_code: int,
-          verdict: str) -> dict:
+def build(runs: list[SideRun], data: list, comparison: Comparison | None, exit_code: int, verdict: str,
+          stats: SideStats | None = None) -> dict:
     report = {"verdict": verdict, "exit_code": exit_code,
-              "sides": {run.side.label: side_summary(run, d) for run, d in zip(runs, data)}}
+              "sides": {run.side.label: side_summary(run, d, stats) for run, d in zip(runs, data)}}
     if comparison is not None:
         report.update(tolerance=comparison.tolerance, ops_compared=comparison.compared, **comparison.counts,
-                      first_divergence=comparison.first_divergence, first_missing=comparison.first_missing)
+                      backend_implicated=comparison.backend_implicated, divergence_classes=comparison.classes,
+                      object_collectives=comparison.object_collectives,
+                      first_divergence=comparison.first_divergence, divergences=comparison.divergences,
+                      first_missing=comparison.first_missing)
     return report
 
 
 def _op_line(op: dict) -> str:
     where = f"rank {op['rank']}, group {op['group']}, seq {op['seq']}: {op['op']} {op['dtype']} {op['shape']}"
-    return where + (f" {op['reduce_op']}" if op.get("reduce_op") else "")
+    where += f" {op['reduce_op']}" if op.get("reduce_op") else ""
+    return where + (f" (inside {op['object_collective']})" if op.get("object_collective") else "")
 
 
 def _row(label: str, a, b) -> str:
@@ -72,9 +67,14 @@ def render_text(report: dict) -> str:
                      f"seq {where['seq']}: {where['op']}, {where['reason']})")
     first = report.get("first_divergence")
     if first:
+        classes = ", ".join(f"{cls.replace('_', ' ')} {n}" for cls, n in report["divergence_classes"].items())
+        lines.append(f"  divergent ops by class: {classes}")
+        if report.get("object_collectives"):
+            lines.append("  divergent ops inside object collectives (pickled objects): "
+                         + ", ".join(f"{name} {n}" for name, n in report["object_collectives"].items()))
         lines.append(f"  first divergence: {_op_line(first)}")
-        lines.append(f"    cause: {first['cause']}" + (f" (ranks {first['inputs_differed_on_ranks']})"
-                                                       if first["inputs_differed_on_ranks"] else ""))
+        lines.append(f"    class: {first['class'].replace('_', ' ')}; cause: {first['cause']}"
+                     + (f" (ranks {first['inputs_differed_on_ranks']})" if first["inputs_differed_on_ranks"] else ""))
         if "max_abs_error" in first:
             lines.append(f"    max abs error {first['max_abs_error']}, max rel error {first['max_rel_error']}")
         if first.get("reason"):

@@ -4,62 +4,114 @@ and the recorder switched on; the job's own output goes to the side's job.log.""
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
-import sys
+import socket
 from dataclasses import dataclass
 
-from ..launch import JobResult, run_job
+from ..cli import starts_own_ranks
+from ..launch import JobResult, run_job, run_launcher
+from ..record_files import write_whole
 from . import KEEP_VARIABLE, RECORD_VARIABLE, SHADOW_PERTURB_VARIABLE, SHADOW_VARIABLE
+from .sides import RecordError, clear
 from .spec import Side, shadow_environment
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+SIDE_FILES = "side.*.json"  # what ran on a side, one per launching process (one per node), for an offline compare
 
 
 @dataclass
 class SideRun:
     side: Side
     directory: str
-    log: str
-    job: JobResult
+    log: str | None  # the job's own output, when we started the job
+    failure: str | None  # why the side's job failed, or None
+    seconds: float
 
-    def failure(self) -> str | None:
-        """Why this side's job failed, or None."""
-        if self.job.ok:
-            return None
-        return f"side {self.side.label} ({self.side.text}): {self.job.describe_failure()}; its output: {self.log}"
+    @classmethod
+    def finished(cls, side: Side, directory: str, log: str, job: JobResult) -> SideRun:
+        failure = None if job.ok else f"side {side.label} ({side.text}): {job.describe_failure()}; its output: {log}"
+        run = cls(side, directory, log, failure, job.seconds)
+        run.save()
+        return run
+
+    def save(self) -> None:
+        name = f"side.{socket.gethostname()}.{os.getpid()}.json"
+        write_whole(os.path.join(self.directory, name), json.dumps(
+            {"label": self.side.label, "spec": self.side.text, "env": self.side.env, "log": self.log,
+             "failure": self.failure, "seconds": self.seconds}, indent=1))
+
+    @classmethod
+    def recorded(cls, directory: str, label: str) -> SideRun:
+        """A side recorded earlier, by one or more launching processes (``ab record`` on each
+        node), or by a job given the environment alone (no side file: its outcome is unknown
+        here, its records say what they can)."""
+        paths = sorted(glob.glob(os.path.join(directory, SIDE_FILES)))
+        if not paths:
+            return cls(Side(label, f"records in {directory}"), directory, None, None, 0.0)
+        saved = []
+        for path in paths:
+            try:
+                with open(path) as f:
+                    saved.append(json.load(f))
+                saved[-1]["spec"], saved[-1]["env"], saved[-1]["failure"], saved[-1]["seconds"]
+            except (ValueError, KeyError, TypeError) as error:
+                raise RecordError(f"{path}: not a side description ({error}); remove it to compare the records "
+                                  "alone") from None
+        failures = [s["failure"] for s in saved if s["failure"]]
+        return cls(Side(label, saved[0]["spec"], saved[0]["env"]), directory, saved[0].get("log"),
+                   "; ".join(failures) or None, max(s["seconds"] for s in saved))
 
 
-def job_command(command: list[str]) -> tuple[list[str], bool]:
-    """The command to start, and whether it launches its own ranks (torchrun)."""
-    if command[0].endswith(".py"):
-        return [sys.executable, *command], False
-    launches = os.path.basename(command[0]) == "torchrun" or command[1:3] == ["-m", "torch.distributed.run"]
-    return command, launches
-
-
-def job_environment(side: Side, directory: str, keep_bytes: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NCCL_MIGRATE_AB_")}  # nothing leaks in
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH", "")]))
+def job_environment(side: Side, directory: str, keep_bytes: int, inherit: bool = True) -> dict[str, str | None]:
+    """The environment a side's job runs with: this process's (``inherit``) with the recorder
+    switched on and the side's variables applied; without ``inherit`` only what the side sets
+    (None: unset), for a job started elsewhere (SLURM, Kubernetes) with nccl_migrate installed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NCCL_MIGRATE_AB_")} if inherit else {}
+    if inherit:  # nothing of an outer A/B run leaks in; the in-tree package is importable
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH", "")]))
     env[RECORD_VARIABLE] = directory
     env["NCCL_MIGRATE_REPORT"] = os.path.join(directory, "report_{rank}.json")
     if keep_bytes:
         env[KEEP_VARIABLE] = str(keep_bytes)
     for key, value in side.env.items():
-        if value is None:
+        if value is None and inherit:
             env.pop(key, None)
         else:
             env[key] = value
     return env
 
 
-def _run(side: Side, command: list[str], nproc: int, timeout: float, directory: str, env: dict) -> SideRun:
+def _run(side: Side, command: list[str], nproc: int, timeout: float, directory: str, env: dict,
+         launcher_args: list[str] | None = None) -> SideRun:
     os.makedirs(directory, exist_ok=True)
-    argv, launches_ranks = job_command(command)
-    log = os.path.join(directory, "job.log")
-    with open(log, "w") as out, contextlib.redirect_stdout(out):
-        job = run_job(argv, 1 if launches_ranks else nproc, env=env, timeout=timeout)
-    return SideRun(side, directory, log, job)
+    clear(directory)
+    return _launch(side, command, nproc, timeout, directory, env, os.path.join(directory, "job.log"), launcher_args)
+
+
+def _launch(side: Side, command: list[str], nproc: int, timeout: float, directory: str, env: dict, log: str,
+            launcher_args: list[str] | None) -> SideRun:
+    # torch's launcher tees each rank's output to this process's sys.stdout and sys.stderr.
+    with open(log, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        if starts_own_ranks(command):
+            job = run_launcher(command, env=env, timeout=timeout)
+        else:
+            job = run_job(command, nproc, env=env, timeout=timeout, launcher_args=launcher_args)
+    return SideRun.finished(side, directory, log, job)
+
+
+def record_side(side: Side, command: list[str], nproc: int, timeout: float, directory: str, keep_bytes: int,
+                launcher_args: list[str] | None = None) -> SideRun:
+    """``ab record``: one launching process of a side (one per node), recording into a directory
+    it shares with the side's other nodes; earlier records are left alone (a rank recorded twice
+    is reported when compared)."""
+    os.makedirs(directory, exist_ok=True)
+    log = os.path.join(directory, f"job.{socket.gethostname()}.{os.getpid()}.log")
+    return _launch(side, command, nproc, timeout, directory, job_environment(side, directory, keep_bytes), log,
+                   launcher_args)
 
 
 def run_side(side: Side, command: list[str], nproc: int, timeout: float, run_dir: str, keep_bytes: int) -> SideRun:

@@ -19,7 +19,7 @@ import torch.distributed.distributed_c10d as c10d
 from . import BACKEND_VARIABLE
 from .compare import errors_between
 from .digest import digest_of
-from .ops import VIEWS
+from .op_table import OpSpec
 from .perturb import Perturbation
 
 
@@ -57,16 +57,16 @@ class ShadowOp:
     """One op's shadow: its cloned arguments (taken before the primary may overwrite its inputs),
     issued after the primary, judged against the primary's outputs."""
 
-    def __init__(self, fn, name: str, arguments: dict, shadow_group, perturb: bool):
-        self.fn, self.name, self.perturb = fn, name, perturb
+    def __init__(self, fn, spec: OpSpec, arguments: dict, shadow_group, perturb: bool):
+        self.fn, self.name, self.perturb = fn, spec.name, perturb
         self.arguments = {k: _clone(v) for k, v in arguments.items()}
-        if name == "batch_isend_irecv":
+        if spec.name == "batch_isend_irecv":
             self.arguments["p2p_op_list"] = [dist.P2POp(op.op, op.tensor.detach().clone(), peer=op.peer,
                                                         group=shadow_group, tag=op.tag)
                                              for op in arguments["p2p_op_list"]]
         else:
             self.arguments["group"] = shadow_group
-        self.view = VIEWS[name](self.arguments)
+        self.view = spec.view(self.arguments)
         self.result, self.ms, self.error = None, None, None
 
     def issue(self) -> None:
@@ -131,57 +131,28 @@ class Shadow:
         if group is not None and group != c10d.GroupMember.NON_GROUP_MEMBER:
             self.groups[id(group)] = shadow
 
-    def prepare(self, fn, name: str, arguments: dict, group, rank: int, group_name: str, seq: int):
+    def prepare(self, fn, spec: OpSpec, arguments: dict, group, rank: int, group_name: str, seq: int):
         """The op's shadow, or a reason it has none."""
         shadow_group = self.groups.get(id(group))
         if shadow_group is None:
             return None, "its group has no shadow (created before the recorder, or not through new_group)"
         perturb = bool(self.perturb and self.perturb.applies(rank, group_name, seq))
-        return ShadowOp(fn, name, arguments, shadow_group, perturb), None
+        return ShadowOp(fn, spec, arguments, shadow_group, perturb), None
 
-    def prepare_hooked(self, name: str, tensors: list, outputs: list, root: int | None, group, rank: int,
-                       group_name: str, seq: int):
-        """The shadow of an op issued from C++ (seen by a pre-hook: its tensors, no reduce op), or
-        a reason it has none. Reductions are shadowed as SUM, the only reduction DDP issues."""
-        if name not in HOOKED_CALLS:
-            return None, f"an op issued from C++ that the shadow cannot replay ({name})"
-        arguments = HOOKED_CALLS[name](tensors, outputs, root, group)
+    def prepare_hooked(self, spec: OpSpec, tensors: list, outputs: list, root: int | None, group, rank: int,
+                       group_name: str, seq: int, reduce_op=None):
+        """The shadow of an op issued from C++ (seen by a pre-hook: its tensors; its reduce op only
+        when torch's dispatcher told it, ``reduce_op``), or a reason it has none."""
+        if spec.replay is None:
+            return None, f"an op issued from C++ that the shadow cannot replay ({spec.name})"
+        if spec.reduces and reduce_op is None:
+            return None, (f"an op issued from C++ whose reduce op is not known ({spec.name}): torch's hooks do not "
+                          "carry it and its dispatcher call was not seen (tensors created in inference mode?)")
+        arguments = spec.replay(tensors, outputs, root, group, reduce_op)
         if arguments is None:
-            return None, f"an op issued from C++ with a tensor layout the shadow cannot replay ({name})"
-        return self.prepare(_originals[name], name, arguments, group, rank, group_name, seq)
+            return None, f"an op issued from C++ with a tensor layout the shadow cannot replay ({spec.name})"
+        return self.prepare(_originals[spec.functions[0]], spec, arguments, group, rank, group_name, seq)
 
 
 # torch.distributed's own functions, as they were before the recorder wrapped them.
 _originals: dict = {}
-
-
-def _hooked_all_reduce(tensors, outputs, root, group):
-    return {"tensor": tensors[0], "op": dist.ReduceOp.SUM} if len(tensors) == 1 else None
-
-
-def _hooked_broadcast(tensors, outputs, root, group):
-    return {"tensor": tensors[0], "src": dist.get_global_rank(group, root)} if len(tensors) == 1 else None
-
-
-def _hooked_all_gather(tensors, outputs, root, group):
-    return {"tensor_list": list(outputs), "tensor": tensors[0]} if len(tensors) == 1 else None
-
-
-def _hooked_all_gather_into_tensor(tensors, outputs, root, group):
-    ok = len(tensors) == 1 and len(outputs) == 1
-    return {"output_tensor": outputs[0], "input_tensor": tensors[0]} if ok else None
-
-
-def _hooked_reduce_scatter_tensor(tensors, outputs, root, group):
-    ok = len(tensors) == 1 and len(outputs) == 1
-    return {"output": outputs[0], "input": tensors[0], "op": dist.ReduceOp.SUM} if ok else None
-
-
-def _hooked_barrier(tensors, outputs, root, group):
-    return {}
-
-
-# The ops issued from C++ that a shadow replays: their Python call, from the hook's tensors.
-HOOKED_CALLS = {"all_reduce": _hooked_all_reduce, "broadcast": _hooked_broadcast, "all_gather": _hooked_all_gather,
-                "all_gather_into_tensor": _hooked_all_gather_into_tensor,
-                "reduce_scatter_tensor": _hooked_reduce_scatter_tensor, "barrier": _hooked_barrier}

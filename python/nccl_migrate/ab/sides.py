@@ -1,5 +1,7 @@
-"""Reads back what one side recorded: each rank's ops (rank{R}.jsonl), its process facts
-(rank{R}.meta.json) and, when the toolkit served it, its communicators (report_{R}.json)."""
+"""Reads back what one side recorded: each rank's ops (rank{R}.jsonl), streamed rank by rank and
+checked record by record, its process facts (rank{R}.meta.json) and, when the toolkit served it,
+its communicators (report_{R}.json). Only one rank's keys are held at a time (to catch an op
+recorded twice), so reading a side costs memory for its largest rank, not for the job."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import glob
 import json
 import os
 from dataclasses import dataclass, field
+
+from ..record_files import SECOND_WRITER, second_writer_message
 
 Key = tuple[int, str, int]  # (rank, group, sequence number)
 
@@ -18,6 +22,13 @@ class SideData:
     metas: dict[int, dict] = field(default_factory=dict)
     reports: dict[int, dict] = field(default_factory=dict)
 
+    def ranks(self) -> list[int]:
+        return sorted({key[0] for key in self.ops})
+
+    def records(self, rank: int) -> list[dict]:
+        """One rank's records in issue order."""
+        return sorted((e for key, e in self.ops.items() if key[0] == rank), key=lambda e: (e["t"], e["seq"]))
+
     def tensors(self, entry: dict):
         """The kept tensors of one op ({"in": [...], "out": [...]}), or None."""
         if "kept" not in entry:
@@ -27,27 +38,136 @@ class SideData:
         return torch.load(os.path.join(self.directory, "tensors", entry["kept"]))
 
 
+class RecordError(ValueError):
+    """A side's records cannot be read as written: names the file, the line and how to go on."""
+
+
+# What every op record holds, with its type: a record without them was not written by the recorder.
+REQUIRED = {"rank": int, "group": str, "seq": int, "op": str, "t": (int, float), "in_shapes": list,
+            "out_shapes": list}
+
+
 def _json(path: str):
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except ValueError as error:
+        raise RecordError(f"{path}: not valid JSON ({error}); the file was cut short or garbled") from None
 
 
-def load(directory: str) -> SideData:
-    data = SideData(directory)
+def _rank_of(path: str, prefix: str, suffix: str) -> int | None:
+    middle = os.path.basename(path)[len(prefix):-len(suffix)]
+    return int(middle) if middle.isdigit() else None
+
+
+def _check_second_writers(directory: str) -> None:
+    markers = sorted(glob.glob(os.path.join(directory, f"*{SECOND_WRITER}*")))
+    if markers:
+        found = _json(markers[0])
+        raise RecordError(f"{directory}: {second_writer_message(found['rank'], found['path'])} "
+                          f"(pid {found['pid']} on {found['host']} found it taken; {len(markers)} such file(s))")
+
+
+def _bad(path: str, number: int, what: str) -> RecordError:
+    return RecordError(f"{path}, line {number}: {what}; the record is damaged (a process killed while writing, "
+                       "or two processes writing one file); rerun the side")
+
+
+def read_records(path: str):
+    """Yields (line number, record) from one rank's JSONL file, checking each record."""
+    rank = _rank_of(path, "rank", ".jsonl")
+    with open(path, errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            if not line.endswith("\n"):
+                raise _bad(path, number, "the last record is cut short")
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError as error:
+                raise _bad(path, number, f"not a JSON record ({error})") from None
+            if not isinstance(entry, dict):
+                raise _bad(path, number, "not a JSON object")
+            for key, kind in REQUIRED.items():
+                value = entry.get(key)
+                if not isinstance(value, kind) or value is True or value is False:
+                    raise _bad(path, number, f"field {key!r} is missing or not {getattr(kind, '__name__', 'a number')}")
+            if entry["rank"] != rank:
+                raise _bad(path, number, f"a record of rank {entry['rank']} in rank {rank}'s file")
+            yield number, entry
+
+
+MEMORY_RANKS = 8  # ranks whose memory samples the report plots (every rank's peak is kept)
+
+
+class RecordedSide:
+    """A side's records in its directory, streamed: ``records(rank)`` reads that rank's file as
+    the comparison asks for it; ``transform`` turns each record into what this side compares
+    (None: left out), for the two sides of one shadow run."""
+
+    def __init__(self, directory: str, transform=None):
+        self.directory, self.transform = directory, transform
+        self.metas: dict[int, dict] = {}
+        self.reports: dict[int, dict] = {}
+        self.paths: dict[int, str] = {}
+
+    def ranks(self) -> list[int]:
+        return sorted(self.paths)
+
+    def records(self, rank: int):
+        path = self.paths.get(rank)
+        if path is None:
+            return
+        lines: dict[tuple[str, int], int] = {}
+        for number, entry in read_records(path):
+            key = (entry["group"], entry["seq"])
+            if key in lines:
+                raise _bad(path, number, f"group {key[0]} seq {key[1]} recorded twice (first on line {lines[key]})")
+            lines[key] = number
+            if self.transform is not None:
+                entry = self.transform(entry)
+            if entry is not None:
+                yield entry
+
+    tensors = SideData.tensors
+
+
+def load(directory: str) -> RecordedSide:
+    """A side's records, to be streamed; its metas and reports read now. RecordError names the
+    file (and line, while streaming) of the first bad one."""
+    if not os.path.isdir(directory):
+        raise RecordError(f"{directory}: no such directory of records")
+    _check_second_writers(directory)
+    data = RecordedSide(directory)
     for path in glob.glob(os.path.join(directory, "rank*.meta.json")):
         meta = _json(path)
+        if not isinstance(meta, dict) or not isinstance(meta.get("rank"), int):
+            raise RecordError(f"{path}: no rank in it; not a record of nccl-migrate ab")
+        if meta["rank"] >= MEMORY_RANKS:
+            meta["memory"] = []
         data.metas[meta["rank"]] = meta
     for path in glob.glob(os.path.join(directory, "rank*.jsonl")):
-        with open(path) as f:
-            for line in f:
-                if line.strip():
-                    entry = json.loads(line)
-                    data.ops[(entry["rank"], entry["group"], entry["seq"])] = entry
+        rank = _rank_of(path, "rank", ".jsonl")
+        if rank is not None:
+            data.paths[rank] = path
     for path in glob.glob(os.path.join(directory, "report_*.json")):
-        rank = os.path.basename(path)[len("report_"):-len(".json")]
-        if rank.isdigit():
-            data.reports[int(rank)] = _json(path)
+        rank = _rank_of(path, "report_", ".json")
+        if rank is not None:
+            data.reports[rank] = _json(path)
     return data
+
+
+RECORD_PATTERNS = ("rank*.jsonl", "rank*.meta.json", "report_*.json", f"*{SECOND_WRITER}*", "side.*.json",
+                   "tensors/*.pt")
+
+
+def clear(directory: str) -> list[str]:
+    """Removes an earlier run's records from ``directory`` (each rank's files are claimed once per
+    run); returns what it removed."""
+    removed = [path for pattern in RECORD_PATTERNS for path in glob.glob(os.path.join(directory, pattern))]
+    for path in removed:
+        os.unlink(path)
+    return removed
 
 
 def missing_ranks(data: SideData) -> list[int]:
@@ -56,33 +176,40 @@ def missing_ranks(data: SideData) -> list[int]:
     return [r for r in range(world) if r not in data.metas] if data.metas else [0]
 
 
-def shadow_sides(data: SideData) -> tuple[SideData, SideData, dict]:
+def shadow_sides(data: RecordedSide) -> tuple[RecordedSide, RecordedSide, dict]:
     """A shadow run's records as two sides: a holds the primary's ops, b the same ops with the
-    shadow's output digest, latency and measured errors. Ops without a shadow (issued from C++,
-    or on a group created before the recorder) are left out of both and counted."""
-    a, b = SideData(data.directory), SideData(data.directory)
-    a.reports = b.reports = data.reports
-    a.metas = data.metas
-    b.metas = {rank: dict(meta, backend=meta.get("shadow_backend"),
-                          backend_class="shadow groups", memory=[])
-               for rank, meta in data.metas.items()}
+    shadow's output digest, latency and measured errors. Ops without a shadow (issued from C++
+    and not replayable, or on a group created before the recorder) are left out of both and
+    counted in the returned dict as the comparison streams them, the earliest named."""
     not_shadowed = {"count": 0, "first": None}
-    for key, entry in sorted(data.ops.items(), key=lambda item: item[1]["t"]):
+
+    def primary(entry: dict) -> dict | None:
         shadow = entry.get("shadow")
         if not shadow or "skipped" in shadow:
             not_shadowed["count"] += 1
-            if not_shadowed["first"] is None:
+            first = not_shadowed["first"]
+            if first is None or (entry["t"], entry["seq"]) < (first["t"], first["seq"]):
                 why = shadow["skipped"] if shadow else "failed, or never completed, on the primary"
-                not_shadowed["first"] = {"rank": key[0], "group": key[1], "seq": key[2], "op": entry["op"],
-                                         "reason": why}
-            continue
-        a.ops[key] = {k: v for k, v in entry.items() if k != "shadow"}
-        mirrored = dict(a.ops[key], out=shadow.get("out"), ms=shadow.get("ms") or 0.0)
-        mirrored.pop("perturbed", None)
-        mirrored.pop("kept", None)
-        if "error" in shadow:
-            mirrored["error"] = shadow["error"]
-        if "measured" in shadow:
-            mirrored["measured"] = shadow["measured"]
-        b.ops[key] = mirrored
+                not_shadowed["first"] = {"rank": entry["rank"], "group": entry["group"], "seq": entry["seq"],
+                                         "op": entry["op"], "reason": why, "t": entry["t"]}
+            return None
+        return {k: v for k, v in entry.items() if k != "shadow"}
+
+    def mirrored(entry: dict) -> dict | None:
+        shadow = entry.get("shadow")
+        if not shadow or "skipped" in shadow:
+            return None
+        mirror = {k: v for k, v in entry.items() if k not in ("shadow", "perturbed", "kept")}
+        mirror.update(out=shadow.get("out"), ms=shadow.get("ms") or 0.0)
+        for key in ("error", "measured"):
+            if key in shadow:
+                mirror[key] = shadow[key]
+        return mirror
+
+    a, b = RecordedSide(data.directory, primary), RecordedSide(data.directory, mirrored)
+    a.paths = b.paths = data.paths
+    a.reports = b.reports = data.reports
+    a.metas = data.metas
+    b.metas = {rank: dict(meta, backend=meta.get("shadow_backend"), backend_class="shadow groups", memory=[])
+               for rank, meta in data.metas.items()}
     return a, b, not_shadowed

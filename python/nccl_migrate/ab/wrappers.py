@@ -13,9 +13,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from . import BACKEND_VARIABLE, active
-from .ops import VIEWS
-
-ASYNC_OPS = ("isend", "irecv", "batch_isend_irecv")
+from .op_table import BY_FUNCTION
 
 
 def _binder(fn):
@@ -35,9 +33,10 @@ def _binder(fn):
     return bind
 
 
-def wrap_op(name: str, fn):
+def wrap_op(function: str, fn):
+    """``fn``, torch.distributed's ``function``, recording each call as its op."""
     bind = _binder(fn)
-    asynchronous = name in ASYNC_OPS
+    spec = BY_FUNCTION[function]
 
     @functools.wraps(fn)
     def recorded(*args, **kwargs):
@@ -47,12 +46,12 @@ def wrap_op(name: str, fn):
         rec.settle()
         try:
             arguments = bind(args, kwargs)
-            view = VIEWS[name](arguments)
+            view = spec.view(arguments)
         except (TypeError, KeyError, ValueError):
             return fn(*args, **kwargs)  # a call torch itself rejects: its error, not ours
-        op = rec.begin(name, view)
+        op = rec.begin(spec, view)
         if rec.shadow is not None:
-            op.shadow, why = rec.shadow.prepare(fn, name, arguments, view.group, rec.rank, op.entry["group"],
+            op.shadow, why = rec.shadow.prepare(fn, spec, arguments, view.group, rec.rank, op.entry["group"],
                                                 op.entry["seq"])
             if why:
                 op.entry["shadow"] = {"skipped": why}
@@ -65,12 +64,28 @@ def wrap_op(name: str, fn):
         except BaseException as error:
             rec.finish(op, error=f"{type(error).__name__}: {error}")
             raise
-        if result is not None and (asynchronous or arguments.get("async_op")):
+        if result is not None and (spec.asynchronous or arguments.get("async_op")):
             return rec.defer(op, result)
         rec.finish(op)
         return result
 
     return recorded
+
+
+def wrap_object_collective(fn):
+    """``fn``, a torch.distributed object collective (pickled objects sent through tensor ops):
+    the ops it issues are recorded as its own, so a comparison names them as such."""
+
+    @functools.wraps(fn)
+    def object_collective(*args, **kwargs):
+        outer = active.object_collective.name
+        active.object_collective.name = outer or fn.__name__
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            active.object_collective.name = outer
+
+    return object_collective
 
 
 def wrap_init_process_group(fn):

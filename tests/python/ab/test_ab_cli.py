@@ -48,7 +48,8 @@ def test_planted_divergence_is_named_exactly(tmp_path):
     assert status == 1, stderr
     first = report["first_divergence"]
     assert (first["rank"], first["group"], first["seq"], first["op"]) == (1, "0", 5, "all_reduce")
-    assert first["cause"].startswith("only outputs differ")
+    assert first["cause"].startswith("only outputs differ") and first["class"] == "backend"
+    assert report["backend_implicated"] and report["verdict"].startswith("divergent, backend implicated")
     assert 0 < first["max_abs_error"] < 1e-3  # one flipped low bit: measured, not guessed
     assert report["divergent"] >= 1 and report["missing_in_a"] == report["missing_in_b"] == 0
 
@@ -60,6 +61,8 @@ def test_inputs_that_already_differ_are_told_apart(tmp_path):
     first = report["first_divergence"]
     assert (first["group"], first["seq"]) == ("0", 0)
     assert first["cause"].startswith("inputs already differed") and first["inputs_differed_on_ranks"] == [1]
+    assert first["class"] == "job_nondeterminism" and not report["backend_implicated"]
+    assert report["divergence_classes"]["job_nondeterminism"] == 2  # seq 0, on both ranks; the rest followed it
     assert first["max_abs_error"] is None  # no kept tensors: divergent, error unknown
 
 

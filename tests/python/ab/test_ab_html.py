@@ -51,7 +51,7 @@ def test_the_html_report_holds_the_json_reports_figures_and_plots(tmp_path):
     page.close()
     assert page_text.startswith("<!DOCTYPE html>") and not page.errors and not page.open, (page.errors, page.open)
     assert not page.external and "<script" not in page_text, "self-contained: nothing is fetched"
-    assert set(page.plots) == {"latency-by-op", "latency-by-issue", "memory"}
+    assert set(page.plots) == {"op-map", "latency-by-op", "latency-by-issue", "memory"}
     text = " ".join(" ".join(page.text).split())
     assert report["verdict"] in text
     for label, key in (("ops compared", "ops_compared"), ("identical", "identical"), ("divergent", "divergent")):

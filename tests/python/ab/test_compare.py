@@ -51,3 +51,48 @@ def test_a_gpu_digest_never_computed_is_not_taken_for_a_match():
     b["digests_unfinished"] = ["out"]  # side b's stream never got to the digest
     result = compare(side(a), side(b))
     assert result.counts["divergent"] == 1 and "side b lacks ['out']" in result.first_divergence["reason"]
+
+
+def test_divergences_are_classified_by_what_differed_going_in():
+    # seq 0: identical inputs everywhere, rank 1's output differs: the backend.
+    # seq 1: rank 1's input differs after its divergence at seq 0: propagated.
+    # group "1" seq 0: rank 0's input differs with nothing before it on rank 0: the job's own.
+    a = side(entry(0, 0, "i", "o", 1.0), entry(1, 0, "i", "o", 1.0), entry(0, 1, "k", "p", 2.0),
+             entry(1, 1, "k", "p", 2.0), entry(0, 0, "u", "v", 0.5, group="1"), entry(1, 0, "w", "v", 0.5, group="1"))
+    b = side(entry(0, 0, "i", "o", 1.0), entry(1, 0, "i", "X", 1.0), entry(0, 1, "k", "Y", 2.0),
+             entry(1, 1, "K", "Y", 2.0), entry(0, 0, "U", "V", 0.5, group="1"), entry(1, 0, "w", "V", 0.5, group="1"))
+    result = compare(a, b)
+    assert result.classified == {(1, "0", 0): "backend", (0, "0", 1): "propagated", (1, "0", 1): "propagated",
+                                 (0, "1", 0): "job_nondeterminism", (1, "1", 0): "job_nondeterminism"}
+    assert result.classes == {"backend": 1, "propagated": 2, "job_nondeterminism": 2} and result.backend_implicated
+    assert [(d["rank"], d["group"], d["seq"]) for d in result.divergences] == [
+        (0, "1", 0), (1, "1", 0), (1, "0", 0), (0, "0", 1), (1, "0", 1)]  # all listed, earliest first
+    assert result.first_divergence["class"] == "job_nondeterminism"
+
+
+def test_divergences_only_from_the_jobs_own_inputs_do_not_implicate_the_backend():
+    a = side(entry(0, 0, "u", "v", 1.0), entry(1, 0, "w", "v", 1.0), entry(0, 1, "i", "o", 2.0))
+    b = side(entry(0, 0, "U", "V", 1.0), entry(1, 0, "w", "V", 1.0), entry(0, 1, "i", "o", 2.0))
+    result = compare(a, b)
+    assert not result.backend_implicated and result.job_nondeterminism_only
+    assert result.classes == {"backend": 0, "propagated": 0, "job_nondeterminism": 2}
+
+
+def test_records_are_paired_as_they_stream_holding_only_the_ops_in_between():
+    from nccl_migrate.ab.compare import pairs
+
+    held = []
+
+    def stream(entries):
+        for e in entries:
+            held.append(e["seq"])
+            yield e
+
+    a = [entry(0, s, "i", "o", s) for s in range(1000)]
+    b = [entry(0, s ^ 1, "i", "o", s) for s in range(1000)]  # neighbours swapped: a window of one
+    paired = 0
+    for key, ea, eb in pairs(stream(a), stream(b)):
+        assert ea is not None and eb is not None and ea["seq"] == eb["seq"] == key[2]
+        paired += 1
+        assert len(held) - 2 * paired <= 2, "records read ahead of what was paired are the window only"
+    assert paired == 1000

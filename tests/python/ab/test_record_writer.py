@@ -10,6 +10,7 @@ import time
 from nccl_migrate.ab import recorder_threads
 from nccl_migrate.ab.digest import PendingDigest
 from nccl_migrate.ab.recorder_threads import RecordWriter
+from nccl_migrate.record_files import claim
 
 
 class StreamNotThereYet(PendingDigest):
@@ -39,7 +40,7 @@ def lines(path):
 
 
 def test_records_are_on_disk_within_an_interval_while_the_job_runs(tmp_path):
-    writer = RecordWriter(str(tmp_path / "r.jsonl"))
+    writer = RecordWriter(claim(str(tmp_path / "r.jsonl")))
     writer.put({"seq": 0, "in": "a", "out": "b"})
     time.sleep(recorder_threads.WRITE_INTERVAL * 4)
     assert [e["seq"] for e in lines(tmp_path / "r.jsonl")] == [0]
@@ -47,7 +48,7 @@ def test_records_are_on_disk_within_an_interval_while_the_job_runs(tmp_path):
 
 
 def test_a_pending_gpu_digest_holds_back_later_records_until_it_arrives(tmp_path):
-    writer = RecordWriter(str(tmp_path / "r.jsonl"))
+    writer = RecordWriter(claim(str(tmp_path / "r.jsonl")))
     pending = StreamNotThereYet()
     writer.put({"seq": 0, "in": "a", "out": pending})
     writer.put({"seq": 1, "in": "c", "out": "d"})
@@ -61,7 +62,7 @@ def test_a_pending_gpu_digest_holds_back_later_records_until_it_arrives(tmp_path
 
 def test_a_digest_the_gpu_never_delivers_is_named_at_close_within_the_patience(tmp_path, monkeypatch):
     monkeypatch.setattr(recorder_threads, "GPU_DIGEST_PATIENCE", 0.3)
-    writer = RecordWriter(str(tmp_path / "r.jsonl"))
+    writer = RecordWriter(claim(str(tmp_path / "r.jsonl")))
     writer.put({"seq": 0, "in": "a", "out": StreamNotThereYet()})
     writer.put({"seq": 1, "in": "c", "out": "d"})
     started = time.monotonic()
@@ -74,7 +75,7 @@ def test_a_digest_the_gpu_never_delivers_is_named_at_close_within_the_patience(t
 
 def test_a_stuck_stream_holds_records_back_for_the_patience_only(tmp_path, monkeypatch):
     monkeypatch.setattr(recorder_threads, "GPU_DIGEST_PATIENCE", 0.3)
-    writer = RecordWriter(str(tmp_path / "r.jsonl"))
+    writer = RecordWriter(claim(str(tmp_path / "r.jsonl")))
     writer.put({"seq": 0, "in": "a", "out": StreamNotThereYet()})  # behind a hung op
     writer.put({"seq": 1, "in": "c", "out": "d"})
     time.sleep(1.0)  # the job is still running: nothing has closed the writer
@@ -84,7 +85,7 @@ def test_a_stuck_stream_holds_records_back_for_the_patience_only(tmp_path, monke
 
 
 def test_a_cuda_error_on_a_digest_is_recorded_and_the_writer_goes_on(tmp_path):
-    writer = RecordWriter(str(tmp_path / "r.jsonl"))
+    writer = RecordWriter(claim(str(tmp_path / "r.jsonl")))
     writer.put({"seq": 0, "in": StreamFailed(), "out": "b"})
     writer.put({"seq": 1, "in": "c", "out": "d"})
     writer.close()

@@ -1,0 +1,68 @@
+"""How a rank's files reach disk intact: one process per rank file (an exclusive create claims it;
+a second process for the same rank leaves a marker naming itself instead of writing), whole files
+through a private temporary file and a rename, and JSON lines one ``write`` each, so a reader
+never sees two writers' bytes interleaved or half a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+SECOND_WRITER = ".second-writer."  # <path>.second-writer.<host>.<pid>: a process found <path> taken
+
+
+def _private(path: str) -> str:
+    # Unique per process: two processes never write the same temporary file.
+    return f"{path}.{socket.gethostname()}.{os.getpid()}.tmp"
+
+
+def claim(path: str) -> int | None:
+    """An append-only descriptor for ``path``, created now by this process; None when another
+    process created it first."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+    except FileExistsError:
+        return None
+
+
+def write_line(fd: int, text: str) -> None:
+    """One JSON line in one ``write`` (retried only for what a short write left)."""
+    data = (text + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def write_whole(path: str, text: str, exclusive: bool = False) -> bool:
+    """Writes ``path`` atomically (a reader sees the old file or the new one, never a part).
+    With ``exclusive``, only if no other process wrote it first; returns False then."""
+    private = _private(path)
+    with open(private, "w") as f:
+        f.write(text)
+    try:
+        if not exclusive:
+            os.replace(private, path)
+            return True
+        try:
+            os.link(private, path)  # atomic and fails if path exists, unlike rename
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        if os.path.exists(private):
+            os.unlink(private)
+
+
+def mark_second_writer(path: str, rank: int) -> str:
+    """Leaves a marker beside ``path`` saying this process found it taken; returns the marker."""
+    marker = f"{path}{SECOND_WRITER}{socket.gethostname()}.{os.getpid()}"
+    write_whole(marker, json.dumps({"rank": rank, "host": socket.gethostname(), "pid": os.getpid(),
+                                    "path": os.path.basename(path)}))
+    return marker
+
+
+def second_writer_message(rank: int, path: str) -> str:
+    """The one text that says what a second writer means and what to do."""
+    return (f"two processes recorded rank {rank} ({os.path.basename(path)}): does the job start its own ranks "
+            "(mp.spawn, or a launcher inside the script)? use --nproc 1; or the directory held an earlier run's "
+            "records: use an empty one")

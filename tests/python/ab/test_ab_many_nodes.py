@@ -1,0 +1,103 @@
+"""Sides recorded where jobs really run, then compared offline: a two-node job (two torchrun agents,
+--nnodes 2, c10d rendezvous on localhost) per side, one side through `ab record -- torchrun ...` on
+each node, the other through `ab record`'s .py form with torch's launcher and, for jobs a
+scheduler starts, the environment alone (`ab record --print-env`) given to plain torchrun."""
+
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+
+from test_ab_cli import CLI, ROOT, ab
+from torch_support import requires_torch
+
+DDP_JOB = os.path.join(ROOT, "examples", "ddp_job.py")
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _on_two_nodes(commands: list[list[str]], env: dict) -> list[subprocess.CompletedProcess]:
+    """Starts one command per node at once (both must meet at the rendezvous) and waits for both."""
+    procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for c in commands]
+    try:
+        outputs = [p.communicate(timeout=300)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    return [subprocess.CompletedProcess(c, p.returncode, out) for c, p, out in zip(commands, procs, outputs)]
+
+
+def _rendezvous(run_id: str) -> list[str]:
+    return ["--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"localhost:{_free_port()}",
+            "--rdzv-id", run_id]
+
+
+def _environment_only(spec: str, directory) -> dict:
+    """What `ab record --print-env` tells a scheduler to export, applied to this environment."""
+    printed = subprocess.run([CLI, "ab", "record", "--side", spec, "--dir", str(directory), "--print-env"],
+                             capture_output=True, text=True, timeout=120, check=True).stdout
+    env = dict(os.environ, JOB_STEPS="1")
+    for line in printed.splitlines():
+        word, _, assignment = line.partition(" ")
+        if word == "unset":
+            env.pop(assignment, None)
+        else:
+            key, _, value = assignment.partition("=")
+            env[key] = shlex.split(value)[0]
+    return env
+
+
+@requires_torch("backend_plugins")
+def test_two_node_runs_recorded_per_side_and_compared_offline(tmp_path):
+    env = dict(os.environ, JOB_STEPS="1")
+    side_a = tmp_path / "a"
+    rendezvous = _rendezvous("side-a")
+    done = _on_two_nodes([[CLI, "ab", "record", "--side", "legacy", "--dir", str(side_a), "--",
+                           *TORCHRUN, *rendezvous, "--nproc-per-node", "1", DDP_JOB] for _ in range(2)], env)
+    assert [d.returncode for d in done] == [0, 0], [d.stdout[-2000:] for d in done]
+
+    side_b = tmp_path / "b"  # started by a "scheduler": plain torchrun, the recorder on by environment alone
+    rendezvous = _rendezvous("side-b")
+    done = _on_two_nodes([[*TORCHRUN, *rendezvous, "--nproc-per-node", "1", DDP_JOB] for _ in range(2)],
+                         _environment_only("rewritten", side_b))
+    assert [d.returncode for d in done] == [0, 0], [d.stdout[-2000:] for d in done]
+
+    for side in (side_a, side_b):  # one record file per global rank, written by one process each
+        assert sorted(p.name for p in side.glob("rank*.jsonl")) == ["rank0.jsonl", "rank1.jsonl"]
+        assert {json.loads(p.read_text())["world_size"] for p in side.glob("rank*.meta.json")} == {2}
+    status, report, stderr = ab(tmp_path, "compare", str(side_a), str(side_b))
+    assert status == 0, stderr
+    assert report["verdict"] == "identical" and report["ops_compared"] == report["identical"] > 0
+    legacy, rewritten = report["sides"]["a"]["communicators"], report["sides"]["b"]["communicators"]
+    assert any("p2p" in c for c in legacy["0"]) and not any("p2p" in c for c in rewritten["0"])
+    assert (tmp_path / "run" / "report.html").exists()
+
+
+@requires_torch("backend_plugins")
+def test_the_py_form_runs_each_node_through_torchs_launcher(tmp_path):
+    env = dict(os.environ, JOB_STEPS="1")
+    rendezvous = _rendezvous("py-form")
+    done = _on_two_nodes([[CLI, "ab", "record", "--side", "rewritten", "--dir", str(tmp_path / "b"), "--nproc", "1",
+                           *rendezvous, "--", DDP_JOB] for _ in range(2)], env)
+    assert [d.returncode for d in done] == [0, 0], [d.stdout[-2000:] for d in done]
+    assert sorted(p.name for p in (tmp_path / "b").glob("rank*.jsonl")) == ["rank0.jsonl", "rank1.jsonl"]
+    logs = " ".join(p.read_text() for p in (tmp_path / "b").glob("job.*.log"))
+    assert "[rank0]" in logs and "[rank1]" in logs, "each rank's output, prefixed by torch's launcher"
+
+
+def test_a_failed_side_is_reported_by_record_and_by_compare(tmp_path):
+    job = tmp_path / "fails.py"
+    job.write_text("import sys\nsys.exit(3)\n")
+    done = subprocess.run([CLI, "ab", "record", "--side", "legacy", "--dir", str(tmp_path / "a"), "--nproc", "1",
+                           "--", str(job)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "rank 0 exited with status 3" in done.stderr
+    status, report, _ = ab(tmp_path, "compare", str(tmp_path / "a"), str(tmp_path / "a"))
+    assert status == 2 and "rank 0 exited with status 3" in report["verdict"]

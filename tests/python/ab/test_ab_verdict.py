@@ -1,0 +1,25 @@
+"""The verdict says first whether a backend is implicated. A job whose runs differ only through its
+own inputs (distributed checkpointing pickles per-run ids into object collectives) gets "job
+nondeterminism only", its object collectives named, and exit 0 when the user allows it."""
+
+import os
+
+from test_ab_cli import HERE, ab
+from torch_support import requires_torch
+
+CHECKPOINT_JOB = os.path.join(HERE, "checkpoint_job.py")
+
+
+@requires_torch("backend_plugins")
+def test_a_checkpointing_job_is_job_nondeterminism_only(tmp_path):
+    env = {"CHECKPOINT_DIR": str(tmp_path / "checkpoint")}
+    status, report, stderr = ab(tmp_path / "strict", "--", CHECKPOINT_JOB, env=env)
+    assert status == 1, stderr
+    assert report["verdict"].startswith("job nondeterminism only") and not report["backend_implicated"]
+    assert report["divergence_classes"]["backend"] == 0 and report["divergence_classes"]["job_nondeterminism"] >= 1
+    assert "broadcast_object_list" in report["object_collectives"] and "broadcast_object_list" in report["verdict"]
+    first = report["first_divergence"]
+    assert first["class"] == "job_nondeterminism" and first["object_collective"] in report["object_collectives"]
+    assert len(report["divergences"]) == report["divergent"]  # every one listed (fewer than the bound)
+    status, report, stderr = ab(tmp_path / "allowed", "--allow-job-nondeterminism", "--", CHECKPOINT_JOB, env=env)
+    assert status == 0 and report["verdict"].startswith("job nondeterminism only"), stderr

@@ -1,0 +1,92 @@
+"""Records are data: each file is named by the rank its process has in its group, one process
+writes each, a second writer for a rank is reported with what to do, and a damaged record stops
+the comparison with its file and line (exit 2, no traceback)."""
+
+import json
+import os
+import subprocess
+
+from test_ab_cli import CLI, HERE, ab
+from torch_support import requires_torch
+
+SPAWN_JOB = os.path.join(HERE, "spawn_job.py")
+
+
+@requires_torch("backend_plugins")
+def test_a_job_that_spawns_its_own_ranks_gets_intact_records_for_every_rank(tmp_path):
+    status, report, stderr = ab(tmp_path, "--nproc", "1", "--", SPAWN_JOB)
+    assert status == 0, stderr
+    assert report["verdict"] == "identical" and report["ops_compared"] == 2 * (3 + 1)
+    for side in ("a", "b"):
+        directory = tmp_path / "run" / side
+        for rank in (0, 1):
+            records = [json.loads(line) for line in (directory / f"rank{rank}.jsonl").read_text().splitlines()]
+            assert [(e["rank"], e["seq"]) for e in records] == [(rank, s) for s in range(4)]
+            assert json.loads((directory / f"rank{rank}.meta.json").read_text())["rank"] == rank
+        # Each rank's communicator report under its own rank, not the parent's RANK=0 twice.
+        assert sorted(report["sides"][side]["communicators"]) == ["0", "1"]
+        assert not list(directory.glob("*.tmp")) and not list(directory.glob("*second-writer*"))
+
+
+@requires_torch("backend_plugins")
+def test_two_processes_recording_one_rank_are_reported_with_the_fix(tmp_path):
+    # Two launched copies of a job that spawns its own ranks: two rank 0s, two rank 1s.
+    status, report, stderr = ab(tmp_path, "--nproc", "2", "--", SPAWN_JOB)
+    assert status == 2, stderr
+    assert "two processes recorded rank" in report["verdict"] and "use --nproc 1" in report["verdict"]
+    assert "Traceback" not in stderr
+    for side in ("a", "b"):  # the first writer's records are intact: nothing was interleaved
+        for line in (tmp_path / "run" / side / "rank0.jsonl").read_text().splitlines():
+            assert json.loads(line)["rank"] == 0
+
+
+def _side(directory, ops_per_rank=3, ranks=2):
+    """Records as the recorder writes them, for the loader (no job needed)."""
+    directory.mkdir(parents=True)
+    for rank in range(ranks):
+        (directory / f"rank{rank}.meta.json").write_text(json.dumps({"rank": rank, "world_size": ranks,
+                                                                     "peak_rss_kib": 1024, "memory": []}))
+        lines = [json.dumps({"rank": rank, "group": "0", "seq": s, "op": "all_reduce", "dtype": "float32",
+                             "in_shapes": [[4]], "out_shapes": [[4]], "reduce_op": "SUM", "peer": None,
+                             "t": 100.0 + s, "ms": 0.5, "in": f"i{s}", "out": f"o{s}"})
+                 for s in range(ops_per_rank)]
+        (directory / f"rank{rank}.jsonl").write_text("".join(line + "\n" for line in lines))
+    return directory
+
+
+def _compare(tmp_path):
+    done = subprocess.run([CLI, "ab", "compare", str(tmp_path / "a"), str(tmp_path / "b")], capture_output=True,
+                          text=True, timeout=120, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_recorded_sides_compare_offline(tmp_path):
+    _side(tmp_path / "a"), _side(tmp_path / "b")
+    status, output = _compare(tmp_path)
+    assert status == 0 and "identical" in output
+
+
+def test_a_garbled_record_names_its_file_and_line(tmp_path):
+    _side(tmp_path / "a"), _side(tmp_path / "b")
+    path = tmp_path / "b" / "rank1.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = lines[1][:40] + lines[0]  # two writers' bytes in one line
+    path.write_text("".join(lines))
+    status, output = _compare(tmp_path)
+    assert status == 2 and f"{path}, line 2: not a JSON record" in output and "Traceback" not in output
+
+
+def test_a_truncated_record_names_its_file_and_line(tmp_path):
+    _side(tmp_path / "a"), _side(tmp_path / "b")
+    path = tmp_path / "a" / "rank0.jsonl"
+    path.write_text(path.read_text()[:-30])  # a process killed while writing its last line
+    status, output = _compare(tmp_path)
+    assert status == 2 and f"{path}, line 3: the last record is cut short" in output and "Traceback" not in output
+
+
+def test_a_record_in_another_ranks_file_is_refused(tmp_path):
+    _side(tmp_path / "a"), _side(tmp_path / "b")
+    path = tmp_path / "a" / "rank1.jsonl"
+    path.write_text(path.read_text().replace('"rank": 1', '"rank": 0', 1))
+    status, output = _compare(tmp_path)
+    assert status == 2 and f"{path}, line 1: a record of rank 0 in rank 1's file" in output
