@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -16,6 +14,8 @@
 #include <llvm/Support/ConvertUTF.h>
 
 #include "engine/file_discovery.h"
+#include "engine/file_result.h"
+#include "engine/isolation.h"
 #include "engine/prefilter.h"
 #include "engine/suppressions.h"
 #include "frontends/frontends.h"
@@ -143,14 +143,6 @@ bool lessFinding(const Finding& a, const Finding& b) {
          std::tie(b.path, b.where.cell, b.where.line, b.where.column, b.code, b.message);
 }
 
-struct FileResult {
-  std::vector<Finding> findings;
-  std::vector<std::string> warnings;
-  bool scanned = false;
-  bool parsed = false;
-  int suppressed = 0;
-};
-
 bool ignoredForFile(const LintConfig& config, const std::string& path, const std::string& code) {
   for (const auto& [glob, codes] : config.perFileIgnores) {
     if (!globMatchesPath(glob, path)) continue;
@@ -230,10 +222,15 @@ FileResult lintText(const fs::path& path, const std::string& text, Language lang
   return lintCode(path, text, language, options, plan);
 }
 
-// ASCII eight bytes at a time; LLVM checks each multi-byte sequence.
-bool isValidUtf8(const std::string& text) {
-  const auto* p = reinterpret_cast<const llvm::UTF8*>(text.data());
+// Replaces each invalid UTF-8 sequence with U+FFFD, as Python's errors="replace" does, and returns
+// how many there were. ASCII goes eight bytes at a time; LLVM checks each multi-byte sequence.
+size_t replaceInvalidUtf8(std::string& text) {
+  static constexpr char kReplacement[] = "\xEF\xBF\xBD";
+  const auto* begin = reinterpret_cast<const llvm::UTF8*>(text.data());
+  const auto* p = begin;
   const auto* end = p + text.size();
+  std::string out;
+  size_t copied = 0, replaced = 0;  // bytes of `text` already in `out`
   while (p < end) {
     if (end - p >= 8) {
       uint64_t word;
@@ -248,10 +245,21 @@ bool isValidUtf8(const std::string& text) {
       continue;
     }
     unsigned length = llvm::getNumBytesForUTF8(*p);
-    if (length > static_cast<size_t>(end - p) || !llvm::isLegalUTF8Sequence(p, p + length)) return false;
-    p += length;
+    if (length <= static_cast<size_t>(end - p) && llvm::isLegalUTF8Sequence(p, p + length)) {
+      p += length;
+      continue;
+    }
+    size_t at = static_cast<size_t>(p - begin);
+    out.append(text, copied, at - copied);
+    out += kReplacement;
+    ++replaced;
+    p += 1;  // one replacement per invalid byte, so a line keeps its other characters
+    copied = at + 1;
   }
-  return true;
+  if (replaced == 0) return 0;
+  out.append(text, copied, std::string::npos);
+  text = std::move(out);
+  return replaced;
 }
 
 // Reads a file into one string sized up front, or explains in a warning why it is skipped.
@@ -275,9 +283,9 @@ std::optional<std::string> readSource(const fs::path& path, const LintConfig& co
     warning = path.string() + ": skipped: binary file (contains NUL bytes); --exclude it if it is not source";
     return std::nullopt;
   }
-  if (!isValidUtf8(text)) {
-    warning = path.string() + ": skipped: not valid UTF-8; convert it to UTF-8 to lint it";
-    return std::nullopt;
+  if (size_t replaced = replaceInvalidUtf8(text)) {
+    warning = path.string() + ": " + std::to_string(replaced) + " byte(s) of invalid UTF-8 read as U+FFFD; findings are "
+              "reported, fixes are not offered for this file; convert it to UTF-8";
   }
   return text;
 }
@@ -285,7 +293,8 @@ std::optional<std::string> readSource(const fs::path& path, const LintConfig& co
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 FileResult lintFile(const fs::path& path, const LintOptions& options, const RulePlan& plan) {
-  std::string warning;
+  if (options.onFileStart) options.onFileStart(path);
+  std::string warning;  // why the file is skipped, or (with text) how it was repaired
   std::optional<std::string> text = readSource(path, options.config, warning);
   // Files without a telling name are known by their shebang.
   std::optional<Language> language = languageByName(path, text ? firstLine(*text) : "");
@@ -299,7 +308,12 @@ FileResult lintFile(const fs::path& path, const LintOptions& options, const Rule
     result.warnings.push_back(warning);
     return result;
   }
-  return lintText(path, *text, *language, options, plan);
+  result = lintText(path, *text, *language, options, plan);
+  if (!warning.empty()) {
+    for (Finding& f : result.findings) f.fix.reset();  // offsets into the repaired text, not the file
+    result.warnings.insert(result.warnings.begin(), warning);
+  }
+  return result;
 }
 
 LintReport merge(std::vector<FileResult>& results) {
@@ -324,24 +338,26 @@ LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& opti
   std::vector<fs::path> files = discoverFiles(paths, options.config);
   RulePlan plan(options.config);
   std::vector<FileResult> results(files.size());
-  std::atomic<size_t> next{0}, done{0};
-  std::mutex progressMutex;
-  auto worker = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) {
-      results[i] = lintFile(files[i], options, plan);
-      size_t finished = ++done;
-      if (options.progress) {
-        std::lock_guard lock(progressMutex);
-        options.progress(finished, files.size());
-      }
-    }
+  size_t finished = 0;
+  auto progress = [&] {
+    if (options.progress) options.progress(++finished, files.size());
   };
-  unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
-  jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(files.size(), 1)));
-  std::vector<std::thread> threads;
-  for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
+  IsolatedWork work;
+  work.count = files.size();
+  work.workers = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  work.timeout = options.fileTimeout;
+  work.run = [&](size_t i) { return encodeFileResult(lintFile(files[i], options, plan)); };
+  work.done = [&](size_t i, std::string bytes) {
+    if (std::optional<FileResult> result = decodeFileResult(bytes)) results[i] = std::move(*result);
+    else results[i].warnings.push_back(files[i].string() + ": skipped: its result was lost on the way from the linter's worker; run again");
+    progress();
+  };
+  work.failed = [&](size_t i, const std::string& why) {
+    results[i].warnings.push_back(files[i].string() + ": skipped: " + why +
+                                  "; the other files are linted. --exclude it, and report the file if it is valid source");
+    progress();
+  };
+  runIsolated(work);
   return merge(results);
 }
 

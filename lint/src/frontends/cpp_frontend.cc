@@ -1,5 +1,6 @@
 // C/C++/CUDA frontend, tier 1: Clang's raw lexer. It needs no headers and no compile database,
 // sees every preprocessor branch, and skips comments and string contents by construction.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -63,6 +64,10 @@ std::vector<Tok> tokenize(const std::string& path, const std::string& text) {
   return out;
 }
 
+// How far a pattern may look ahead from its first token. Real casts, setenv calls and class heads
+// are far shorter; the bound keeps a file of repeated openers (`setenv(setenv(...`) linear.
+constexpr size_t kMaxLookahead = 256;
+
 const std::unordered_set<std::string> kCastNames = {
     "dynamic_cast", "static_cast", "reinterpret_cast",
     "dynamic_pointer_cast", "static_pointer_cast",
@@ -122,7 +127,7 @@ class CppScanner {
     // The first string literal of each argument; arguments are split at top-level commas.
     std::vector<std::string> literals(1);
     int depth = 0;
-    for (size_t j = i + 2; j < toks_.size() && !isPunct(j, ";"); ++j) {
+    for (size_t j = i + 2; j < std::min(toks_.size(), i + kMaxLookahead) && !isPunct(j, ";"); ++j) {
       if (isPunct(j, "(")) ++depth;
       else if (isPunct(j, ")") && depth-- == 0) break;
       else if (isPunct(j, ",") && depth == 0) literals.emplace_back();
@@ -199,7 +204,9 @@ class CppScanner {
     while (isIdent(j, "const") || isIdent(j, "volatile") || isIdent(j, "class") || isIdent(j, "struct")) ++j;
     Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
     std::string spelled;
-    for (size_t k = j; k < toks_.size() && !isPunct(k, "*") && !isPunct(k, "&") && !isPunct(k, ">"); ++k) {
+    for (size_t k = j; k < std::min(toks_.size(), j + kMaxLookahead) && !isPunct(k, "*") && !isPunct(k, "&") &&
+                       !isPunct(k, ">");
+         ++k) {
       spelled += toks_[k].text;
     }
     std::string target = qualifiedNameAt(j);
@@ -211,19 +218,21 @@ class CppScanner {
   // `class X : public a::B, private C {` records each base as a Subclass type check.
   void onClassHead(size_t i) {
     size_t j = i + 1;
-    while (j < toks_.size() && toks_[j].kind == clang::tok::raw_identifier && !isPunct(j + 1, ":") &&
+    size_t limit = std::min(toks_.size(), i + kMaxLookahead);
+    while (j < limit && toks_[j].kind == clang::tok::raw_identifier && !isPunct(j + 1, ":") &&
            !isPunct(j + 1, "{") && !isPunct(j + 1, ";")) {
       ++j;  // attributes/macros such as TORCH_API before the class name
     }
     if (!isPunct(j + 1, ":")) return;
     j += 2;
-    while (j < toks_.size() && !isPunct(j, "{") && !isPunct(j, ";")) {
+    // A base list ends at its body, or where another declaration begins.
+    while (j < limit && !isPunct(j, "{") && !isPunct(j, ";") && !isIdent(j, "class") && !isIdent(j, "struct")) {
       while (isIdent(j, "public") || isIdent(j, "private") || isIdent(j, "protected") || isIdent(j, "virtual")) ++j;
       Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
       std::string spelled = j < toks_.size() ? toks_[j].text : "";
       std::string base = qualifiedNameAt(j);
       if (!base.empty()) model_.typeChecks.push_back({TypeCheck::Kind::Subclass, base, spelled, where});
-      while (j < toks_.size() && !isPunct(j, ",") && !isPunct(j, "{") && !isPunct(j, ";")) ++j;
+      while (j < limit && !isPunct(j, ",") && !isPunct(j, "{") && !isPunct(j, ";")) ++j;
       if (isPunct(j, ",")) ++j;
     }
   }

@@ -2,12 +2,14 @@
 // and alias table and the string constants assigned so far, and records type checks, calls,
 // comparisons, attribute reads, string literals, environment assignments and comments with their
 // qualified names.
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <tree_sitter/api.h>
 
@@ -74,30 +76,64 @@ class PythonWalker {
   PythonWalker(const PythonWalker&) = delete;
   PythonWalker& operator=(const PythonWalker&) = delete;
 
-  void walk(TSNode node) {
+  // Visits the tree in source order with an explicit stack instead of recursion: the nesting of
+  // brackets, calls and operators is the file's to choose, and a thread's stack is not.
+  void walk(TSNode root) {
+    std::vector<Step> steps{{root, 0, false}};
+    while (!steps.empty()) {
+      Step step = steps.back();
+      steps.pop_back();
+      if (step.restoresLoopDepth) {
+        loopDepth_ = step.loopDepth;
+        continue;
+      }
+      visit(step.node, steps);
+    }
+  }
+
+ private:
+  // A node to visit, or the loop depth to return to once a node's children are done.
+  struct Step {
+    TSNode node;
+    int loopDepth;
+    bool restoresLoopDepth;
+  };
+
+  void visit(TSNode node, std::vector<Step>& steps) {
     std::string_view type = ts_node_type(node);
     if (type == "import_statement") return onImport(node);
     if (type == "import_from_statement") return onFromImport(node);
     if (type == "comment") return onComment(node);
     if (type == "expression_statement" && isDocstring(node)) return;
     if (type == "class_definition") onClass(node);
-    if (type == "function_definition") return onFunction(node);
+    // A loop around a `def` does not run the function's body repeatedly, so depth restarts inside.
+    if (type == "function_definition") return onFunction(node, steps);
     if (type == "assignment") onAssignment(node);
     if (type == "call") onCall(node);
     if (type == "comparison_operator") onComparison(node);
     if (type == "attribute") onAttribute(node);
-    if (type == "string" || type == "concatenated_string") return onString(node);
-    bool loop = isLoop(type);
-    loopDepth_ += loop;
-    walkChildren(node);
-    loopDepth_ -= loop;
+    if (type == "string" || type == "concatenated_string") {
+      onString(node);
+      // f-string interpolations hold code.
+      return visitChildren(node, loopDepth_, steps, [](std::string_view t) { return t == "interpolation" || t == "string"; });
+    }
+    visitChildren(node, loopDepth_ + isLoop(type), steps, [](std::string_view) { return true; });
+  }
+
+  // Schedules the named children that `wanted` admits, to be visited at `childLoopDepth`, and the
+  // return to the current depth after them.
+  template <class Wanted>
+  void visitChildren(TSNode node, int childLoopDepth, std::vector<Step>& steps, Wanted&& wanted) {
+    steps.push_back({node, loopDepth_, true});
+    size_t first = steps.size();
+    forEachNamedChild(node, [&](TSNode child) {
+      if (wanted(typeOf(child))) steps.push_back({child, 0, false});
+    });
+    std::reverse(steps.begin() + static_cast<std::ptrdiff_t>(first), steps.end());
+    loopDepth_ = childLoopDepth;
   }
 
  private:
-  void walkChildren(TSNode node) {
-    forEachNamedChild(node, [&](TSNode child) { walk(child); });
-  }
-
   // Calls `visit` on each named child in order. ts_node_named_child is linear in the index, so a
   // cursor steps through the siblings instead: one cursor per nesting level, reused for the file.
   template <class Visit>
@@ -116,6 +152,16 @@ class PythonWalker {
       TSNode child = ts_tree_cursor_current_node(cursor);
       if (ts_node_is_named(child)) visit(child);
     } while (ts_tree_cursor_goto_next_sibling(cursor));
+  }
+
+  // Source text kept for messages and heuristics: clipped, so that every level of a deeply nested
+  // expression holding its whole subtree's text cannot make a file cost quadratic memory.
+  std::string snippetOf(TSNode node) const {
+    constexpr uint32_t kMaxSnippet = 240;
+    if (ts_node_is_null(node)) return "";
+    uint32_t begin = ts_node_start_byte(node), end = ts_node_end_byte(node);
+    if (end - begin <= kMaxSnippet) return text_.substr(begin, end - begin);
+    return text_.substr(begin, kMaxSnippet) + "...";
   }
 
   std::string textOf(TSNode node) const {
@@ -141,44 +187,46 @@ class PythonWalker {
   // Dotted spelling of an identifier or attribute chain ("dist.ProcessGroupNCCL"); empty for
   // anything else (a call, a subscript), which cannot name a module-level object.
   std::string dottedOf(TSNode node) const {
+    std::vector<TSNode> attributes;  // outermost first
+    for (; typeOf(node) == "attribute"; node = field(node, kField.object)) attributes.push_back(field(node, kField.attribute));
     std::string_view type = typeOf(node);
-    if (type == "identifier" || type == "dotted_name") return textOf(node);
-    if (type != "attribute") return "";
-    std::string object = dottedOf(field(node, kField.object));
-    if (object.empty()) return "";
-    return object + "." + textOf(field(node, kField.attribute));
+    if (type != "identifier" && type != "dotted_name") return "";
+    std::string dotted = textOf(node);
+    for (auto it = attributes.rbegin(); it != attributes.rend(); ++it) dotted += "." + textOf(*it);
+    return dotted;
   }
 
   // The value of a string expression as far as it is known here: literals, f-string text parts,
   // `+` of known pieces and names bound to such strings earlier. Unknown parts are left out.
+  // Pieces are taken in source order from an explicit stack: `"a" + "b" + ...` nests as deep as
+  // it is long.
   std::optional<std::string> stringValueOf(TSNode node) const {
-    std::string_view type = typeOf(node);
-    if (type == "string") {
-      std::string value;
-      forEachNamedChild(node, [&](TSNode part) {
-        if (typeOf(part) == "string_content") value += textOf(part);
-      });
-      return value;
-    }
-    if (type == "concatenated_string" || type == "binary_operator") {
-      std::string value;
-      bool known = false;
-      forEachNamedChild(node, [&](TSNode child) {
-        if (auto part = stringValueOf(child)) {
-          value += *part;
+    std::string value;
+    bool known = false;
+    std::vector<TSNode> pending{node};
+    while (!pending.empty()) {
+      TSNode piece = pending.back();
+      pending.pop_back();
+      std::string_view type = typeOf(piece);
+      if (type == "string") {
+        forEachNamedChild(piece, [&](TSNode part) {
+          if (typeOf(part) == "string_content") value += textOf(part);
+        });
+        known = true;
+      } else if (type == "concatenated_string" || type == "binary_operator" ||
+                 (type == "parenthesized_expression" && ts_node_named_child_count(piece) == 1)) {
+        size_t first = pending.size();
+        forEachNamedChild(piece, [&](TSNode child) { pending.push_back(child); });
+        std::reverse(pending.begin() + static_cast<std::ptrdiff_t>(first), pending.end());
+      } else if (type == "identifier") {
+        if (auto it = constants_.find(textOf(piece)); it != constants_.end()) {
+          value += it->second;
           known = true;
         }
-      });
-      if (known) return value;
-      return std::nullopt;
+      }
     }
-    if (type == "parenthesized_expression" && ts_node_named_child_count(node) == 1) {
-      return stringValueOf(ts_node_named_child(node, 0));
-    }
-    if (type == "identifier") {
-      if (auto it = constants_.find(textOf(node)); it != constants_.end()) return it->second;
-    }
-    return std::nullopt;
+    if (!known) return std::nullopt;
+    return value;
   }
 
   void onImport(TSNode node) {
@@ -216,14 +264,10 @@ class PythonWalker {
     names_.bindLocalDefinition(textOf(field(node, kField.name)));
   }
 
-  // A loop around a `def` does not run the function's body repeatedly, so depth restarts inside.
-  void onFunction(TSNode node) {
+  void onFunction(TSNode node, std::vector<Step>& steps) {
     std::string name = textOf(field(node, kField.name));
     if (!isConfiguredWrapper(name)) names_.bindLocalDefinition(name);
-    int outer = loopDepth_;
-    loopDepth_ = 0;
-    walkChildren(node);
-    loopDepth_ = outer;
+    visitChildren(node, 0, steps, [](std::string_view) { return true; });
   }
 
   // `PG = dist.ProcessGroupNCCL` makes PG an alias; `CONF = "..."` a known string; any other
@@ -286,13 +330,13 @@ class PythonWalker {
         a.keyword = textOf(field(arg, kField.name));
         value = field(arg, kField.value);
       }
-      a.text = textOf(value);
+      a.text = snippetOf(value);
       a.stringValue = stringValueOf(value);
       a.where = locationOf(value);
       std::string_view valueType = typeOf(value);
       if (valueType == "list" || valueType == "tuple") {
         a.isSequenceLiteral = true;
-        forEachNamedChild(value, [&](TSNode element) { a.elements.push_back(textOf(element)); });
+        forEachNamedChild(value, [&](TSNode element) { a.elements.push_back(snippetOf(element)); });
       }
       call.arguments.push_back(std::move(a));
     });
@@ -361,7 +405,7 @@ class PythonWalker {
     if (cmp.subjectCallee.empty()) cmp.subjectCallee = dotted;
     if (cmp.subjectCallee.empty() && typeOf(callee) == "attribute") cmp.subjectCallee = "." + textOf(field(callee, kField.attribute));
     cmp.subjectCallHasArguments = ts_node_named_child_count(field(lhs, kField.arguments)) > 0;
-    cmp.subjectText = textOf(lhs);
+    cmp.subjectText = snippetOf(lhs);
     cmp.where = locationOf(node);
     // The fix rewrites from the end of the subject to the end of the comparison; only the
     // subject-first order is rewritable.
@@ -373,20 +417,16 @@ class PythonWalker {
 
   bool isTypeCall(TSNode node) const {
     if (typeOf(node) != "call") return false;
-    return textOf(field(node, kField.function)) == "type" && names_.isBuiltin("type");
+    return snippetOf(field(node, kField.function)) == "type" && names_.isBuiltin("type");
   }
 
   void onAttribute(TSNode node) {
     model_.attributes.push_back(
-        {textOf(field(node, kField.attribute)), textOf(field(node, kField.object)), locationOf(field(node, kField.attribute))});
+        {textOf(field(node, kField.attribute)), snippetOf(field(node, kField.object)), locationOf(field(node, kField.attribute))});
   }
 
   void onString(TSNode node) {
     if (auto value = stringValueOf(node)) model_.strings.push_back({*value, locationOf(node)});
-    // f-string interpolations hold code.
-    forEachNamedChild(node, [&](TSNode part) {
-      if (typeOf(part) == "interpolation" || typeOf(part) == "string") walk(part);
-    });
   }
 
   void recordTypeCheck(TypeCheck::Kind kind, TSNode classExpr) {

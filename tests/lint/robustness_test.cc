@@ -1,0 +1,171 @@
+// Inputs that must never cost a run its findings: nesting deep enough to overflow any recursive
+// walk, a file whose frontend crashes, hangs or vanishes, and bytes that are not UTF-8.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "nccl_migrate/lint/linter.h"
+
+namespace nccl_migrate::lint {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr int kDepth = 100'000;
+constexpr const char* kPythonHazard = "import torch.distributed as dist\nisinstance(pg, dist.ProcessGroupNCCL)\n";
+constexpr const char* kCppHazard = "auto* p = dynamic_cast<c10d::ProcessGroupNCCL*>(backend);\n";
+
+std::string repeated(const std::string& piece, int times) {
+  std::string out;
+  out.reserve(piece.size() * times);
+  for (int i = 0; i < times; ++i) out += piece;
+  return out;
+}
+
+class Robustness : public testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("nccl-migrate-robust-" + std::to_string(::getpid()) + "-" +
+                                         testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    fs::path p = root_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+
+  // "name:line:code" of each finding.
+  static std::vector<std::string> findings(const LintReport& report) {
+    std::vector<std::string> out;
+    for (const Finding& f : report.findings)
+      out.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line) + ":" + f.code);
+    return out;
+  }
+  static std::string warnings(const LintReport& report) {
+    std::string all;
+    for (const std::string& w : report.warnings) all += w + "\n";
+    return all;
+  }
+
+  fs::path root_;
+};
+
+// Each shape nests 100,000 levels deep in the syntax tree; the hazard after it is still found.
+TEST_F(Robustness, DeeplyNestedPythonIsLinted) {
+  write("brackets.py", "x = " + repeated("(", kDepth) + "1" + repeated(")", kDepth) + "\n" + kPythonHazard);
+  write("lists.py", "x = " + repeated("[", kDepth) + repeated("]", kDepth) + "\n" + kPythonHazard);
+  write("unclosed.py", std::string(kPythonHazard) + "x = " + repeated("f(", kDepth) + "\n");
+  write("concatenation.py", "x = \"a\"" + repeated(" + \"a\"", kDepth) + "\n" + kPythonHazard);
+  write("attributes.py", "x = a" + repeated(".b", kDepth) + "\n" + kPythonHazard);
+  write("calls.py", "x = " + repeated("f(", kDepth) + "1" + repeated(")", kDepth) + "\n" + kPythonHazard);
+  write("arguments.py", "x = " + repeated("f([", kDepth) + repeated("])", kDepth) + "\n" + kPythonHazard);
+  write("strings.py", "x = " + repeated("(", kDepth) + "\"s\"" + repeated(")", kDepth) + "\n" + kPythonHazard);
+  LintOptions options;
+  options.jobs = 1;
+  LintReport report = lintPaths({root_}, options);
+  EXPECT_EQ(findings(report), (std::vector<std::string>{"arguments.py:3:NM201", "attributes.py:3:NM201",
+                                                        "brackets.py:3:NM201", "calls.py:3:NM201",
+                                                        "concatenation.py:3:NM201", "lists.py:3:NM201",
+                                                        "strings.py:3:NM201", "unclosed.py:2:NM201"}))
+      << warnings(report);
+  EXPECT_EQ(warnings(report), "");
+}
+
+TEST_F(Robustness, DeeplyNestedCppIsLinted) {
+  write("brackets.cc", "int x = " + repeated("(", kDepth) + "1" + repeated(")", kDepth) + ";\n" + kCppHazard);
+  write("braces.cc", "void f() " + repeated("{", kDepth) + repeated("}", kDepth) + "\n" + kCppHazard);
+  write("templates.cc", "X" + repeated("<A", kDepth) + repeated(">", kDepth) + " y;\n" + kCppHazard);
+  // Openers the scanner looks ahead from, repeated without an end.
+  write("setenv.cc", repeated("setenv(", kDepth) + "\n" + kCppHazard);
+  write("casts.cc", repeated("static_cast<", kDepth) + "\n" + kCppHazard);
+  write("classes.cc", repeated("class A : B, ", kDepth) + "\n" + kCppHazard);
+  LintOptions options;
+  options.jobs = 1;
+  LintReport report = lintPaths({root_}, options);
+  EXPECT_EQ(findings(report),
+            (std::vector<std::string>{"braces.cc:2:NM201", "brackets.cc:2:NM201", "casts.cc:2:NM201",
+                                      "classes.cc:2:NM201", "setenv.cc:2:NM201", "templates.cc:2:NM201"}))
+      << warnings(report);
+}
+
+// The Clang AST tier meets the same nesting and stops at its own bracket limit.
+TEST_F(Robustness, DeeplyNestedCppUnderTheAstIsLinted) {
+  write("brackets.cc", "int x = " + repeated("(", kDepth) + "1" + repeated(")", kDepth) + ";\n" + kCppHazard);
+  LintOptions options;
+  options.jobs = 1;
+  options.cppAst.extraFlags = {"-std=c++17"};
+  LintReport report = lintPaths({root_}, options);
+  EXPECT_EQ(findings(report), (std::vector<std::string>{"brackets.cc:2:NM201"})) << warnings(report);
+}
+
+// A frontend that crashes on one file: the other files' findings arrive, the file is named with
+// the signal.
+TEST_F(Robustness, AFileThatCrashesItsWorkerLosesOnlyItself) {
+  for (const char* name : {"a.py", "b.py", "crash.py", "d.py", "e.py"}) write(name, kPythonHazard);
+  LintOptions options;
+  options.jobs = 2;
+  options.onFileStart = [](const fs::path& path) {
+    if (path.filename() == "crash.py") ::raise(SIGSEGV);
+  };
+  LintReport report = lintPaths({root_}, options);
+  EXPECT_EQ(findings(report), (std::vector<std::string>{"a.py:2:NM201", "b.py:2:NM201", "d.py:2:NM201", "e.py:2:NM201"}));
+  ASSERT_EQ(report.warnings.size(), 1u) << warnings(report);
+  EXPECT_NE(report.warnings[0].find("crash.py: skipped: the linter crashed on it (SIGSEGV"), std::string::npos)
+      << report.warnings[0];
+}
+
+TEST_F(Robustness, AFileThatOutlivesItsTimeLimitLosesOnlyItself) {
+  for (const char* name : {"a.py", "slow.py", "c.py"}) write(name, kPythonHazard);
+  LintOptions options;
+  options.jobs = 1;
+  options.fileTimeout = std::chrono::milliseconds(300);
+  options.onFileStart = [](const fs::path& path) {
+    if (path.filename() == "slow.py") std::this_thread::sleep_for(std::chrono::hours(1));
+  };
+  auto start = std::chrono::steady_clock::now();
+  LintReport report = lintPaths({root_}, options);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(findings(report), (std::vector<std::string>{"a.py:2:NM201", "c.py:2:NM201"}));
+  ASSERT_EQ(report.warnings.size(), 1u) << warnings(report);
+  EXPECT_NE(report.warnings[0].find("slow.py: skipped: linting it took longer than 300 ms"), std::string::npos)
+      << report.warnings[0];
+}
+
+TEST_F(Robustness, AFileThatVanishesLosesOnlyItself) {
+  for (const char* name : {"a.py", "gone.py", "c.py"}) write(name, kPythonHazard);
+  LintOptions options;
+  options.jobs = 1;
+  options.onFileStart = [](const fs::path& path) {
+    if (path.filename() == "gone.py") fs::remove(path);
+  };
+  LintReport report = lintPaths({root_}, options);
+  EXPECT_EQ(findings(report), (std::vector<std::string>{"a.py:2:NM201", "c.py:2:NM201"}));
+  ASSERT_EQ(report.warnings.size(), 1u) << warnings(report);
+  EXPECT_NE(report.warnings[0].find("gone.py: skipped: cannot be read"), std::string::npos) << report.warnings[0];
+}
+
+// Invalid bytes in a comment, a string and an identifier position: linted, with one warning.
+TEST_F(Robustness, InvalidUtf8IsLintedWithReplacementCharacters) {
+  write("latin1.py", "# caf\xe9\nimport torch.distributed as dist\nname = \"\xff\xfe\"\nisinstance(pg, dist.ProcessGroupNCCL)\n");
+  write("truncated.cc", "// \xe2\x82\n" + std::string(kCppHazard));
+  write("overlong.sh", "echo \xc0\xaf\nexport PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n");
+  LintReport report = lintPaths({root_});
+  EXPECT_EQ(findings(report), (std::vector<std::string>{"latin1.py:4:NM201", "overlong.sh:2:NM301", "truncated.cc:2:NM201"}));
+  std::string all = warnings(report);
+  EXPECT_NE(all.find("latin1.py: 3 byte(s) of invalid UTF-8 read as U+FFFD"), std::string::npos) << all;
+  EXPECT_NE(all.find("truncated.cc: 2 byte(s) of invalid UTF-8"), std::string::npos) << all;
+  EXPECT_NE(all.find("overlong.sh: 2 byte(s) of invalid UTF-8"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace nccl_migrate::lint
