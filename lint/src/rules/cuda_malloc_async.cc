@@ -3,27 +3,10 @@
 
 #include "nccl_migrate/lint/rule.h"
 #include "registry.h"
+#include "torch_names.h"
 
 namespace nccl_migrate::lint {
 namespace {
-
-bool isAllocatorVariable(const std::string& key) {
-  return key == "PYTORCH_CUDA_ALLOC_CONF" || key == "PYTORCH_ALLOC_CONF";
-}
-
-// "backend:cudaMallocAsync" among comma-separated options, spaces allowed around the colon.
-bool selectsCudaMallocAsync(const std::string& value) {
-  size_t at = value.find("backend");
-  while (at != std::string::npos) {
-    size_t colon = value.find_first_not_of(" \t", at + 7);
-    if (colon != std::string::npos && value[colon] == ':') {
-      size_t name = value.find_first_not_of(" \t", colon + 1);
-      if (name != std::string::npos && value.compare(name, 15, "cudaMallocAsync") == 0) return true;
-    }
-    at = value.find("backend", at + 7);
-  }
-  return false;
-}
 
 bool isAllocatorSettingsCall(const std::string& q) {
   return q == "torch.cuda.memory._set_allocator_settings" || q == "torch.cuda._set_allocator_settings" ||
