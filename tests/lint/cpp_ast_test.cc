@@ -15,7 +15,7 @@ std::vector<int> nm201Lines(const std::string& name, const std::string& text, bo
   return lines;
 }
 
-// Aliases and templates hide the class name from the lexer; the AST sees the canonical type.
+// The lexer resolves the aliases a file declares itself; the AST sees the canonical type.
 constexpr const char* kAliases = R"(#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #include <memory>
 using NcclPG = c10d::ProcessGroupNCCL;
@@ -30,7 +30,7 @@ struct Derived : LegacyPG {};
 )";
 
 TEST(CppAst, SeesThroughAliasesWithoutTorchHeaders) {
-  EXPECT_TRUE(nm201Lines("x.cc", kAliases, false).empty());
+  EXPECT_EQ(nm201Lines("x.cc", kAliases, false), (std::vector<int>{7, 8, 11}));
   EXPECT_EQ(nm201Lines("x.cc", kAliases, true), (std::vector<int>{7, 8, 11}));
 }
 

@@ -74,6 +74,9 @@ const std::unordered_set<std::string> kCastNames = {
     "dynamic_intrusive_pointer_cast", "static_intrusive_pointer_cast",
 };
 
+// Functions that construct the class named by their template argument.
+const std::unordered_set<std::string> kFactoryNames = {"make_intrusive", "make_shared", "make_unique"};
+
 class CppScanner {
  public:
   CppScanner(std::vector<Tok> tokens, SourceModel& model) : toks_(std::move(tokens)), model_(model) {}
@@ -97,6 +100,8 @@ class CppScanner {
       if (t.kind != clang::tok::raw_identifier) continue;
       if ((t.text == "setenv" || t.text == "putenv" || t.text == "_putenv") && isPunct(i + 1, "(")) onSetenv(i);
       if (kCastNames.contains(t.text) && isPunct(i + 1, "<")) onCast(i);
+      else if (kFactoryNames.contains(t.text) && isPunct(i + 1, "<")) onFactory(i);
+      else if (t.text == "new") onNew(i);
       else if ((t.text == "class" || t.text == "struct") && i + 2 < toks_.size()) onClassHead(i);
     }
   }
@@ -168,6 +173,13 @@ class CppScanner {
         std::string target = qualifiedNameAt(end);
         if (!target.empty()) namespaceAliases_[toks_[i + 1].text] = target;
       }
+      if (isIdent(i, "using") && toks_[i + 1].kind == clang::tok::raw_identifier && isPunct(i + 2, "=")) {
+        size_t end = i + 3;
+        while (isIdent(end, "typename") || isIdent(end, "class") || isIdent(end, "struct")) ++end;
+        std::string target = qualifiedNameAt(end);
+        if (!target.empty() && !isPunct(end, "<")) typeAliases_[toks_[i + 1].text] = target;
+      }
+      if (isIdent(i, "typedef")) onTypedef(i);
       if ((isIdent(i, "class") || isIdent(i, "struct")) && isIdent(i + 1, "ProcessGroupNCCL") && !usesC10d_) {
         definesOwnLegacyName_ = true;
       }
@@ -187,8 +199,22 @@ class CppScanner {
     return resolve(name);
   }
 
+  // `typedef a::B C;` (also `typedef class a::B C;`): C stands for a::B.
+  void onTypedef(size_t i) {
+    size_t j = i + 1;
+    while (isIdent(j, "class") || isIdent(j, "struct") || isIdent(j, "typename")) ++j;
+    std::string target = qualifiedNameAt(j);
+    if (!target.empty() && j < toks_.size() && toks_[j].kind == clang::tok::raw_identifier && isPunct(j + 1, ";")) {
+      typeAliases_[toks_[j].text] = target;
+    }
+  }
+
   std::string resolve(const std::string& name) const {
     if (name.empty()) return name;
+    // A type alias declared in this file (the raw lexer sees no headers, so only this file's).
+    if (name.find("::") == std::string::npos) {
+      if (auto it = typeAliases_.find(name); it != typeAliases_.end()) return it->second;
+    }
     size_t sep = name.find("::");
     std::string head = name.substr(0, sep);
     if (auto it = namespaceAliases_.find(head); it != namespaceAliases_.end()) {
@@ -213,6 +239,32 @@ class CppScanner {
     if (target.empty()) return;
     auto kind = castName.starts_with("dynamic") ? TypeCheck::Kind::CheckedCast : TypeCheck::Kind::UncheckedCast;
     model_.typeChecks.push_back({kind, target, castName + "<" + spelled + ">", where});
+  }
+
+  // make_intrusive<T>(...), make_shared<T>(...), make_unique<T>(...): a construction of T, recorded
+  // as a call whose qualified name is the class.
+  void onFactory(size_t i) {
+    size_t j = i + 2;
+    Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
+    std::string target = qualifiedNameAt(j);
+    if (target.empty() || !isPunct(j, ">")) return;  // a member such as T::Options, or a template
+    std::string spelled = toks_[i].text + "<" + spelledBetween(i + 2, j) + ">";
+    model_.calls.push_back({target, spelled, where, {}, 0});
+  }
+
+  // `new T(...)` or `new T{...}`.
+  void onNew(size_t i) {
+    size_t j = i + 1;
+    Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
+    std::string target = qualifiedNameAt(j);
+    if (target.empty() || !(isPunct(j, "(") || isPunct(j, "{"))) return;
+    model_.calls.push_back({target, "new " + spelledBetween(i + 1, j), where, {}, 0});
+  }
+
+  std::string spelledBetween(size_t begin, size_t end) const {
+    std::string out;
+    for (size_t k = begin; k < end && k < toks_.size(); ++k) out += toks_[k].text;
+    return out;
   }
 
   // `class X : public a::B, private C {` records each base as a Subclass type check.
@@ -242,6 +294,7 @@ class CppScanner {
   bool usesC10d_ = false;
   bool definesOwnLegacyName_ = false;
   std::unordered_map<std::string, std::string> namespaceAliases_;
+  std::unordered_map<std::string, std::string> typeAliases_;  // `using X = a::B;`, `typedef a::B X;`
 };
 
 }  // namespace
