@@ -195,5 +195,22 @@ TEST(Rules, MetadataIsCompleteAndCodesAreUnique) {
   }
 }
 
+// deepspeed.comm mirrors torch.distributed without any configuration, in its usual spellings.
+TEST(BuiltInEquivalents, DeepspeedCommIsTorchDistributed) {
+  const std::string source =
+      "from deepspeed import comm as dist\n"
+      "import deepspeed.comm as ds\n"
+      "for ranks in layout:\n"
+      "    dist.new_group(ranks)\n"
+      "    ds.new_group(ranks)\n"
+      "    dist.new_group(ranks, backend=\"gloo\")\n";
+  std::vector<int> lines;
+  for (const Finding& f : lintSource("ds.py", source).findings) {
+    EXPECT_EQ(f.code, "NM401");
+    lines.push_back(f.where.line);
+  }
+  EXPECT_EQ(lines, (std::vector<int>{4, 5}));
+}
+
 }  // namespace
 }  // namespace nccl_migrate::lint
