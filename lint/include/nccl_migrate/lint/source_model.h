@@ -33,8 +33,11 @@ struct TypeCheck {
   enum class Kind { Isinstance, TypeIdentity, CheckedCast, UncheckedCast, Subclass };
   Kind kind;
   std::string qualifiedName;
-  std::string spelling;  // the name as written in the source, for messages
+  std::string spelling;  // the name, or the whole cast, as written in the source, for messages
   Location where;
+  // A cast from the class `qualifiedName` down to this subclass of it (a project's own), which the
+  // object stops being when the backend is replaced; empty for other checks.
+  std::string downcastTo;
 };
 
 // One argument of a call as written.
