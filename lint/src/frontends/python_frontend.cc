@@ -280,6 +280,7 @@ class PythonWalker {
     std::string name = textOf(left);
     std::string dotted = ts_node_is_null(right) ? "" : dottedOf(right);
     names_.bindAssignment(name, dotted.empty() ? "" : names_.qualify(dotted));
+    if (!ts_node_is_null(right)) assigned_[name] = snippetOf(right);
     if (auto value = ts_node_is_null(right) ? std::nullopt : stringValueOf(right)) constants_[name] = *value;
     else constants_.erase(name);
   }
@@ -305,10 +306,11 @@ class PythonWalker {
   void onCall(TSNode node) {
     TSNode function = field(node, kField.function);
     std::string dotted = dottedOf(function);
-    if (dotted.empty()) return;
+    // A method of a computed object (`Net().cuda()`) has no qualified name, only its spelling.
+    if (dotted.empty() && typeOf(function) != "attribute") return;
     Call call;
-    call.spelling = dotted;
-    call.qualifiedName = names_.qualify(dotted);
+    call.spelling = dotted.empty() ? snippetOf(function) : dotted;
+    call.qualifiedName = dotted.empty() ? "" : names_.qualify(dotted);
     if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted)) {
       call.qualifiedName = "torch.distributed.new_group";
     }
@@ -332,6 +334,9 @@ class PythonWalker {
       }
       a.text = snippetOf(value);
       a.stringValue = stringValueOf(value);
+      if (typeOf(value) == "identifier") {
+        if (auto it = assigned_.find(a.text); it != assigned_.end()) a.assignedText = it->second;
+      }
       a.where = locationOf(value);
       std::string_view valueType = typeOf(value);
       if (valueType == "list" || valueType == "tuple") {
@@ -440,6 +445,7 @@ class PythonWalker {
   const NameEquivalences& equivalences_;
   PythonNames names_;
   std::unordered_map<std::string, std::string> constants_;  // name -> string value known so far
+  std::unordered_map<std::string, std::string> assigned_;   // name -> its last assigned value's text
   int loopDepth_ = 0;
   mutable std::deque<TSTreeCursor> cursors_;  // forEachNamedChild's, by nesting level
   mutable size_t openCursors_ = 0;

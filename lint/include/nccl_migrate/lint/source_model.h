@@ -46,6 +46,9 @@ struct Argument {
   std::string text;                        // source text of the value
   std::optional<std::string> stringValue;  // the value when it is a string known at this point
   std::vector<std::string> elements;       // source text of each element of a list/tuple literal
+  // For a name, the source text of the value last assigned to it in the file (clipped); empty
+  // otherwise. `device_ids=gpus` after `gpus = list(range(n))`.
+  std::string assignedText;
   bool isSequenceLiteral = false;
   Location where;
 };
