@@ -30,6 +30,7 @@ struct FieldIds {
   TSFieldId arguments;
   TSFieldId attribute;
   TSFieldId function;
+  TSFieldId key;
   TSFieldId left;
   TSFieldId moduleName;
   TSFieldId name;
@@ -49,6 +50,7 @@ const FieldIds kField = {
     .arguments = fieldId("arguments"),
     .attribute = fieldId("attribute"),
     .function = fieldId("function"),
+    .key = fieldId("key"),
     .left = fieldId("left"),
     .moduleName = fieldId("module_name"),
     .name = fieldId("name"),
@@ -79,12 +81,13 @@ class PythonWalker {
   // Visits the tree in source order with an explicit stack instead of recursion: the nesting of
   // brackets, calls and operators is the file's to choose, and a thread's stack is not.
   void walk(TSNode root) {
-    std::vector<Step> steps{{root, 0, false}};
+    std::vector<Step> steps{{root, 0, false, false}};
     while (!steps.empty()) {
       Step step = steps.back();
       steps.pop_back();
-      if (step.restoresLoopDepth) {
+      if (step.restoresState) {
         loopDepth_ = step.loopDepth;
+        inDocumentation_ = step.inDocumentation;
         continue;
       }
       visit(step.node, steps);
@@ -92,15 +95,17 @@ class PythonWalker {
   }
 
  private:
-  // A node to visit, or the loop depth to return to once a node's children are done.
+  // A node to visit, or the state to return to once a node's children are done.
   struct Step {
     TSNode node;
     int loopDepth;
-    bool restoresLoopDepth;
+    bool inDocumentation;
+    bool restoresState;
   };
 
   void visit(TSNode node, std::vector<Step>& steps) {
     std::string_view type = ts_node_type(node);
+    bool inDocumentation = inDocumentation_;  // for the node's children
     if (type == "import_statement") return onImport(node);
     if (type == "import_from_statement") return onFromImport(node);
     if (type == "comment") return onComment(node);
@@ -109,7 +114,12 @@ class PythonWalker {
     // A loop around a `def` does not run the function's body repeatedly, so depth restarts inside.
     if (type == "function_definition") return onFunction(node, steps);
     if (type == "assignment") onAssignment(node);
-    if (type == "call") onCall(node);
+    if (type == "call") {
+      onCall(node);
+      // Strings a program prints or logs document a setting; they set nothing.
+      if (isDocumentingCall(node)) inDocumentation = true;
+    }
+    if (type == "keyword_argument" && isHelpKeyword(textOf(field(node, kField.name)))) inDocumentation = true;
     if (type == "comparison_operator") onComparison(node);
     if (type == "attribute") onAttribute(node);
     if (type == "string" || type == "concatenated_string") {
@@ -118,16 +128,29 @@ class PythonWalker {
       return visitChildren(node, loopDepth_, steps, [](std::string_view t) { return t == "interpolation" || t == "string"; });
     }
     visitChildren(node, loopDepth_ + isLoop(type), steps, [](std::string_view) { return true; });
+    inDocumentation_ = inDocumentation;
+  }
+
+  bool isDocumentingCall(TSNode call) const {
+    std::string callee = snippetOf(field(call, kField.function));
+    std::string last = callee.substr(callee.rfind('.') + 1);
+    for (const char* name : {"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
+      if (last == name) return true;
+    return false;
+  }
+
+  static bool isHelpKeyword(const std::string& keyword) {
+    return keyword == "help" || keyword == "description" || keyword == "epilog" || keyword == "usage";
   }
 
   // Schedules the named children that `wanted` admits, to be visited at `childLoopDepth`, and the
   // return to the current depth after them.
   template <class Wanted>
   void visitChildren(TSNode node, int childLoopDepth, std::vector<Step>& steps, Wanted&& wanted) {
-    steps.push_back({node, loopDepth_, true});
+    steps.push_back({node, loopDepth_, inDocumentation_, true});
     size_t first = steps.size();
     forEachNamedChild(node, [&](TSNode child) {
-      if (wanted(typeOf(child))) steps.push_back({child, 0, false});
+      if (wanted(typeOf(child))) steps.push_back({child, 0, false, false});
     });
     std::reverse(steps.begin() + static_cast<std::ptrdiff_t>(first), steps.end());
     loopDepth_ = childLoopDepth;
@@ -318,7 +341,7 @@ class PythonWalker {
     call.loopDepth = loopDepth_;
     collectArguments(field(node, kField.arguments), call);
     if (dotted == "isinstance" && names_.isBuiltin("isinstance")) onIsinstance(field(node, kField.arguments));
-    onEnvironmentCall(function, call);
+    onEnvironmentCall(function, field(node, kField.arguments), call);
     model_.calls.push_back(std::move(call));
   }
 
@@ -348,7 +371,7 @@ class PythonWalker {
   }
 
   // os.environ.setdefault/update, os.putenv: environment assignments through calls.
-  void onEnvironmentCall(TSNode function, const Call& call) {
+  void onEnvironmentCall(TSNode function, TSNode arguments, const Call& call) {
     if (typeOf(function) != "attribute") return;
     std::string method = textOf(field(function, kField.attribute));
     bool onEnviron = isEnviron(field(function, kField.object));
@@ -362,6 +385,16 @@ class PythonWalker {
       for (const Argument& a : call.arguments) {
         if (!a.keyword.empty()) model_.settings.push_back({a.keyword, a.stringValue.value_or(""), a.where, true});
       }
+      // os.environ.update({"KEY": value, ...})
+      forEachNamedChild(arguments, [&](TSNode dict) {
+        if (typeOf(dict) != "dictionary") return;
+        forEachNamedChild(dict, [&](TSNode pair) {
+          if (typeOf(pair) != "pair") return;
+          auto key = stringValueOf(field(pair, kField.key));
+          if (!key) return;
+          model_.settings.push_back({*key, stringValueOf(field(pair, kField.value)).value_or(""), locationOf(pair), true});
+        });
+      });
     }
   }
 
@@ -431,7 +464,7 @@ class PythonWalker {
   }
 
   void onString(TSNode node) {
-    if (auto value = stringValueOf(node)) model_.strings.push_back({*value, locationOf(node)});
+    if (auto value = stringValueOf(node)) model_.strings.push_back({*value, locationOf(node), inDocumentation_});
   }
 
   void recordTypeCheck(TypeCheck::Kind kind, TSNode classExpr) {
@@ -447,6 +480,7 @@ class PythonWalker {
   std::unordered_map<std::string, std::string> constants_;  // name -> string value known so far
   std::unordered_map<std::string, std::string> assigned_;   // name -> its last assigned value's text
   int loopDepth_ = 0;
+  bool inDocumentation_ = false;  // inside a print/log call or a help= argument
   mutable std::deque<TSTreeCursor> cursors_;  // forEachNamedChild's, by nesting level
   mutable size_t openCursors_ = 0;
 };

@@ -24,8 +24,21 @@ class CudaMallocAsync final : public Rule {
 
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
     for (const Setting& s : model.settings) {
-      if (!isAllocatorVariable(s.key) || !selectsCudaMallocAsync(s.value)) continue;
-      out.push_back(finding(model, s.where, s.key + "=" + s.value + " selects the cudaMallocAsync allocator: " + kWhy));
+      if (!selectsCudaMallocAsync(s.value)) continue;
+      if (isAllocatorVariable(s.key)) {
+        out.push_back(finding(model, s.where, s.key + "=" + s.value + " selects the cudaMallocAsync allocator: " + kWhy));
+      } else {
+        // A job's own key or variable (a launcher config, ALLOC_CONF=...) carrying the value on.
+        out.push_back(finding(model, s.where, s.key + ": \"" + s.value + "\" selects the cudaMallocAsync allocator "
+                                                  "once it reaches PYTORCH_CUDA_ALLOC_CONF: " + kWhy));
+      }
+    }
+    // The literal, wherever the string goes next (built in a variable, joined, passed on);
+    // printed, logged and help texts only document it.
+    for (const StringLiteral& str : model.strings) {
+      if (str.documentation || !selectsCudaMallocAsync(str.value)) continue;
+      out.push_back(finding(model, str.where, "\"" + str.value + "\" selects the cudaMallocAsync allocator once it "
+                                                  "reaches PYTORCH_CUDA_ALLOC_CONF: " + kWhy));
     }
     for (const Call& call : model.calls) {
       if (!isAllocatorSettingsCall(call.qualifiedName)) continue;

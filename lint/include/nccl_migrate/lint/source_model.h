@@ -103,6 +103,8 @@ struct AttributeUse {
 struct StringLiteral {
   std::string value;
   Location where;
+  // Printed, logged or a help text: it documents a value rather than setting one.
+  bool documentation = false;
 };
 
 // A key set to a value: environment variables (Python os.environ, shell export, Dockerfile ENV,
