@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -15,6 +16,7 @@
 
 #include "engine/file_discovery.h"
 #include "engine/file_result.h"
+#include "engine/group_wrappers.h"
 #include "engine/isolation.h"
 #include "engine/prefilter.h"
 #include "engine/suppressions.h"
@@ -48,11 +50,14 @@ struct RulePlan {
   bool reportUnused = false;
   NameEquivalences names;
 
-  explicit RulePlan(const LintConfig& config) {
+  explicit RulePlan(const LintConfig& config, std::set<std::string> inferredWrappers = {}) {
     const Rule& unused = unusedSuppressionRule();
     reportUnused = ruleEnabled(config, unused.info().code, unused.info().slug, unused.info().enabledByDefault);
     names.modules = config.equivalentModules;
     names.groupWrappers = config.groupWrappers;
+    names.inferredGroupWrappers = std::move(inferredWrappers);
+    std::vector<std::string> wrappers = config.groupWrappers;
+    wrappers.insert(wrappers.end(), names.inferredGroupWrappers.begin(), names.inferredGroupWrappers.end());
     std::vector<const Rule*> enabled;
     for (const Rule* rule : allRules()) {
       const RuleInfo& info = rule->info();
@@ -67,7 +72,7 @@ struct RulePlan {
     std::array<std::vector<RuleTriggers>, kLanguages> perLanguage;
     for (const Rule* rule : enabled) {
       RuleTriggers r{rule, rule == &unused ? std::vector<Trigger>{suppressionWords} : rule->info().triggers};
-      addWrapperTriggers(r.triggers, config.groupWrappers);
+      addWrapperTriggers(r.triggers, wrappers);
       for (Language language : rule->info().languages) perLanguage[static_cast<size_t>(language)].push_back(r);
     }
     for (std::vector<RuleTriggers>& rules : perLanguage) prefilters.emplace_back(std::move(rules), config.equivalentModules);
@@ -316,6 +321,24 @@ FileResult lintFile(const fs::path& path, const LintOptions& options, const Rule
   return result;
 }
 
+// The project's own group-creating functions, when NM401 runs: only Python files that name a group
+// creator are kept past the first look, so the table costs a read of the Python files.
+std::set<std::string> groupWrappersOf(const std::vector<fs::path>& files, const LintConfig& config) {
+  const Rule* eager = findRule("NM401");
+  if (!eager || !ruleEnabled(config, eager->info().code, eager->info().slug, eager->info().enabledByDefault)) return {};
+  std::vector<std::string> texts;
+  for (const fs::path& path : files) {
+    if (languageByName(path) != Language::Python || path.extension() == ".ipynb") continue;
+    std::string warning;
+    std::optional<std::string> text = readSource(path, config, warning);
+    if (!text) continue;  // the lint pass warns about it
+    // Wrappers of wrappers are found among these too: a file that names no creator and no
+    // function of the project cannot define a wrapper, but one that calls a wrapper can.
+    texts.push_back(std::move(*text));
+  }
+  return inferGroupWrappers(texts);
+}
+
 LintReport merge(std::vector<FileResult>& results) {
   LintReport report;
   for (FileResult& r : results) {
@@ -336,7 +359,7 @@ std::optional<Language> languageOf(const fs::path& path) { return languageByName
 LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& options) {
   validateSelectors(options.config);
   std::vector<fs::path> files = discoverFiles(paths, options.config);
-  RulePlan plan(options.config);
+  RulePlan plan(options.config, groupWrappersOf(files, options.config));
   std::vector<FileResult> results(files.size());
   size_t finished = 0;
   auto progress = [&] {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ namespace nccl_migrate::lint {
 struct NameEquivalences {
   std::map<std::string, std::string> modules;  // "deepspeed.comm" -> "torch.distributed"
   std::vector<std::string> groupWrappers;      // callees that stand for torch.distributed.new_group
+  // Functions of the scanned tree found to create groups (bare names: a call to `x.name` or
+  // `name` stands for torch.distributed.new_group).
+  std::set<std::string> inferredGroupWrappers;
 };
 
 // Python through tree-sitter-python: error tolerant, so a file with a syntax error keeps its

@@ -320,6 +320,12 @@ class PythonWalker {
     return !dotted.empty() && names_.qualify(dotted) == "os.environ";
   }
 
+  // A call of a function the project-wide table found creating groups, by its last name.
+  bool isInferredWrapper(const std::string& dotted) const {
+    if (equivalences_.inferredGroupWrappers.empty() || dotted.empty()) return false;
+    return equivalences_.inferredGroupWrappers.contains(dotted.substr(dotted.rfind('.') + 1));
+  }
+
   bool isConfiguredWrapper(const std::string& spelling) const {
     for (const std::string& w : equivalences_.groupWrappers)
       if (w == spelling) return true;
@@ -334,7 +340,7 @@ class PythonWalker {
     Call call;
     call.spelling = dotted.empty() ? snippetOf(function) : dotted;
     call.qualifiedName = dotted.empty() ? "" : names_.qualify(dotted);
-    if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted)) {
+    if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted) || isInferredWrapper(dotted)) {
       call.qualifiedName = "torch.distributed.new_group";
     }
     call.where = locationOf(node);
