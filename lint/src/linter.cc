@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <llvm/Support/ConvertUTF.h>
 
 #include "engine/file_discovery.h"
+#include "engine/cpp_aliases.h"
 #include "engine/file_result.h"
 #include "engine/group_wrappers.h"
 #include "engine/isolation.h"
@@ -45,17 +47,34 @@ void addWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<std::s
 
 // The rules a run uses, per language, each behind the prefilter that decides which of them a
 // file needs.
+// Facts about the whole run that single files cannot see.
+struct ProjectTables {
+  std::set<std::string> groupWrappers;       // inferred group-creating functions
+  std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
+};
+
+// A header's alias of the legacy class stands for it in the C++ files that include the header.
+void addAliasTriggers(std::vector<Trigger>& triggers, const std::set<std::string>& aliases) {
+  if (aliases.empty()) return;
+  std::vector<Trigger> added;
+  for (const Trigger& t : triggers) {
+    if (std::find(t.anyOf.begin(), t.anyOf.end(), "ProcessGroupNCCL") == t.anyOf.end()) continue;
+    added.push_back(Trigger{std::vector<std::string>(aliases.begin(), aliases.end()), t.andAnyOf, t.module});
+  }
+  triggers.insert(triggers.end(), added.begin(), added.end());
+}
+
 struct RulePlan {
   std::vector<Prefilter> prefilters;
   bool reportUnused = false;
   NameEquivalences names;
 
-  explicit RulePlan(const LintConfig& config, std::set<std::string> inferredWrappers = {}) {
+  explicit RulePlan(const LintConfig& config, ProjectTables tables = {}) {
     const Rule& unused = unusedSuppressionRule();
     reportUnused = ruleEnabled(config, unused.info().code, unused.info().slug, unused.info().enabledByDefault);
     names.modules = config.equivalentModules;
     names.groupWrappers = config.groupWrappers;
-    names.inferredGroupWrappers = std::move(inferredWrappers);
+    names.inferredGroupWrappers = std::move(tables.groupWrappers);
     std::vector<std::string> wrappers = config.groupWrappers;
     wrappers.insert(wrappers.end(), names.inferredGroupWrappers.begin(), names.inferredGroupWrappers.end());
     std::vector<const Rule*> enabled;
@@ -73,7 +92,11 @@ struct RulePlan {
     for (const Rule* rule : enabled) {
       RuleTriggers r{rule, rule == &unused ? std::vector<Trigger>{suppressionWords} : rule->info().triggers};
       addWrapperTriggers(r.triggers, wrappers);
-      for (Language language : rule->info().languages) perLanguage[static_cast<size_t>(language)].push_back(r);
+      for (Language language : rule->info().languages) {
+        RuleTriggers forLanguage = r;
+        if (language == Language::Cpp) addAliasTriggers(forLanguage.triggers, tables.legacyClassAliases);
+        perLanguage[static_cast<size_t>(language)].push_back(std::move(forLanguage));
+      }
     }
     for (std::vector<RuleTriggers>& rules : perLanguage) prefilters.emplace_back(std::move(rules), config.equivalentModules);
   }
@@ -321,22 +344,46 @@ FileResult lintFile(const fs::path& path, const LintOptions& options, const Rule
   return result;
 }
 
-// The project's own group-creating functions, when NM401 runs: only Python files that name a group
-// creator are kept past the first look, so the table costs a read of the Python files.
-std::set<std::string> groupWrappersOf(const std::vector<fs::path>& files, const LintConfig& config) {
-  const Rule* eager = findRule("NM401");
-  if (!eager || !ruleEnabled(config, eager->info().code, eager->info().slug, eager->info().enabledByDefault)) return {};
-  std::vector<std::string> texts;
-  for (const fs::path& path : files) {
-    if (languageByName(path) != Language::Python || path.extension() == ".ipynb") continue;
-    std::string warning;
-    std::optional<std::string> text = readSource(path, config, warning);
-    if (!text) continue;  // the lint pass warns about it
-    // Wrappers of wrappers are found among these too: a file that names no creator and no
-    // function of the project cannot define a wrapper, but one that calls a wrapper can.
-    texts.push_back(std::move(*text));
+bool ruleOn(const LintConfig& config, const char* code) {
+  const Rule* rule = findRule(code);
+  return rule && ruleEnabled(config, rule->info().code, rule->info().slug, rule->info().enabledByDefault);
+}
+
+// What the run's files tell about each other, gathered before any file is linted: the project's
+// group-creating functions (when NM401 runs) and the aliases its C++ headers give the legacy class
+// (when NM201 or NM204 runs). One read of the Python files and the headers, on `jobs` threads
+// that end before the workers are forked; no parse.
+ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig& config, unsigned jobs) {
+  bool wrappers = ruleOn(config, "NM401");
+  bool aliases = ruleOn(config, "NM201") || ruleOn(config, "NM204");
+  std::vector<size_t> wanted;
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::optional<Language> language = languageByName(files[i]);
+    bool python = language == Language::Python && files[i].extension() != ".ipynb";
+    bool header = language == Language::Cpp && isCppHeader(files[i].filename().string());
+    if ((wrappers && python) || (aliases && header)) wanted.push_back(i);
   }
-  return inferGroupWrappers(texts);
+  std::vector<std::string> texts(wanted.size());
+  std::vector<std::set<std::string>> found(wanted.size());
+  std::atomic<size_t> next{0};
+  auto read = [&] {
+    for (size_t k = next++; k < wanted.size(); k = next++) {
+      const fs::path& path = files[wanted[k]];
+      std::string warning;
+      std::optional<std::string> text = readSource(path, config, warning);
+      if (!text) continue;  // the lint pass warns about it
+      if (languageByName(path) == Language::Cpp) found[k] = aliasesOf(*text, "ProcessGroupNCCL");
+      else texts[k] = std::move(*text);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < std::min<size_t>(jobs, wanted.size()); ++j) threads.emplace_back(read);
+  read();
+  for (std::thread& t : threads) t.join();
+  ProjectTables tables;
+  for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
+  if (wrappers) tables.groupWrappers = inferGroupWrappers(texts);
+  return tables;
 }
 
 LintReport merge(std::vector<FileResult>& results) {
@@ -359,7 +406,8 @@ std::optional<Language> languageOf(const fs::path& path) { return languageByName
 LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& options) {
   validateSelectors(options.config);
   std::vector<fs::path> files = discoverFiles(paths, options.config);
-  RulePlan plan(options.config, groupWrappersOf(files, options.config));
+  unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  RulePlan plan(options.config, projectTables(files, options.config, jobs));
   std::vector<FileResult> results(files.size());
   size_t finished = 0;
   auto progress = [&] {
@@ -367,7 +415,7 @@ LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& opti
   };
   IsolatedWork work;
   work.count = files.size();
-  work.workers = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  work.workers = jobs;
   work.timeout = options.fileTimeout;
   work.run = [&](size_t i) { return encodeFileResult(lintFile(files[i], options, plan)); };
   work.done = [&](size_t i, std::string bytes) {

@@ -1,5 +1,7 @@
-// The project-wide table of group-creating wrappers: inferred from the tree's own functions,
-// across files, through wrappers of wrappers; calls to them in loops are NM401 findings.
+// The project-wide tables: group-creating wrappers inferred from the tree's own functions (across
+// files, through wrappers of wrappers; calls to them in loops are NM401 findings) and the aliases
+// the tree's C++ headers give the legacy class (seen in the files that include them).
+#include "engine/cpp_aliases.h"
 #include "engine/group_wrappers.h"
 
 #include <gtest/gtest.h>
@@ -87,6 +89,46 @@ TEST_F(WrapperTree, CallsInLoopsAreFlaggedAcrossFiles) {
   for (const Finding& f : lintPaths({root_}, options).findings)
     found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line) + ":" + f.code);
   EXPECT_EQ(found, (std::vector<std::string>{"train.py:5:NM401", "train.py:6:NM401"}));
+}
+
+TEST(AliasesOf, UsingAndTypedefOfTheClassOnly) {
+  const std::string header =
+      "using LegacyGroup = c10d::ProcessGroupNCCL;\n"
+      "using Spaced = :: c10d :: ProcessGroupNCCL ;\n"
+      "typedef c10d::ProcessGroupNCCL TrainerPG;\n"
+      "typedef class c10d::ProcessGroupNCCL ClassPG;\n"
+      "using Options = c10d::ProcessGroupNCCL::Options;\n"
+      "using Rewritten = c10d::nccl2::ProcessGroupNCCLX;\n"
+      "using namespace c10d;\n"
+      "typedef int ProcessGroupNCCL_t;\n";
+  EXPECT_EQ(aliasesOf(header, "ProcessGroupNCCL"), (std::set<std::string>{"ClassPG", "LegacyGroup", "Spaced", "TrainerPG"}));
+}
+
+// A header of the tree gives the class another name; a source that includes it uses only that
+// name, without a compile database.
+TEST_F(WrapperTree, HeaderAliasesReachTheFilesThatIncludeThem) {
+  fs::create_directories(root_ / "include/trainer");
+  fs::create_directories(root_ / "src");
+  write("include/trainer/groups.h",
+        "#pragma once\n"
+        "#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>\n"
+        "namespace trainer { using LegacyGroup = c10d::ProcessGroupNCCL; }\n"
+        "typedef c10d::ProcessGroupNCCL TrainerPG;\n");
+  write("src/check.cc",
+        "#include \"trainer/groups.h\"\n"
+        "void check(c10d::Backend* backend) {\n"
+        "  auto* pg = dynamic_cast<TrainerPG*>(backend);\n"
+        "  auto fresh = std::make_shared<LegacyGroup>(store, 0, 1);\n"
+        "}\n");
+  write("src/other.cc",
+        "struct TrainerPG {};\n"
+        "void f(Base* b) { auto* p = dynamic_cast<TrainerPG*>(b); }\n");
+  LintOptions options;
+  options.jobs = 1;
+  std::vector<std::string> found;
+  for (const Finding& f : lintPaths({root_}, options).findings)
+    found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line) + ":" + f.code);
+  EXPECT_EQ(found, (std::vector<std::string>{"check.cc:3:NM201", "check.cc:4:NM204"}));
 }
 
 }  // namespace

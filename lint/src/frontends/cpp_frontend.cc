@@ -1,7 +1,11 @@
 // C/C++/CUDA frontend, tier 1: Clang's raw lexer. It needs no headers and no compile database,
 // sees every preprocessor branch, and skips comments and string contents by construction.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -81,15 +85,40 @@ class CppScanner {
  public:
   CppScanner(std::vector<Tok> tokens, SourceModel& model) : toks_(std::move(tokens)), model_(model) {}
 
-  void scan() {
-    // Comments only feed suppressions; token patterns must see through them.
-    std::vector<Tok> code;
-    code.reserve(toks_.size());
-    for (Tok& t : toks_) {
-      if (t.kind == clang::tok::comment) onComment(t);
-      else code.push_back(std::move(t));
+  // Names a header of the tree declared (aliases), known before this file's own.
+  void seed(const std::unordered_map<std::string, std::string>& typeAliases,
+            const std::unordered_map<std::string, std::string>& namespaceAliases) {
+    typeAliases_.insert(typeAliases.begin(), typeAliases.end());
+    namespaceAliases_.insert(namespaceAliases.begin(), namespaceAliases.end());
+  }
+
+  // Only the names a file declares, for a header included by the linted file.
+  void collectDeclarations() {
+    dropComments(false);
+    collectNamespaceFacts();
+  }
+  const std::unordered_map<std::string, std::string>& typeAliases() const { return typeAliases_; }
+  const std::unordered_map<std::string, std::string>& namespaceAliases() const { return namespaceAliases_; }
+
+  // `#include "a/b.h"` and `#include <a/b.h>`, as written.
+  std::vector<std::string> includes() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i + 2 < toks_.size(); ++i) {
+      if (!isPunct(i, "#") || !isIdent(i + 1, "include") || toks_[i + 2].where.line != toks_[i].where.line) continue;
+      if (toks_[i + 2].kind == clang::tok::string_literal) {
+        out.push_back(unquote(toks_[i + 2].text));
+      } else if (isPunct(i + 2, "<")) {
+        std::string name;
+        for (size_t j = i + 3; j < toks_.size() && !isPunct(j, ">") && toks_[j].where.line == toks_[i].where.line; ++j)
+          name += toks_[j].text;
+        out.push_back(name);
+      }
     }
-    toks_ = std::move(code);
+    return out;
+  }
+
+  void scan() {
+    dropComments(true);
     collectNamespaceFacts();
     for (size_t i = 0; i < toks_.size(); ++i) {
       const Tok& t = toks_[i];
@@ -107,6 +136,17 @@ class CppScanner {
   }
 
  private:
+  // Comments only feed suppressions; token patterns must see through them.
+  void dropComments(bool keepForSuppressions) {
+    std::vector<Tok> code;
+    code.reserve(toks_.size());
+    for (Tok& t : toks_) {
+      if (t.kind != clang::tok::comment) code.push_back(std::move(t));
+      else if (keepForSuppressions) onComment(t);
+    }
+    toks_ = std::move(code);
+  }
+
   bool isPunct(size_t i, std::string_view p) const {
     return i < toks_.size() && toks_[i].kind != clang::tok::raw_identifier && toks_[i].text == p;
   }
@@ -299,11 +339,80 @@ class CppScanner {
 
 }  // namespace
 
+namespace {
+
+// Headers of the tree a file includes, searched from its folder upward and in an `include` folder
+// at each level (a project's include roots sit above its sources), read for their declarations only, a few levels deep and a bounded
+// number of them: enough for `using PG = c10d::ProcessGroupNCCL;` in the project's own header.
+class TreeHeaders {
+ public:
+  void collect(const std::string& path, const std::vector<std::string>& includes, int depth) {
+    if (depth > kMaxDepth) return;
+    for (const std::string& include : includes) {
+      if (visited_.size() >= kMaxHeaders) return;
+      std::optional<std::filesystem::path> header = find(path, include);
+      if (!header || !visited_.insert(header->string()).second) continue;
+      std::optional<std::string> text = read(*header);
+      if (!text) continue;
+      SourceModel unused;
+      CppScanner scanner(tokenize(header->string(), *text), unused);
+      std::vector<std::string> nested = scanner.includes();
+      scanner.collectDeclarations();
+      typeAliases_.insert(scanner.typeAliases().begin(), scanner.typeAliases().end());
+      namespaceAliases_.insert(scanner.namespaceAliases().begin(), scanner.namespaceAliases().end());
+      collect(header->string(), nested, depth + 1);
+    }
+  }
+
+  void seed(CppScanner& scanner) const { scanner.seed(typeAliases_, namespaceAliases_); }
+
+ private:
+  static constexpr int kMaxDepth = 3;
+  static constexpr size_t kMaxHeaders = 64;
+  static constexpr int kMaxLevelsUp = 6;
+  static constexpr std::uintmax_t kMaxHeaderBytes = 1u << 20;
+
+  static std::optional<std::filesystem::path> find(const std::string& from, const std::string& include) {
+    if (include.empty() || include.find("..") != std::string::npos) return std::nullopt;
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::path(from).parent_path();
+    for (int up = 0; up <= kMaxLevelsUp && !dir.empty(); ++up, dir = dir.parent_path()) {
+      for (const std::filesystem::path& root : {dir, dir / "include"}) {
+        std::filesystem::path candidate = root / include;
+        if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+      }
+      if (dir == dir.parent_path()) break;
+    }
+    return std::nullopt;
+  }
+
+  static std::optional<std::string> read(const std::filesystem::path& header) {
+    std::error_code ec;
+    std::uintmax_t size = std::filesystem::file_size(header, ec);
+    if (ec || size > kMaxHeaderBytes) return std::nullopt;
+    std::ifstream in(header, std::ios::binary);
+    std::string text(size, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(size));
+    text.resize(static_cast<size_t>(in.gcount()));
+    return text;
+  }
+
+  std::set<std::string> visited_;
+  std::unordered_map<std::string, std::string> typeAliases_;
+  std::unordered_map<std::string, std::string> namespaceAliases_;
+};
+
+}  // namespace
+
 SourceModel lexCpp(const std::string& path, const std::string& text) {
   SourceModel model;
   model.path = path;
   model.language = Language::Cpp;
-  CppScanner(tokenize(path, text), model).scan();
+  CppScanner scanner(tokenize(path, text), model);
+  TreeHeaders headers;
+  headers.collect(path, scanner.includes(), 0);
+  headers.seed(scanner);
+  scanner.scan();
   return model;
 }
 
