@@ -1,19 +1,22 @@
-// Wrapper inference by text (see group_wrappers.h). A call is `name(` not continuing an identifier;
-// its function is the nearest `def` above it with less indentation. Every scan is bounded, so no
-// file can make it quadratic.
+// Wrapper inference by text (see group_wrappers.h). Each round is one pass over each source: every
+// '(' is looked back from to the identifier before it, which is looked up in the round's names; a
+// source with a hit gets one forward pass over its lines that tracks the enclosing `def`s. So a
+// round costs a scan of the sources whatever the number of names, and nothing is quadratic.
 #include "group_wrappers.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
+#include <unordered_set>
+#include <utility>
 
 #include "rules/torch_names.h"
 
 namespace nccl_migrate::lint {
 namespace {
 
-constexpr size_t kMaxCallBytes = 4096;    // a call's argument text looked at for backend=
-constexpr size_t kMaxLinesUp = 4000;      // lines looked at above a call for its `def`
-constexpr int kMaxRounds = 8;             // wrappers of wrappers of ...
+constexpr size_t kMaxCallBytes = 4096;  // a call's argument text looked at for backend=
+constexpr int kMaxRounds = 8;           // wrappers of wrappers of ...
 
 bool isIdentifierByte(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -26,28 +29,6 @@ size_t indentation(std::string_view line) {
   size_t n = 0;
   while (n < line.size() && (line[n] == ' ' || line[n] == '\t')) ++n;
   return n;
-}
-
-// The name of the function whose body holds the line starting at `start`, or "".
-std::string enclosingFunction(std::string_view text, size_t start) {
-  size_t limit = indentation(text.substr(start, text.find('\n', start) - start));
-  size_t lines = 0;
-  while (start > 0 && limit > 0 && lines++ < kMaxLinesUp) {
-    size_t prev = lineStart(text, start - 1);
-    std::string_view line = text.substr(prev, start - 1 - prev);
-    start = prev;
-    size_t indent = indentation(line);
-    std::string_view code = line.substr(indent);
-    if (code.empty() || code.front() == '#' || indent >= limit) continue;
-    limit = indent;
-    if (code.starts_with("async ")) code.remove_prefix(6);
-    if (!code.starts_with("def ")) continue;  // a class, if, with, ...: keep looking outward
-    code.remove_prefix(4);
-    size_t end = 0;
-    while (end < code.size() && isIdentifierByte(code[end])) ++end;
-    return std::string(code.substr(0, end));
-  }
-  return "";
 }
 
 // The argument text of the call whose '(' is at `open`, up to its ')' or the bound.
@@ -75,25 +56,75 @@ bool namesOtherBackend(std::string_view arguments) {
   return !selectsEagerNccl(std::string(arguments.substr(quote + 1, close - quote - 1)));
 }
 
+// `def name(` (or `async def`) at the start of a stripped line: the name, else empty.
+std::string_view definedName(std::string_view code) {
+  if (code.starts_with("async ")) code.remove_prefix(6);
+  if (!code.starts_with("def ")) return {};
+  code.remove_prefix(4);
+  size_t end = 0;
+  while (end < code.size() && isIdentifierByte(code[end])) ++end;
+  return code.substr(0, end);
+}
+
+// Offsets of the calls of `names` that create an eager NCCL group, outside comments and outside
+// their own `def` lines.
+std::vector<size_t> callsOf(std::string_view source, const std::unordered_set<std::string_view>& names) {
+  std::vector<size_t> hits;
+  for (const char* p = static_cast<const char*>(std::memchr(source.data(), '(', source.size())); p;
+       p = static_cast<const char*>(std::memchr(p + 1, '(', source.data() + source.size() - p - 1))) {
+    size_t open = static_cast<size_t>(p - source.data());
+    size_t end = open;
+    while (end > 0 && (source[end - 1] == ' ' || source[end - 1] == '\t')) --end;
+    size_t begin = end;
+    while (begin > 0 && isIdentifierByte(source[begin - 1])) --begin;
+    if (begin == end || !names.contains(source.substr(begin, end - begin))) continue;
+    size_t start = lineStart(source, begin);
+    std::string_view before = source.substr(start, begin - start);
+    if (before.find('#') != std::string_view::npos) continue;  // a comment (or a '#' in a string: rare)
+    if (!definedName(before.substr(indentation(before))).empty()) continue;
+    if (namesOtherBackend(callArguments(source, open))) continue;
+    hits.push_back(begin);
+    if (p + 1 >= source.data() + source.size()) break;
+  }
+  return hits;
+}
+
+// The function around each hit (sorted offsets), by one pass over the lines with the stack of
+// enclosing `def`s; module-level hits have none.
+std::set<std::string> enclosingFunctions(std::string_view source, const std::vector<size_t>& hits) {
+  std::set<std::string> out;
+  std::vector<std::pair<size_t, std::string_view>> defs;  // (indentation, name), innermost last
+  size_t next = 0;
+  for (size_t start = 0; start < source.size() && next < hits.size();) {
+    size_t end = source.find('\n', start);
+    if (end == std::string_view::npos) end = source.size();
+    std::string_view line = source.substr(start, end - start);
+    size_t indent = indentation(line);
+    std::string_view code = line.substr(indent);
+    if (!code.empty() && code.front() != '#') {
+      while (!defs.empty() && defs.back().first >= indent) defs.pop_back();
+      for (; next < hits.size() && hits[next] < end; ++next) {
+        if (!defs.empty()) out.insert(std::string(defs.back().second));
+      }
+      if (std::string_view name = definedName(code); !name.empty()) defs.emplace_back(indent, name);
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+// Names whose calls cannot be told from other functions' by name alone: a class's __init__ is
+// called as the class, and dunders run implicitly.
+bool isTrackable(const std::string& name) { return !(name.starts_with("__") && name.ends_with("__")); }
+
 }  // namespace
 
 std::set<std::string> functionsCalling(std::string_view source, const std::set<std::string>& creators) {
-  std::set<std::string> found;
-  for (const std::string& creator : creators) {
-    for (size_t at = source.find(creator); at != std::string_view::npos; at = source.find(creator, at + 1)) {
-      size_t open = at + creator.size();
-      if (at > 0 && isIdentifierByte(source[at - 1])) continue;
-      if (open >= source.size() || source[open] != '(') continue;
-      size_t start = lineStart(source, at);
-      std::string_view before = source.substr(start, at - start);
-      if (before.find('#') != std::string_view::npos) continue;  // a comment (or a '#' in a string: rare)
-      std::string_view head = before.substr(indentation(before));
-      if (head.starts_with("def ") || head.starts_with("async def ")) continue;  // its own definition
-      if (namesOtherBackend(callArguments(source, open))) continue;
-      std::string function = enclosingFunction(source, start);
-      if (!function.empty()) found.insert(function);
-    }
-  }
+  std::unordered_set<std::string_view> names(creators.begin(), creators.end());
+  std::vector<size_t> hits = callsOf(source, names);
+  if (hits.empty()) return {};
+  std::set<std::string> found = enclosingFunctions(source, hits);
+  std::erase_if(found, [](const std::string& name) { return !isTrackable(name); });
   return found;
 }
 
