@@ -50,6 +50,7 @@ void addWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<std::s
 // Facts about the whole run that single files cannot see.
 struct ProjectTables {
   std::set<std::string> groupWrappers;       // inferred group-creating functions
+  std::set<fs::path> callWrappers;           // the files that call one of them
   std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
 };
 
@@ -75,8 +76,7 @@ struct RulePlan {
     names.modules = config.equivalentModules;
     names.groupWrappers = config.groupWrappers;
     names.inferredGroupWrappers = std::move(tables.groupWrappers);
-    std::vector<std::string> wrappers = config.groupWrappers;
-    wrappers.insert(wrappers.end(), names.inferredGroupWrappers.begin(), names.inferredGroupWrappers.end());
+    wrapperCallers = std::move(tables.callWrappers);
     std::vector<const Rule*> enabled;
     for (const Rule* rule : allRules()) {
       const RuleInfo& info = rule->info();
@@ -91,7 +91,7 @@ struct RulePlan {
     std::array<std::vector<RuleTriggers>, kLanguages> perLanguage;
     for (const Rule* rule : enabled) {
       RuleTriggers r{rule, rule == &unused ? std::vector<Trigger>{suppressionWords} : rule->info().triggers};
-      addWrapperTriggers(r.triggers, wrappers);
+      addWrapperTriggers(r.triggers, config.groupWrappers);
       for (Language language : rule->info().languages) {
         RuleTriggers forLanguage = r;
         if (language == Language::Cpp) addAliasTriggers(forLanguage.triggers, tables.legacyClassAliases);
@@ -102,12 +102,110 @@ struct RulePlan {
   }
 
   const Prefilter& prefilter(Language language) const { return prefilters[static_cast<size_t>(language)]; }
+
+  // The rules a file needs: what its text triggers, and NM401 where it calls an inferred wrapper
+  // (known from the project tables, so the wrappers' names need not be words of the prefilter).
+  std::vector<const Rule*> rulesFor(const fs::path& path, Language language, std::string_view text) const {
+    std::vector<const Rule*> rules = prefilter(language).triggeredRules(text);
+    if (language != Language::Python || !wrapperCallers.contains(path)) return rules;
+    const Rule* eager = findRule("NM401");
+    if (std::find(rules.begin(), rules.end(), eager) == rules.end()) rules.push_back(eager);
+    return rules;
+  }
+
+  std::set<fs::path> wrapperCallers;
 };
 
-SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan) {
+// A `class` statement, decorated or not.
+bool isClassBlock(const std::string& text, const ParseRegion& block) {
+  for (size_t start = block.begin; start < block.end;) {
+    size_t end = std::min(text.find('\n', start), block.end);
+    std::string_view line(text.data() + start, end - start);
+    if (line.starts_with("class ")) return true;
+    if (!line.starts_with("@") && !line.empty()) return false;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Whether a word ends inside (begin, end]; `ends` sorted.
+bool holdsWord(const std::vector<size_t>& ends, size_t begin, size_t end) {
+  auto it = std::upper_bound(ends.begin(), ends.end(), begin);
+  return it != ends.end() && *it <= end;
+}
+
+void appendRegion(std::vector<ParseRegion>& kept, const ParseRegion& block) {
+  if (!kept.empty() && kept.back().end == block.begin) {
+    kept.back().end = block.end;
+    kept.back().endRow = block.endRow;
+    kept.back().endColumn = block.endColumn;
+  } else {
+    kept.push_back(block);
+  }
+}
+
+// The indentation of a class's body: that of its first indented code line.
+size_t bodyIndent(const std::string& text, const ParseRegion& block) {
+  for (size_t start = text.find('\n', block.begin); start != std::string::npos && start + 1 < block.end;
+       start = text.find('\n', start + 1)) {
+    size_t lead = text.find_first_not_of(" \t", start + 1);
+    if (lead == std::string::npos || lead >= block.end) break;
+    if (text[lead] != '\n' && text[lead] != '\r' && text[lead] != '#' && lead > start + 1) return lead - start - 1;
+  }
+  return 0;
+}
+
+// A class a rule needs: its header and class-level statements, and the members that hold a word
+// (all of it when none does, so that its body stays a body).
+void keepClass(const std::string& text, const ParseRegion& block, const std::vector<size_t>& ends,
+               std::vector<ParseRegion>& kept) {
+  size_t indent = bodyIndent(text, block);
+  std::vector<ParseRegion> members = indent ? pythonStatements(text, block, indent) : std::vector<ParseRegion>{};
+  std::vector<ParseRegion> needed;
+  bool anyMember = false;
+  for (const ParseRegion& member : members) {
+    bool word = holdsWord(ends, member.begin, member.end);
+    if (member.definition && !word) continue;
+    anyMember |= member.definition;
+    needed.push_back(member);
+  }
+  if (!anyMember) return appendRegion(kept, block);
+  for (const ParseRegion& member : needed) appendRegion(kept, member);
+}
+
+// The parts of a Python file the rules need: every top-level statement, and the definitions (in a
+// class, the members) that hold a word of one of `rules`. Empty: the whole file (nothing to leave
+// out, or a file that calls an inferred wrapper, whose name is no prefilter word). `leftOut`
+// receives the top-level definitions left out.
+std::vector<ParseRegion> pythonRegions(const fs::path& path, const std::string& text, const RulePlan& plan,
+                                       const std::vector<const Rule*>& rules, std::vector<ParseRegion>& leftOut) {
+  if (plan.wrapperCallers.contains(path)) return {};
+  std::vector<size_t> ends = plan.prefilter(Language::Python).wordEnds(text, rules);
+  std::vector<ParseRegion> kept;
+  for (const ParseRegion& block : pythonTopLevelBlocks(text)) {
+    bool word = holdsWord(ends, block.begin, block.end);
+    if (block.definition && !word) {
+      leftOut.push_back(block);
+    } else if (block.definition && isClassBlock(text, block)) {
+      keepClass(text, block, ends, kept);
+    } else {
+      appendRegion(kept, block);
+    }
+  }
+  if (kept.size() == 1 && kept.front().begin == 0 && kept.front().end == text.size()) return {};
+  if (kept.empty()) kept.push_back({0, 0, 0, 0, 0, false, ""});  // nothing to parse
+  return kept;
+}
+
+SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan,
+                  const std::vector<const Rule*>& rules) {
   std::string name = path.string();
   switch (language) {
-    case Language::Python: return parsePython(name, text, plan.names);
+    case Language::Python: {
+      std::vector<ParseRegion> leftOut;
+      std::vector<ParseRegion> regions = pythonRegions(path, text, plan, rules, leftOut);
+      return parsePython(name, text, plan.names, regions, leftOut);
+    }
     case Language::Cpp: return lexCpp(name, text);
     case Language::Shell: return scanShell(name, text);
     case Language::Dockerfile: return scanDockerfile(name, text);
@@ -187,12 +285,12 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
                     const RulePlan& plan) {
   FileResult result;
   result.scanned = true;
-  std::vector<const Rule*> rules = plan.prefilter(language).triggeredRules(text);
+  std::vector<const Rule*> rules = plan.rulesFor(path, language, text);
   if (rules.empty()) return result;
   result.parsed = true;
   SourceModel model;
   try {
-    model = parse(path, text, language, plan);
+    model = parse(path, text, language, plan, rules);
   } catch (const std::exception& e) {
     result.warnings.push_back(path.string() + ": skipped: " + e.what() + "; fix the file or --exclude it");
     return result;
@@ -382,7 +480,12 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   for (std::thread& t : threads) t.join();
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
-  if (wrappers) tables.groupWrappers = inferGroupWrappers(texts);
+  if (wrappers) {
+    GroupWrappers inferred = inferGroupWrappers(texts, jobs);
+    tables.groupWrappers = std::move(inferred.names);
+    for (size_t k = 0; k < wanted.size(); ++k)
+      if (inferred.callsWrapper[k]) tables.callWrappers.insert(files[wanted[k]]);
+  }
   return tables;
 }
 
@@ -413,17 +516,30 @@ LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& opti
   auto progress = [&] {
     if (options.progress) options.progress(++finished, files.size());
   };
+  // Largest first, so that no worker is left with a big file while the others are done.
+  std::vector<size_t> order(files.size());
+  {
+    std::vector<uintmax_t> sizes(files.size());
+    for (size_t i = 0; i < files.size(); ++i) {
+      std::error_code ec;
+      sizes[i] = fs::file_size(files[i], ec);
+      order[i] = i;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  }
   IsolatedWork work;
   work.count = files.size();
   work.workers = jobs;
   work.timeout = options.fileTimeout;
-  work.run = [&](size_t i) { return encodeFileResult(lintFile(files[i], options, plan)); };
-  work.done = [&](size_t i, std::string bytes) {
+  work.run = [&](size_t k) { return encodeFileResult(lintFile(files[order[k]], options, plan)); };
+  work.done = [&](size_t k, std::string bytes) {
+    size_t i = order[k];
     if (std::optional<FileResult> result = decodeFileResult(bytes)) results[i] = std::move(*result);
     else results[i].warnings.push_back(files[i].string() + ": skipped: its result was lost on the way from the linter's worker; run again");
     progress();
   };
-  work.failed = [&](size_t i, const std::string& why) {
+  work.failed = [&](size_t k, const std::string& why) {
+    size_t i = order[k];
     results[i].warnings.push_back(files[i].string() + ": skipped: " + why +
                                   "; the other files are linted. --exclude it, and report the file if it is valid source");
     progress();

@@ -48,7 +48,9 @@ TEST(InferGroupWrappers, FollowsWrappersOfWrappersAcrossSources) {
       "def build_all(layout):\n    return [tensor_parallel_group(r) for r in layout]\n",
       "def unrelated(r):\n    return make_pgs(r)\n",
   };
-  EXPECT_EQ(inferGroupWrappers(texts), (std::set<std::string>{"build_all", "make_pg", "tensor_parallel_group"}));
+  GroupWrappers wrappers = inferGroupWrappers(texts, 2);
+  EXPECT_EQ(wrappers.names, (std::set<std::string>{"build_all", "make_pg", "tensor_parallel_group"}));
+  EXPECT_EQ(wrappers.callsWrapper, (std::vector<bool>{false, true, true, false}));
 }
 
 class WrapperTree : public testing::Test {

@@ -170,7 +170,7 @@ class Pool {
   // Small batches keep every worker busy to the end; a batch is a round trip saved per item.
   void dispatch(Worker& w) {
     if (queue_.empty()) return;
-    size_t batch = std::clamp<size_t>(queue_.size() / (4 * std::max<size_t>(workers_.size(), 1)), 1, 32);
+    size_t batch = std::clamp<size_t>(queue_.size() / (8 * std::max<size_t>(workers_.size(), 1)), 1, 8);
     std::vector<uint64_t> message{batch};
     for (size_t i = 0; i < batch; ++i) {
       message.push_back(queue_.front());

@@ -68,8 +68,9 @@ bool isLoop(std::string_view type) {
 
 class PythonWalker {
  public:
-  PythonWalker(const std::string& text, SourceModel& model, const NameEquivalences& equivalences)
-      : text_(text), model_(model), equivalences_(equivalences) {
+  PythonWalker(const std::string& text, SourceModel& model, const NameEquivalences& equivalences,
+               const std::vector<ParseRegion>& leftOut)
+      : text_(text), model_(model), equivalences_(equivalences), leftOut_(leftOut) {
     names_.setEquivalentModules(&equivalences.modules);
   }
   ~PythonWalker() {
@@ -77,6 +78,11 @@ class PythonWalker {
   }
   PythonWalker(const PythonWalker&) = delete;
   PythonWalker& operator=(const PythonWalker&) = delete;
+
+  // A function or class of the file: its name no longer means an imported one.
+  void bindDefinition(const std::string& name) {
+    if (!isConfiguredWrapper(name)) names_.bindLocalDefinition(name);
+  }
 
   // Visits the tree in source order with an explicit stack instead of recursion: the nesting of
   // brackets, calls and operators is the file's to choose, and a thread's stack is not.
@@ -90,7 +96,15 @@ class PythonWalker {
         inDocumentation_ = step.inDocumentation;
         continue;
       }
+      bindLeftOutBefore(ts_node_start_byte(step.node));
       visit(step.node, steps);
+    }
+  }
+
+  // Definitions left out of the parse bind their names where they stand, as if walked.
+  void bindLeftOutBefore(size_t offset) {
+    for (; nextLeftOut_ < leftOut_.size() && leftOut_[nextLeftOut_].begin <= offset; ++nextLeftOut_) {
+      if (!leftOut_[nextLeftOut_].name.empty()) bindDefinition(leftOut_[nextLeftOut_].name);
     }
   }
 
@@ -288,8 +302,7 @@ class PythonWalker {
   }
 
   void onFunction(TSNode node, std::vector<Step>& steps) {
-    std::string name = textOf(field(node, kField.name));
-    if (!isConfiguredWrapper(name)) names_.bindLocalDefinition(name);
+    bindDefinition(textOf(field(node, kField.name)));
     visitChildren(node, 0, steps, [](std::string_view) { return true; });
   }
 
@@ -485,6 +498,8 @@ class PythonWalker {
   PythonNames names_;
   std::unordered_map<std::string, std::string> constants_;  // name -> string value known so far
   std::unordered_map<std::string, std::string> assigned_;   // name -> its last assigned value's text
+  const std::vector<ParseRegion>& leftOut_;
+  size_t nextLeftOut_ = 0;
   int loopDepth_ = 0;
   bool inDocumentation_ = false;  // inside a print/log call or a help= argument
   mutable std::deque<TSTreeCursor> cursors_;  // forEachNamedChild's, by nesting level
@@ -493,7 +508,8 @@ class PythonWalker {
 
 }  // namespace
 
-SourceModel parsePython(const std::string& path, const std::string& text, const NameEquivalences& names) {
+SourceModel parsePython(const std::string& path, const std::string& text, const NameEquivalences& names,
+                        const std::vector<ParseRegion>& regions, const std::vector<ParseRegion>& leftOut) {
   SourceModel model;
   model.path = path;
   model.language = Language::Python;
@@ -503,12 +519,20 @@ SourceModel parsePython(const std::string& path, const std::string& text, const 
     ts_parser_set_language(p.get(), tree_sitter_python());
     return p;
   }();
+  std::vector<TSRange> ranges;
+  for (const ParseRegion& r : regions) {
+    ranges.push_back({{r.beginRow, 0}, {r.endRow, r.endColumn}, static_cast<uint32_t>(r.begin), static_cast<uint32_t>(r.end)});
+  }
+  // An empty list restores the whole document for the parser's next file.
+  ts_parser_set_included_ranges(parser.get(), ranges.data(), static_cast<uint32_t>(ranges.size()));
   TreePtr tree(ts_parser_parse_string(parser.get(), nullptr, text.data(), static_cast<uint32_t>(text.size())),
                &ts_tree_delete);
   if (!tree) return model;
   TSNode root = ts_tree_root_node(tree.get());
   model.hadSyntaxErrors = ts_node_has_error(root);
-  PythonWalker(text, model, names).walk(root);
+  PythonWalker walker(text, model, names, leftOut);
+  walker.walk(root);
+  walker.bindLeftOutBefore(text.size() + 1);
   return model;
 }
 

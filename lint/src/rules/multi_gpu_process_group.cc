@@ -129,6 +129,7 @@ class MultiGpuProcessGroup final : public Rule {
                    {.anyOf = {"DataParallel", "*_multigpu", "*cuda:#", ".cuda(#", "\"cuda\", #", "\"cuda\",#",
                               "'cuda', #", "'cuda',#"},
                     .module = "torch.distributed"}},
+      .contextWords = {"set_device*", "set_device_index", "device_id", ".cuda(", "cuda.device"},
   };
 };
 
