@@ -116,6 +116,13 @@ struct RulePlan {
   std::set<fs::path> wrapperCallers;
 };
 
+// A statement that is only a string (a module docstring, a string used as a comment).
+bool isBareString(const std::string& text, const ParseRegion& block) {
+  size_t at = block.begin;
+  while (at < block.end && std::strchr("rRbBuUfF", text[at]) && text[at] != '\0') ++at;
+  return at < block.end && (text[at] == '"' || text[at] == '\'') && at - block.begin <= 2;
+}
+
 // A `class` statement, decorated or not.
 bool isClassBlock(const std::string& text, const ParseRegion& block) {
   for (size_t start = block.begin; start < block.end;) {
@@ -179,11 +186,13 @@ void keepClass(const std::string& text, const ParseRegion& block, const std::vec
 // receives the top-level definitions left out.
 std::vector<ParseRegion> pythonRegions(const fs::path& path, const std::string& text, const RulePlan& plan,
                                        const std::vector<const Rule*>& rules, std::vector<ParseRegion>& leftOut) {
-  if (plan.wrapperCallers.contains(path)) return {};
+  constexpr size_t kWorthSplitting = 4 * 1024;  // smaller files parse faster than they split
+  if (text.size() < kWorthSplitting || plan.wrapperCallers.contains(path)) return {};
   std::vector<size_t> ends = plan.prefilter(Language::Python).wordEnds(text, rules);
   std::vector<ParseRegion> kept;
   for (const ParseRegion& block : pythonTopLevelBlocks(text)) {
     bool word = holdsWord(ends, block.begin, block.end);
+    if (!word && isBareString(text, block)) continue;  // a docstring binds nothing
     if (block.definition && !word) {
       leftOut.push_back(block);
     } else if (block.definition && isClassBlock(text, block)) {
@@ -418,10 +427,17 @@ std::optional<std::string> readSource(const fs::path& path, const LintConfig& co
 
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-FileResult lintFile(const fs::path& path, const LintOptions& options, const RulePlan& plan) {
-  if (options.onFileStart) options.onFileStart(path);
+// A file's text as read (or why it could not be), with the warning that goes with it.
+struct SourceRead {
+  std::optional<std::string> text;
   std::string warning;  // why the file is skipped, or (with text) how it was repaired
-  std::optional<std::string> text = readSource(path, options.config, warning);
+};
+
+// `preread`: the text the run read before forking its workers (shared with them), else null.
+FileResult lintFile(const fs::path& path, const LintOptions& options, const RulePlan& plan, const SourceRead* preread) {
+  if (options.onFileStart) options.onFileStart(path);
+  std::string warning = preread ? preread->warning : "";
+  std::optional<std::string> text = preread ? preread->text : readSource(path, options.config, warning);
   // Files without a telling name are known by their shebang.
   std::optional<Language> language = languageByName(path, text ? firstLine(*text) : "");
   FileResult result;
@@ -451,7 +467,9 @@ bool ruleOn(const LintConfig& config, const char* code) {
 // group-creating functions (when NM401 runs) and the aliases its C++ headers give the legacy class
 // (when NM201 or NM204 runs). One read of the Python files and the headers, on `jobs` threads
 // that end before the workers are forked; no parse.
-ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig& config, unsigned jobs) {
+// The Python texts it reads stay in `preread` for the workers, which then need not read them again.
+ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig& config, unsigned jobs,
+                            std::vector<std::optional<SourceRead>>& preread) {
   bool wrappers = ruleOn(config, "NM401");
   bool aliases = ruleOn(config, "NM201") || ruleOn(config, "NM204");
   std::vector<size_t> wanted;
@@ -469,9 +487,13 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
       const fs::path& path = files[wanted[k]];
       std::string warning;
       std::optional<std::string> text = readSource(path, config, warning);
-      if (!text) continue;  // the lint pass warns about it
-      if (languageByName(path) == Language::Cpp) found[k] = aliasesOf(*text, "ProcessGroupNCCL");
-      else texts[k] = std::move(*text);
+      if (!text) continue;  // the lint pass reads it again and warns about it
+      if (languageByName(path) == Language::Cpp) {
+        found[k] = aliasesOf(*text, "ProcessGroupNCCL");
+      } else {
+        texts[k] = *text;
+        preread[wanted[k]] = SourceRead{std::move(text), std::move(warning)};
+      }
     }
   };
   std::vector<std::thread> threads;
@@ -510,7 +532,8 @@ LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& opti
   validateSelectors(options.config);
   std::vector<fs::path> files = discoverFiles(paths, options.config);
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
-  RulePlan plan(options.config, projectTables(files, options.config, jobs));
+  std::vector<std::optional<SourceRead>> preread(files.size());
+  RulePlan plan(options.config, projectTables(files, options.config, jobs, preread));
   std::vector<FileResult> results(files.size());
   size_t finished = 0;
   auto progress = [&] {
@@ -531,7 +554,10 @@ LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& opti
   work.count = files.size();
   work.workers = jobs;
   work.timeout = options.fileTimeout;
-  work.run = [&](size_t k) { return encodeFileResult(lintFile(files[order[k]], options, plan)); };
+  work.run = [&](size_t k) {
+    const std::optional<SourceRead>& read = preread[order[k]];
+    return encodeFileResult(lintFile(files[order[k]], options, plan, read ? &*read : nullptr));
+  };
   work.done = [&](size_t k, std::string bytes) {
     size_t i = order[k];
     if (std::optional<FileResult> result = decodeFileResult(bytes)) results[i] = std::move(*result);

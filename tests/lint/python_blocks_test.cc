@@ -3,6 +3,8 @@
 // statements, and leaving parts out must not change what is found.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "frontends/frontends.h"
 #include "nccl_migrate/lint/linter.h"
 
@@ -65,21 +67,27 @@ std::vector<std::string> found(const std::string& source) {
   return out;
 }
 
+int lineOf(const std::string& source, const std::string& needle) {
+  size_t at = source.find(needle);
+  return at == std::string::npos ? 0 : 1 + static_cast<int>(std::count(source.begin(), source.begin() + at, '\n'));
+}
+
 // Findings after, inside and between left-out definitions keep their places; a left-out
-// definition still shadows the name it defines; facts a rule reads elsewhere in the file (the
-// process selecting its GPU) are parsed with it.
+// definition still shadows the name it defines from where it stands; facts a rule reads elsewhere
+// in the file (the process selecting its GPU) are parsed with it. The file is large enough to be
+// split.
 TEST(PythonRegions, LeavingDefinitionsOutChangesNoFinding) {
-  const std::string filler = "def unrelated(a):\n    \"\"\"Doc\nat column 0\n\"\"\"\n    return [a,\n  1]\n";
+  std::string filler;
+  for (int i = 0; i < 200; ++i) filler += "def unrelated" + std::to_string(i) + "(a):\n    \"\"\"Doc\nat column 0\n\"\"\"\n    return [a,\n  1]\n";
   const std::string source =
       "import torch\n"
       "import torch.distributed as dist\n"
       "from torch.nn.parallel import DistributedDataParallel as DDP\n" +
       filler +
-      "class Trainer:\n"
-      "    def helper(self):\n"
+      "class Trainer:\n" + "    def helper(self):\n"
       "        return 1\n"
       "    def check(self, pg):\n"
-      "        return isinstance(pg, dist.ProcessGroupNCCL)\n" +
+      "        return isinstance(pg, dist.ProcessGroupNCCL)  # method\n" +
       filler +
       "def setup(rank):\n"
       "    torch.cuda.set_device(rank)\n"
@@ -88,10 +96,11 @@ TEST(PythonRegions, LeavingDefinitionsOutChangesNoFinding) {
       "def isinstance(a, b):\n"
       "    return False\n"
       "def later(pg):\n"
-      "    return isinstance(pg, dist.ProcessGroupNCCL)\n";
-  // Line 14: the method's check; line 28 (after `def isinstance`) is no builtin isinstance; the
-  // DDP at line 24 is fine because setup() selects the device.
-  EXPECT_EQ(found(source), (std::vector<std::string>{"14:NM201"}));
+      "    return isinstance(pg, dist.ProcessGroupNCCL)  # shadowed\n";
+  ASSERT_GT(source.size(), 16u * 1024);
+  // The method's check is found; the one after `def isinstance` is no builtin isinstance; the DDP
+  // is fine because setup() selects the device.
+  EXPECT_EQ(found(source), (std::vector<std::string>{std::to_string(lineOf(source, "# method")) + ":NM201"}));
 }
 
 }  // namespace
