@@ -10,7 +10,8 @@ say() { printf '[setup] %s\n' "$*"; }
 apt_packages=(cmake ninja-build g++ pkg-config
               llvm-19-dev libclang-19-dev clang-19 libclang-cpp19-dev
               libgtest-dev libgmock-dev libbenchmark-dev
-              libtomlplusplus-dev clang-tidy-19 nlohmann-json3-dev)
+              libtomlplusplus-dev clang-tidy-19 nlohmann-json3-dev
+              libclang-rt-19-dev)  # libFuzzer and the sanitizers of clang-19 (tools/fuzz-lint.sh)
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -124,6 +124,22 @@ TEST_F(Robustness, AFileThatCrashesItsWorkerLosesOnlyItself) {
       << report.warnings[0];
 }
 
+// Crashes in the middle of workers' batches: the rest of each batch goes to a fresh worker.
+TEST_F(Robustness, CrashesInsideBatchesLoseOnlyTheirFiles) {
+  for (int i = 0; i < 60; ++i) write("f" + std::to_string(100 + i) + ".py", kPythonHazard);
+  LintOptions options;
+  options.jobs = 2;
+  options.onFileStart = [](const fs::path& path) {
+    std::string name = path.filename().string();
+    if (name == "f110.py" || name == "f111.py" || name == "f150.py") ::abort();
+  };
+  LintReport report = lintPaths({root_}, options);
+  EXPECT_EQ(report.findings.size(), 57u) << warnings(report);
+  ASSERT_EQ(report.warnings.size(), 3u) << warnings(report);
+  for (const char* name : {"f110.py: skipped: the linter crashed on it (SIGABRT", "f111.py: skipped", "f150.py: skipped"})
+    EXPECT_NE(warnings(report).find(name), std::string::npos) << warnings(report);
+}
+
 TEST_F(Robustness, AFileThatOutlivesItsTimeLimitLosesOnlyItself) {
   for (const char* name : {"a.py", "slow.py", "c.py"}) write(name, kPythonHazard);
   LintOptions options;

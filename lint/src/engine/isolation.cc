@@ -252,6 +252,15 @@ class Pool {
 
 void runIsolated(const IsolatedWork& work) {
   if (work.count == 0) return;
+  // A batch written to a worker that just died must fail as EPIPE, not end the run by SIGPIPE.
+  struct sigaction ignore {}, previous {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &previous);
+  struct Restore {
+    struct sigaction& previous;
+    ~Restore() { sigaction(SIGPIPE, &previous, nullptr); }
+  } restore{previous};
   Pool(work).run();
 }
 
