@@ -19,7 +19,7 @@ if [[ -d build/_deps/tree-sitter && ! -d $out/_deps/tree-sitter ]]; then
   mkdir -p "$out/_deps/tree-sitter"
   cp build/_deps/tree-sitter/*.tar.gz "$out/_deps/tree-sitter/" 2>/dev/null || true
 fi
-[[ -f $out/build.ninja ]] || cmake --preset lint-fuzz >/dev/null
+cmake --preset lint-fuzz >/dev/null  # picks up changes to the preset
 cmake --build --preset lint-fuzz -j "${NCCL_MIGRATE_JOBS:-$(nproc)}"
 
 # Seeds: the fixtures of each frontend's languages (config seeds start with the byte that picks

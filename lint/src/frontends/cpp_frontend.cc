@@ -54,10 +54,9 @@ std::vector<Tok> tokenize(const std::string& path, const std::string& text) {
     if (token.is(clang::tok::raw_identifier)) {
       t.text = token.getRawIdentifier().str();
     } else if (token.isLiteral() || token.is(clang::tok::comment)) {
-      t.text = std::string(token.getLiteralData() ? token.getLiteralData() : "", token.getLength());
-      if (token.is(clang::tok::comment)) {
-        t.text = std::string(sources.getCharacterData(token.getLocation()), token.getLength());
-      }
+      // A comment has no literal data: its text is read from the buffer, as a literal's may be.
+      const char* data = token.getLiteralData() ? token.getLiteralData() : sources.getCharacterData(token.getLocation());
+      t.text = std::string(data, token.getLength());
     } else if (const char* p = clang::tok::getPunctuatorSpelling(token.getKind())) {
       t.text = p;
     }
