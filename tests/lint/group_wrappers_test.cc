@@ -37,7 +37,10 @@ TEST(FunctionsCalling, FindsTheEnclosingDefinition) {
       "    pass\n"
       "world = dist.new_group()\n"
       "def new_groups():\n"
-      "    return dist.new_groups()\n";
+      "    return dist.new_groups()\n"
+      "class Model:\n"
+      "    def setup(self):\n"
+      "        self.pg = dist.new_group()\n";
   EXPECT_EQ(functionsCalling(source, kCreators), (std::set<std::string>{"data_group", "eager"}));
 }
 

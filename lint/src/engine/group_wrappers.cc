@@ -125,8 +125,14 @@ std::set<std::string> enclosingFunctions(std::string_view source, const std::vec
 }
 
 // Names whose calls cannot be told from other functions' by name alone: a class's __init__ is
-// called as the class, and dunders run implicitly.
-bool isTrackable(const std::string& name) { return !(name.starts_with("__") && name.ends_with("__")); }
+// called as the class, dunders run implicitly, and generic names (a `setup()` that creates groups
+// once) are called in loops as other objects' methods.
+bool isTrackable(const std::string& name) {
+  static const std::unordered_set<std::string_view> kGeneric = {
+      "main", "run", "setup", "init", "initialize", "build", "start", "forward", "wrapper", "inner",
+      "decorator", "fn", "func", "f", "g", "helper", "worker", "apply", "call", "execute", "_run", "_setup"};
+  return !(name.starts_with("__") && name.ends_with("__")) && !kGeneric.contains(name);
+}
 
 }  // namespace
 

@@ -38,7 +38,8 @@ struct LintOptions {
   std::chrono::milliseconds fileTimeout{std::chrono::seconds(60)};
   // Called after each file with (done, total); for a progress line.
   std::function<void(size_t, size_t)> progress;
-  // Called in the worker process before each file is read; tests use it to make one file fail.
+  // Called in the worker process before each file is linted (and read, unless the run read it
+  // already for its project tables, as it does Python files); tests use it to make one file fail.
   std::function<void(const std::filesystem::path&)> onFileStart;
 };
 
