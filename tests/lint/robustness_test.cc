@@ -185,5 +185,16 @@ TEST_F(Robustness, InvalidUtf8IsLintedWithReplacementCharacters) {
   EXPECT_NE(all.find("overlong.sh: 2 byte(s) of invalid UTF-8"), std::string::npos) << all;
 }
 
+// A bare TOML key with a non-ASCII character reached a case toml++ 3.3 marks unreachable
+// (undefined behaviour; UBSan stops there, so the sanitizer build saw the worker crash): it is a
+// TOML error now, which leaves the file without settings, and nothing else.
+TEST_F(Robustness, NonAsciiBareTomlKeysAreTomlErrors) {
+  write("job.toml", "[env]\nPYTOR\xc3\xb7_CUDA_ALLOC_CONF = \"backend:cudaMallocAsync\"\n");
+  write("ok.toml", "[env]\nPYTORCH_CUDA_ALLOC_CONF = \"backend:cudaMallocAsync\"\n");
+  LintReport report = lintPaths({root_});
+  EXPECT_EQ(findings(report), (std::vector<std::string>{"ok.toml:2:NM301"}));
+  EXPECT_EQ(warnings(report), "");
+}
+
 }  // namespace
 }  // namespace nccl_migrate::lint
