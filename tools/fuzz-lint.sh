@@ -59,7 +59,7 @@ for target in python cpp shell dockerfile config notebook; do
     -artifact_prefix="$crashes/" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   set -e
-  runs=$(grep -o 'stat::number_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || true)
   corpus=$(find "$out/corpus/$target" -type f | wc -l)
   if ((rc == 0)); then
