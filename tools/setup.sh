@@ -11,7 +11,8 @@ apt_packages=(cmake ninja-build g++ pkg-config
               llvm-19-dev libclang-19-dev clang-19 libclang-cpp19-dev
               libgtest-dev libgmock-dev libbenchmark-dev
               libtomlplusplus-dev clang-tidy-19 nlohmann-json3-dev
-              chromium)  # the A/B HTML report is checked in a real headless browser
+              chromium                 # the A/B HTML report is checked in a real headless browser
+              libclang-rt-19-dev)      # libFuzzer and the sanitizers of clang-19 (tools/fuzz-lint.sh)
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -16,6 +16,10 @@
 #include <llvm/Support/ConvertUTF.h>
 
 #include "engine/file_discovery.h"
+#include "engine/cpp_aliases.h"
+#include "engine/file_result.h"
+#include "engine/group_wrappers.h"
+#include "engine/isolation.h"
 #include "engine/prefilter.h"
 #include "engine/suppressions.h"
 #include "frontends/frontends.h"
@@ -43,16 +47,36 @@ void addWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<std::s
 
 // The rules a run uses, per language, each behind the prefilter that decides which of them a
 // file needs.
+// Facts about the whole run that single files cannot see.
+struct ProjectTables {
+  std::set<std::string> groupWrappers;       // inferred group-creating functions
+  std::set<fs::path> callWrappers;           // the files that call one of them
+  std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
+};
+
+// A header's alias of the legacy class stands for it in the C++ files that include the header.
+void addAliasTriggers(std::vector<Trigger>& triggers, const std::set<std::string>& aliases) {
+  if (aliases.empty()) return;
+  std::vector<Trigger> added;
+  for (const Trigger& t : triggers) {
+    if (std::find(t.anyOf.begin(), t.anyOf.end(), "ProcessGroupNCCL") == t.anyOf.end()) continue;
+    added.push_back(Trigger{std::vector<std::string>(aliases.begin(), aliases.end()), t.andAnyOf, t.module});
+  }
+  triggers.insert(triggers.end(), added.begin(), added.end());
+}
+
 struct RulePlan {
   std::vector<Prefilter> prefilters;
   bool reportUnused = false;
   NameEquivalences names;
 
-  explicit RulePlan(const LintConfig& config) {
+  explicit RulePlan(const LintConfig& config, ProjectTables tables = {}) {
     const Rule& unused = unusedSuppressionRule();
     reportUnused = ruleEnabled(config, unused.info().code, unused.info().slug, unused.info().enabledByDefault);
     names.modules = config.equivalentModules;
     names.groupWrappers = config.groupWrappers;
+    names.inferredGroupWrappers = std::move(tables.groupWrappers);
+    wrapperCallers = std::move(tables.callWrappers);
     std::vector<const Rule*> enabled;
     for (const Rule* rule : allRules()) {
       const RuleInfo& info = rule->info();
@@ -68,18 +92,129 @@ struct RulePlan {
     for (const Rule* rule : enabled) {
       RuleTriggers r{rule, rule == &unused ? std::vector<Trigger>{suppressionWords} : rule->info().triggers};
       addWrapperTriggers(r.triggers, config.groupWrappers);
-      for (Language language : rule->info().languages) perLanguage[static_cast<size_t>(language)].push_back(r);
+      for (Language language : rule->info().languages) {
+        RuleTriggers forLanguage = r;
+        if (language == Language::Cpp) addAliasTriggers(forLanguage.triggers, tables.legacyClassAliases);
+        perLanguage[static_cast<size_t>(language)].push_back(std::move(forLanguage));
+      }
     }
     for (std::vector<RuleTriggers>& rules : perLanguage) prefilters.emplace_back(std::move(rules), config.equivalentModules);
   }
 
   const Prefilter& prefilter(Language language) const { return prefilters[static_cast<size_t>(language)]; }
+
+  // The rules a file needs: what its text triggers, and NM401 where it calls an inferred wrapper
+  // (known from the project tables, so the wrappers' names need not be words of the prefilter).
+  std::vector<const Rule*> rulesFor(const fs::path& path, Language language, std::string_view text) const {
+    std::vector<const Rule*> rules = prefilter(language).triggeredRules(text);
+    if (language != Language::Python || !wrapperCallers.contains(path)) return rules;
+    const Rule* eager = findRule("NM401");
+    if (std::find(rules.begin(), rules.end(), eager) == rules.end()) rules.push_back(eager);
+    return rules;
+  }
+
+  std::set<fs::path> wrapperCallers;
 };
 
-SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan) {
+// A statement that is only a string (a module docstring, a string used as a comment).
+bool isBareString(const std::string& text, const ParseRegion& block) {
+  size_t at = block.begin;
+  while (at < block.end && std::strchr("rRbBuUfF", text[at]) && text[at] != '\0') ++at;
+  return at < block.end && (text[at] == '"' || text[at] == '\'') && at - block.begin <= 2;
+}
+
+// A `class` statement, decorated or not.
+bool isClassBlock(const std::string& text, const ParseRegion& block) {
+  for (size_t start = block.begin; start < block.end;) {
+    size_t end = std::min(text.find('\n', start), block.end);
+    std::string_view line(text.data() + start, end - start);
+    if (line.starts_with("class ")) return true;
+    if (!line.starts_with("@") && !line.empty()) return false;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Whether a word ends inside (begin, end]; `ends` sorted.
+bool holdsWord(const std::vector<size_t>& ends, size_t begin, size_t end) {
+  auto it = std::upper_bound(ends.begin(), ends.end(), begin);
+  return it != ends.end() && *it <= end;
+}
+
+void appendRegion(std::vector<ParseRegion>& kept, const ParseRegion& block) {
+  if (!kept.empty() && kept.back().end == block.begin) {
+    kept.back().end = block.end;
+    kept.back().endRow = block.endRow;
+    kept.back().endColumn = block.endColumn;
+  } else {
+    kept.push_back(block);
+  }
+}
+
+// The indentation of a class's body: that of its first indented code line.
+size_t bodyIndent(const std::string& text, const ParseRegion& block) {
+  for (size_t start = text.find('\n', block.begin); start != std::string::npos && start + 1 < block.end;
+       start = text.find('\n', start + 1)) {
+    size_t lead = text.find_first_not_of(" \t", start + 1);
+    if (lead == std::string::npos || lead >= block.end) break;
+    if (text[lead] != '\n' && text[lead] != '\r' && text[lead] != '#' && lead > start + 1) return lead - start - 1;
+  }
+  return 0;
+}
+
+// A class a rule needs: its header and class-level statements, and the members that hold a word
+// (all of it when none does, so that its body stays a body).
+void keepClass(const std::string& text, const ParseRegion& block, const std::vector<size_t>& ends,
+               std::vector<ParseRegion>& kept) {
+  size_t indent = bodyIndent(text, block);
+  std::vector<ParseRegion> members = indent ? pythonStatements(text, block, indent) : std::vector<ParseRegion>{};
+  std::vector<ParseRegion> needed;
+  bool anyMember = false;
+  for (const ParseRegion& member : members) {
+    bool word = holdsWord(ends, member.begin, member.end);
+    if (member.definition && !word) continue;
+    anyMember |= member.definition;
+    needed.push_back(member);
+  }
+  if (!anyMember) return appendRegion(kept, block);
+  for (const ParseRegion& member : needed) appendRegion(kept, member);
+}
+
+// The parts of a Python file the rules need: every top-level statement, and the definitions (in a
+// class, the members) that hold a word of one of `rules`. Empty: the whole file (nothing to leave
+// out, or a file that calls an inferred wrapper, whose name is no prefilter word). `leftOut`
+// receives the top-level definitions left out.
+std::vector<ParseRegion> pythonRegions(const fs::path& path, const std::string& text, const RulePlan& plan,
+                                       const std::vector<const Rule*>& rules, std::vector<ParseRegion>& leftOut) {
+  constexpr size_t kWorthSplitting = 4 * 1024;  // smaller files parse faster than they split
+  if (text.size() < kWorthSplitting || plan.wrapperCallers.contains(path)) return {};
+  std::vector<size_t> ends = plan.prefilter(Language::Python).wordEnds(text, rules);
+  std::vector<ParseRegion> kept;
+  for (const ParseRegion& block : pythonTopLevelBlocks(text)) {
+    bool word = holdsWord(ends, block.begin, block.end);
+    if (!word && isBareString(text, block)) continue;  // a docstring binds nothing
+    if (block.definition && !word) {
+      leftOut.push_back(block);
+    } else if (block.definition && isClassBlock(text, block)) {
+      keepClass(text, block, ends, kept);
+    } else {
+      appendRegion(kept, block);
+    }
+  }
+  if (kept.size() == 1 && kept.front().begin == 0 && kept.front().end == text.size()) return {};
+  if (kept.empty()) kept.push_back({0, 0, 0, 0, 0, false, ""});  // nothing to parse
+  return kept;
+}
+
+SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan,
+                  const std::vector<const Rule*>& rules) {
   std::string name = path.string();
   switch (language) {
-    case Language::Python: return parsePython(name, text, plan.names);
+    case Language::Python: {
+      std::vector<ParseRegion> leftOut;
+      std::vector<ParseRegion> regions = pythonRegions(path, text, plan, rules, leftOut);
+      return parsePython(name, text, plan.names, regions, leftOut);
+    }
     case Language::Cpp: return lexCpp(name, text);
     case Language::Shell: return scanShell(name, text);
     case Language::Dockerfile: return scanDockerfile(name, text);
@@ -143,14 +278,6 @@ bool lessFinding(const Finding& a, const Finding& b) {
          std::tie(b.path, b.where.cell, b.where.line, b.where.column, b.code, b.message);
 }
 
-struct FileResult {
-  std::vector<Finding> findings;
-  std::vector<std::string> warnings;
-  bool scanned = false;
-  bool parsed = false;
-  int suppressed = 0;
-};
-
 bool ignoredForFile(const LintConfig& config, const std::string& path, const std::string& code) {
   for (const auto& [glob, codes] : config.perFileIgnores) {
     if (!globMatchesPath(glob, path)) continue;
@@ -167,12 +294,12 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
                     const RulePlan& plan) {
   FileResult result;
   result.scanned = true;
-  std::vector<const Rule*> rules = plan.prefilter(language).triggeredRules(text);
+  std::vector<const Rule*> rules = plan.rulesFor(path, language, text);
   if (rules.empty()) return result;
   result.parsed = true;
   SourceModel model;
   try {
-    model = parse(path, text, language, plan);
+    model = parse(path, text, language, plan, rules);
   } catch (const std::exception& e) {
     result.warnings.push_back(path.string() + ": skipped: " + e.what() + "; fix the file or --exclude it");
     return result;
@@ -230,10 +357,15 @@ FileResult lintText(const fs::path& path, const std::string& text, Language lang
   return lintCode(path, text, language, options, plan);
 }
 
-// ASCII eight bytes at a time; LLVM checks each multi-byte sequence.
-bool isValidUtf8(const std::string& text) {
-  const auto* p = reinterpret_cast<const llvm::UTF8*>(text.data());
+// Replaces each invalid UTF-8 sequence with U+FFFD, as Python's errors="replace" does, and returns
+// how many there were. ASCII goes eight bytes at a time; LLVM checks each multi-byte sequence.
+size_t replaceInvalidUtf8(std::string& text) {
+  static constexpr char kReplacement[] = "\xEF\xBF\xBD";
+  const auto* begin = reinterpret_cast<const llvm::UTF8*>(text.data());
+  const auto* p = begin;
   const auto* end = p + text.size();
+  std::string out;
+  size_t copied = 0, replaced = 0;  // bytes of `text` already in `out`
   while (p < end) {
     if (end - p >= 8) {
       uint64_t word;
@@ -248,10 +380,21 @@ bool isValidUtf8(const std::string& text) {
       continue;
     }
     unsigned length = llvm::getNumBytesForUTF8(*p);
-    if (length > static_cast<size_t>(end - p) || !llvm::isLegalUTF8Sequence(p, p + length)) return false;
-    p += length;
+    if (length <= static_cast<size_t>(end - p) && llvm::isLegalUTF8Sequence(p, p + length)) {
+      p += length;
+      continue;
+    }
+    size_t at = static_cast<size_t>(p - begin);
+    out.append(text, copied, at - copied);
+    out += kReplacement;
+    ++replaced;
+    p += 1;  // one replacement per invalid byte, so a line keeps its other characters
+    copied = at + 1;
   }
-  return true;
+  if (replaced == 0) return 0;
+  out.append(text, copied, std::string::npos);
+  text = std::move(out);
+  return replaced;
 }
 
 // Reads a file into one string sized up front, or explains in a warning why it is skipped.
@@ -275,18 +418,26 @@ std::optional<std::string> readSource(const fs::path& path, const LintConfig& co
     warning = path.string() + ": skipped: binary file (contains NUL bytes); --exclude it if it is not source";
     return std::nullopt;
   }
-  if (!isValidUtf8(text)) {
-    warning = path.string() + ": skipped: not valid UTF-8; convert it to UTF-8 to lint it";
-    return std::nullopt;
+  if (size_t replaced = replaceInvalidUtf8(text)) {
+    warning = path.string() + ": " + std::to_string(replaced) + " byte(s) of invalid UTF-8 read as U+FFFD; findings are "
+              "reported, fixes are not offered for this file; convert it to UTF-8";
   }
   return text;
 }
 
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-FileResult lintFile(const fs::path& path, const LintOptions& options, const RulePlan& plan) {
-  std::string warning;
-  std::optional<std::string> text = readSource(path, options.config, warning);
+// A file's text as read (or why it could not be), with the warning that goes with it.
+struct SourceRead {
+  std::optional<std::string> text;
+  std::string warning;  // why the file is skipped, or (with text) how it was repaired
+};
+
+// `preread`: the text the run read before forking its workers (shared with them), else null.
+FileResult lintFile(const fs::path& path, const LintOptions& options, const RulePlan& plan, const SourceRead* preread) {
+  if (options.onFileStart) options.onFileStart(path);
+  std::string warning = preread ? preread->warning : "";
+  std::optional<std::string> text = preread ? preread->text : readSource(path, options.config, warning);
   // Files without a telling name are known by their shebang.
   std::optional<Language> language = languageByName(path, text ? firstLine(*text) : "");
   FileResult result;
@@ -299,7 +450,65 @@ FileResult lintFile(const fs::path& path, const LintOptions& options, const Rule
     result.warnings.push_back(warning);
     return result;
   }
-  return lintText(path, *text, *language, options, plan);
+  result = lintText(path, *text, *language, options, plan);
+  if (!warning.empty()) {
+    for (Finding& f : result.findings) f.fix.reset();  // offsets into the repaired text, not the file
+    result.warnings.insert(result.warnings.begin(), warning);
+  }
+  return result;
+}
+
+bool ruleOn(const LintConfig& config, const char* code) {
+  const Rule* rule = findRule(code);
+  return rule && ruleEnabled(config, rule->info().code, rule->info().slug, rule->info().enabledByDefault);
+}
+
+// What the run's files tell about each other, gathered before any file is linted: the project's
+// group-creating functions (when NM401 runs) and the aliases its C++ headers give the legacy class
+// (when NM201 or NM204 runs). One read of the Python files and the headers, on `jobs` threads
+// that end before the workers are forked; no parse.
+// The Python texts it reads stay in `preread` for the workers, which then need not read them again.
+ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig& config, unsigned jobs,
+                            std::vector<std::optional<SourceRead>>& preread) {
+  bool wrappers = ruleOn(config, "NM401");
+  bool aliases = ruleOn(config, "NM201") || ruleOn(config, "NM204");
+  std::vector<size_t> wanted;
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::optional<Language> language = languageByName(files[i]);
+    bool python = language == Language::Python && files[i].extension() != ".ipynb";
+    bool header = language == Language::Cpp && isCppHeader(files[i].filename().string());
+    if ((wrappers && python) || (aliases && header)) wanted.push_back(i);
+  }
+  std::vector<std::string> texts(wanted.size());
+  std::vector<std::set<std::string>> found(wanted.size());
+  std::atomic<size_t> next{0};
+  auto read = [&] {
+    for (size_t k = next++; k < wanted.size(); k = next++) {
+      const fs::path& path = files[wanted[k]];
+      std::string warning;
+      std::optional<std::string> text = readSource(path, config, warning);
+      if (!text) continue;  // the lint pass reads it again and warns about it
+      if (languageByName(path) == Language::Cpp) {
+        found[k] = aliasesOf(*text, "ProcessGroupNCCL");
+      } else {
+        texts[k] = *text;
+        preread[wanted[k]] = SourceRead{std::move(text), std::move(warning)};
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < std::min<size_t>(jobs, wanted.size()); ++j) threads.emplace_back(read);
+  read();
+  for (std::thread& t : threads) t.join();
+  ProjectTables tables;
+  for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
+  if (wrappers) {
+    GroupWrappers inferred = inferGroupWrappers(texts, jobs);
+    tables.groupWrappers = std::move(inferred.names);
+    for (size_t k = 0; k < wanted.size(); ++k)
+      if (inferred.callsWrapper[k]) tables.callWrappers.insert(files[wanted[k]]);
+  }
+  return tables;
 }
 
 LintReport merge(std::vector<FileResult>& results) {
@@ -322,26 +531,46 @@ std::optional<Language> languageOf(const fs::path& path) { return languageByName
 LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& options) {
   validateSelectors(options.config);
   std::vector<fs::path> files = discoverFiles(paths, options.config);
-  RulePlan plan(options.config);
-  std::vector<FileResult> results(files.size());
-  std::atomic<size_t> next{0}, done{0};
-  std::mutex progressMutex;
-  auto worker = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) {
-      results[i] = lintFile(files[i], options, plan);
-      size_t finished = ++done;
-      if (options.progress) {
-        std::lock_guard lock(progressMutex);
-        options.progress(finished, files.size());
-      }
-    }
-  };
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
-  jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(files.size(), 1)));
-  std::vector<std::thread> threads;
-  for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
+  std::vector<std::optional<SourceRead>> preread(files.size());
+  RulePlan plan(options.config, projectTables(files, options.config, jobs, preread));
+  std::vector<FileResult> results(files.size());
+  size_t finished = 0;
+  auto progress = [&] {
+    if (options.progress) options.progress(++finished, files.size());
+  };
+  // Largest first, so that no worker is left with a big file while the others are done.
+  std::vector<size_t> order(files.size());
+  {
+    std::vector<uintmax_t> sizes(files.size());
+    for (size_t i = 0; i < files.size(); ++i) {
+      std::error_code ec;
+      sizes[i] = fs::file_size(files[i], ec);
+      order[i] = i;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  }
+  IsolatedWork work;
+  work.count = files.size();
+  work.workers = jobs;
+  work.timeout = options.fileTimeout;
+  work.run = [&](size_t k) {
+    const std::optional<SourceRead>& read = preread[order[k]];
+    return encodeFileResult(lintFile(files[order[k]], options, plan, read ? &*read : nullptr));
+  };
+  work.done = [&](size_t k, std::string bytes) {
+    size_t i = order[k];
+    if (std::optional<FileResult> result = decodeFileResult(bytes)) results[i] = std::move(*result);
+    else results[i].warnings.push_back(files[i].string() + ": skipped: its result was lost on the way from the linter's worker; run again");
+    progress();
+  };
+  work.failed = [&](size_t k, const std::string& why) {
+    size_t i = order[k];
+    results[i].warnings.push_back(files[i].string() + ": skipped: " + why +
+                                  "; the other files are linted. --exclude it, and report the file if it is valid source");
+    progress();
+  };
+  runIsolated(work);
   return merge(results);
 }
 

@@ -39,7 +39,8 @@ options:
   --exit-zero               exit 0 even when there are findings
   -p DIR                    parse C/C++/CUDA with Clang's AST using DIR/compile_commands.json
   -- FLAGS                  parse C/C++/CUDA with Clang's AST using these compiler flags
-  -j, --jobs N              worker threads (default: every core)
+  -j, --jobs N              worker processes (default: every core)
+  --file-timeout SECONDS    give up on a file that takes longer, with a warning (default 60)
   --list-rules              same as `nccl-migrate rules`
   -h, --help                show this help
 
@@ -66,6 +67,7 @@ struct LintArgs {
   bool fix = false, unsafeFixes = false, diff = false, exitZero = false;
   lint::CppAstOptions cppAst;
   unsigned jobs = 0;
+  std::optional<double> fileTimeoutSeconds;
 };
 
 class UsageError : public std::runtime_error {
@@ -123,6 +125,16 @@ LintArgs parseArgs(const std::vector<std::string>& args) {
       } catch (const std::exception&) {
         throw UsageError("--jobs needs a number, got '" + n + "'");
       }
+    } else if (isOption(a, "--file-timeout")) {
+      std::string n = valueOf(args, i, "--file-timeout");
+      try {
+        size_t used = 0;
+        double seconds = std::stod(n, &used);
+        if (used != n.size() || !(seconds > 0)) throw std::invalid_argument(n);
+        out.fileTimeoutSeconds = seconds;
+      } catch (const std::exception&) {
+        throw UsageError("--file-timeout needs a number of seconds above 0, got '" + n + "'");
+      }
     } else if (a.starts_with("-") && a != "-") {
       throw UsageError("unknown option '" + a + "'");
     } else {
@@ -178,6 +190,9 @@ int runLint(const std::vector<std::string>& args) {
     options.config = configFor(parsed);
     options.cppAst = parsed.cppAst;
     options.jobs = parsed.jobs;
+    if (parsed.fileTimeoutSeconds) {
+      options.fileTimeout = std::chrono::milliseconds(static_cast<long long>(*parsed.fileTimeoutSeconds * 1000));
+    }
     options.progress = progressLine();
     report = lint::lintPaths(parsed.paths, options);
     if (!parsed.baseline.empty()) lint::applyBaseline(report, parsed.baseline);

@@ -100,6 +100,18 @@ void readOne(std::string_view variable, std::string_view text, AllocatorReading&
 
 }  // namespace
 
+std::optional<std::string> allocatorBackendIn(std::string_view text) {
+  auto options = parseAllocatorConfig(text);
+  if (options.ok()) return backendOption(options.value());
+  std::optional<std::string> backend;
+  for (std::string_view entry : splitOn(text, ',')) {
+    auto one = parseAllocatorConfig(entry);
+    if (!one.ok()) continue;
+    if (auto found = backendOption(one.value())) backend = found;
+  }
+  return backend;
+}
+
 AllocatorReading readAllocatorBackend(std::optional<std::string_view> allocConf,
                                       std::optional<std::string_view> cudaAllocConf) {
   AllocatorReading reading;

@@ -54,6 +54,8 @@ std::string_view behaviourName(Behaviour behaviour) {
   return "unknown";
 }
 
+bool isDefaultNcclName(std::string_view name) { return lowered(name) == "nccl"; }
+
 std::optional<NameResolution> resolveNcclName(std::string_view name,
                                               std::optional<std::string_view> useNccl2) {
   std::string n = lowered(name);

@@ -98,13 +98,14 @@ TEST_F(TempTree, BadFilesWarnAndTheRunGoesOn) {
   options.config.maxFileBytes = 32 * 1024;
   LintReport report = lintPaths({root_}, options);
   // root reads any file, so the unreadable one only stays unread for other users.
-  std::vector<std::string> expected = {"good.py:NM201"};
+  // An invalid byte is read as U+FFFD: the file is linted, with a warning.
+  std::vector<std::string> expected = {"good.py:NM201", "latin1.py:NM201"};
   if (::geteuid() == 0) expected.push_back("locked.py:NM201");
   EXPECT_EQ(codes(report), expected);
   std::string all;
   for (const auto& w : report.warnings) all += w + "\n";
   EXPECT_NE(all.find("binary.py: skipped: binary file"), std::string::npos) << all;
-  EXPECT_NE(all.find("latin1.py: skipped: not valid UTF-8"), std::string::npos) << all;
+  EXPECT_NE(all.find("latin1.py: 1 byte(s) of invalid UTF-8 read as U+FFFD"), std::string::npos) << all;
   EXPECT_NE(all.find("huge.py: skipped"), std::string::npos) << all;
   if (::geteuid() != 0) EXPECT_NE(all.find("locked.py: skipped: cannot be read"), std::string::npos) << all;
 }
@@ -192,6 +193,23 @@ TEST(Rules, MetadataIsCompleteAndCodesAreUnique) {
     EXPECT_FALSE(info.languages.empty()) << info.code;
     EXPECT_EQ(findRule(info.slug), rule);
   }
+}
+
+// deepspeed.comm mirrors torch.distributed without any configuration, in its usual spellings.
+TEST(BuiltInEquivalents, DeepspeedCommIsTorchDistributed) {
+  const std::string source =
+      "from deepspeed import comm as dist\n"
+      "import deepspeed.comm as ds\n"
+      "for ranks in layout:\n"
+      "    dist.new_group(ranks)\n"
+      "    ds.new_group(ranks)\n"
+      "    dist.new_group(ranks, backend=\"gloo\")\n";
+  std::vector<int> lines;
+  for (const Finding& f : lintSource("ds.py", source).findings) {
+    EXPECT_EQ(f.code, "NM401");
+    lines.push_back(f.where.line);
+  }
+  EXPECT_EQ(lines, (std::vector<int>{4, 5}));
 }
 
 }  // namespace

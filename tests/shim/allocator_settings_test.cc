@@ -113,5 +113,21 @@ TEST(AllocatorBackend, MisspelledBackendIsWarned) {
   EXPECT_NE(reading.backend->backend, kCudaMallocAsync);  // torch's comparison is exact
 }
 
+TEST(AllocatorBackendIn, NamesTheLastBackendEntry) {
+  EXPECT_EQ(allocatorBackendIn("backend:cudaMallocAsync"), "cudaMallocAsync");
+  EXPECT_EQ(allocatorBackendIn(" backend : cudaMallocAsync , expandable_segments:True"), "cudaMallocAsync");
+  EXPECT_EQ(allocatorBackendIn("backend:cudaMallocAsync,backend:native"), "native");
+  EXPECT_EQ(allocatorBackendIn("expandable_segments:True"), std::nullopt);
+  EXPECT_EQ(allocatorBackendIn(""), std::nullopt);
+}
+
+// A value with a computed part left out still says which backend it selects.
+TEST(AllocatorBackendIn, ReadsEntriesOfAPartlyKnownValue) {
+  EXPECT_EQ(allocatorBackendIn("backend:cudaMallocAsync,max_split_size_mb:"), "cudaMallocAsync");
+  EXPECT_EQ(allocatorBackendIn("max_split_size_mb:,backend:cudaMallocAsync,"), "cudaMallocAsync");
+  EXPECT_EQ(allocatorBackendIn("backendcudaMallocAsync"), std::nullopt);
+  EXPECT_EQ(allocatorBackendIn("my_backend:cudaMallocAsync"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace nccl_migrate::shim

@@ -68,5 +68,16 @@ TEST(BackendName, ReasonNamesTheVariableWhenItDecides) {
   EXPECT_NE(r->why.find("TORCH_DIST_USE_NCCL2=0"), std::string::npos);
 }
 
+TEST(BackendName, DefaultNameInAnyCase) {
+  EXPECT_TRUE(isDefaultNcclName("nccl"));
+  EXPECT_TRUE(isDefaultNcclName("NCCL"));
+  EXPECT_TRUE(isDefaultNcclName("Nccl"));
+  EXPECT_FALSE(isDefaultNcclName("nccl2"));
+  EXPECT_FALSE(isDefaultNcclName("nccl-legacy"));
+  EXPECT_FALSE(isDefaultNcclName(" nccl"));
+  EXPECT_EQ(behaviourOf("NCCL", std::nullopt), Behaviour::Rewritten);
+  EXPECT_EQ(behaviourOf("NCCL-LEGACY", std::nullopt), Behaviour::Legacy);
+}
+
 }  // namespace
 }  // namespace nccl_migrate::shim

@@ -1,7 +1,7 @@
 // Reading [tool.nccl-migrate] / .nccl-migrate.toml with toml++ and deciding which rules are on.
 #include "nccl_migrate/lint/config.h"
 
-#include <toml++/toml.h>
+#include "engine/toml.h"
 
 #include "nccl_migrate/lint/rule.h"
 

@@ -3,6 +3,8 @@
 // once over each file; token boundaries are checked only where a word matched.
 #include "prefilter.h"
 
+#include <algorithm>
+
 #include <cctype>
 #include <deque>
 #include <limits>
@@ -28,17 +30,24 @@ std::vector<std::string> expandDigits(const std::string& word) {
 }
 
 std::string lastName(const std::string& dotted) { return dotted.substr(dotted.rfind('.') + 1); }
+std::string firstName(const std::string& dotted) { return dotted.substr(0, dotted.find('.')); }
 
 }  // namespace
 
 Prefilter::Prefilter(std::vector<RuleTriggers> rules, const std::map<std::string, std::string>& equivalentModules) {
   for (RuleTriggers& r : rules) {
     std::vector<CompiledTrigger> compiled;
+    std::vector<uint32_t> regionWords;
     for (const Trigger& t : r.triggers) {
       compiled.push_back({wordIds(t.anyOf), wordIds(t.andAnyOf), moduleWordIds(t.module, equivalentModules)});
+      regionWords.insert(regionWords.end(), compiled.back().anyOf.begin(), compiled.back().anyOf.end());
+      regionWords.insert(regionWords.end(), compiled.back().andAnyOf.begin(), compiled.back().andAnyOf.end());
     }
+    std::vector<uint32_t> context = wordIds(r.rule->info().contextWords);
+    regionWords.insert(regionWords.end(), context.begin(), context.end());
     rules_.push_back(r.rule);
     triggers_.push_back(std::move(compiled));
+    regionWords_.push_back(std::move(regionWords));
   }
   build();
 }
@@ -50,14 +59,15 @@ std::vector<uint32_t> Prefilter::wordIds(const std::vector<std::string>& spellin
 }
 
 // A module is mentioned by its last name anywhere, even inside another identifier
-// (`_distributed_c10d`), or by the last name of a module declared equivalent to it or to a
-// module inside it.
+// (`_distributed_c10d`), or by the first name of a module declared equivalent to it or to a
+// module inside it: a file can bind `deepspeed.comm` only by naming `deepspeed`, while `comm`
+// is part of every `common` and `command`.
 std::vector<uint32_t> Prefilter::moduleWordIds(const std::string& module,
                                                const std::map<std::string, std::string>& equivalents) {
   if (module.empty()) return {};
   std::vector<uint32_t> ids = {wordId("*" + lastName(module) + "*")};
   for (const auto& [from, to] : equivalents) {
-    if (to == module || to.starts_with(module + ".")) ids.push_back(wordId("*" + lastName(from) + "*"));
+    if (to == module || to.starts_with(module + ".")) ids.push_back(wordId("*" + firstName(from) + "*"));
   }
   return ids;
 }
@@ -144,8 +154,8 @@ bool Prefilter::matches(const CompiledTrigger& trigger, const std::vector<uint8_
          (trigger.module.empty() || any(trigger.module));
 }
 
-std::vector<const Rule*> Prefilter::triggeredRules(std::string_view text) const {
-  std::vector<uint8_t> found(words_.size(), 0);
+template <class Found>
+void Prefilter::scan(std::string_view text, Found&& found) const {
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
   size_t size = text.size();
   uint32_t offset = 0;
@@ -158,9 +168,14 @@ std::vector<const Rule*> Prefilter::triggeredRules(std::string_view text) const 
       size_t start = i + 1 - pattern.length;
       if (pattern.checkStart && start > 0 && isIdentifierByte(bytes[start - 1])) continue;
       if (pattern.checkEnd && i + 1 < size && isIdentifierByte(bytes[i + 1])) continue;
-      found[pattern.word] = 1;
+      found(pattern.word, i + 1);
     }
   }
+}
+
+std::vector<const Rule*> Prefilter::triggeredRules(std::string_view text) const {
+  std::vector<uint8_t> found(words_.size(), 0);
+  scan(text, [&](uint32_t word, size_t) { found[word] = 1; });
   std::vector<const Rule*> triggered;
   for (size_t r = 0; r < rules_.size(); ++r) {
     for (const CompiledTrigger& trigger : triggers_[r]) {
@@ -170,6 +185,19 @@ std::vector<const Rule*> Prefilter::triggeredRules(std::string_view text) const 
     }
   }
   return triggered;
+}
+
+std::vector<size_t> Prefilter::wordEnds(std::string_view text, const std::vector<const Rule*>& rules) const {
+  std::vector<uint8_t> wanted(words_.size(), 0);
+  for (size_t r = 0; r < rules_.size(); ++r) {
+    if (std::find(rules.begin(), rules.end(), rules_[r]) == rules.end()) continue;
+    for (uint32_t word : regionWords_[r]) wanted[word] = 1;
+  }
+  std::vector<size_t> ends;
+  scan(text, [&](uint32_t word, size_t end) {
+    if (wanted[word]) ends.push_back(end);
+  });
+  return ends;
 }
 
 }  // namespace nccl_migrate::lint

@@ -27,6 +27,10 @@ class Prefilter {
   // The rules, in the order given, with a trigger that matches `text`.
   std::vector<const Rule*> triggeredRules(std::string_view text) const;
 
+  // Where (one past the end) the words of `rules` (their triggers' words, not their module
+  // mentions, and their context words) occur in `text`, in order.
+  std::vector<size_t> wordEnds(std::string_view text, const std::vector<const Rule*>& rules) const;
+
  private:
   struct CompiledTrigger {
     std::vector<uint32_t> anyOf, andAnyOf, module;  // word ids; empty andAnyOf/module: no condition
@@ -44,9 +48,13 @@ class Prefilter {
   void addPattern(const std::string& text, uint32_t word, bool checkStart, bool checkEnd);
   void build();
   bool matches(const CompiledTrigger& trigger, const std::vector<uint8_t>& found) const;
+  // Calls found(word, end) for each word occurring in `text`.
+  template <class Found>
+  void scan(std::string_view text, Found&& found) const;
 
   std::vector<const Rule*> rules_;
   std::vector<std::vector<CompiledTrigger>> triggers_;  // per rule
+  std::vector<std::vector<uint32_t>> regionWords_;      // per rule: words that keep a block
   std::map<std::string, uint32_t> words_;               // spelling -> id
   std::vector<Pattern> patterns_;
   // The automaton: a trie over byte classes with failure transitions folded in.

@@ -15,6 +15,7 @@
 #include <clang/Basic/SourceManager.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/FrontendActions.h>
+#include <clang/Lex/Lexer.h>
 #include <clang/Tooling/ArgumentsAdjusters.h>
 #include <clang/Tooling/CompilationDatabase.h>
 #include <clang/Tooling/JSONCompilationDatabase.h>
@@ -74,10 +75,14 @@ class Collector : public MatchFinder::MatchCallback {
 
   void run(const MatchFinder::MatchResult& result) override {
     const clang::SourceManager& sm = *result.SourceManager;
+    const clang::LangOptions& lang = result.Context->getLangOpts();
     if (const auto* cast = result.Nodes.getNodeAs<clang::ExplicitCastExpr>("cast")) {
-      auto kind = llvm::isa<clang::CXXDynamicCastExpr>(cast) ? TypeCheck::Kind::CheckedCast : TypeCheck::Kind::UncheckedCast;
-      record(sm, cast->getBeginLoc(), kind, std::string(cast->getCastKindName()) + " to " +
-                                                cast->getTypeAsWritten().getAsString());
+      record(sm, cast->getBeginLoc(), kindOf(cast), asWritten(cast, sm, lang));
+    } else if (const auto* down = result.Nodes.getNodeAs<clang::ExplicitCastExpr>("downcast")) {
+      const clang::CXXRecordDecl* target = down->getTypeAsWritten()->getPointeeCXXRecordDecl();
+      if (!target) target = down->getTypeAsWritten()->getAsCXXRecordDecl();
+      record(sm, down->getBeginLoc(), kindOf(down), asWritten(down, sm, lang),
+             target ? target->getQualifiedNameAsString() : down->getTypeAsWritten().getAsString());
     } else if (const auto* call = result.Nodes.getNodeAs<clang::CallExpr>("pointerCast")) {
       const auto* fn = call->getDirectCallee();
       std::string name = fn ? fn->getNameAsString() : "pointer cast";
@@ -89,13 +94,33 @@ class Collector : public MatchFinder::MatchCallback {
   }
 
  private:
-  void record(const clang::SourceManager& sm, clang::SourceLocation loc, TypeCheck::Kind kind, std::string spelling) {
+  static TypeCheck::Kind kindOf(const clang::ExplicitCastExpr* cast) {
+    return llvm::isa<clang::CXXDynamicCastExpr>(cast) ? TypeCheck::Kind::CheckedCast : TypeCheck::Kind::UncheckedCast;
+  }
+
+  // The cast as the user wrote it ("static_cast<ProcessGroupNico *>(&p)"), clipped; inside a macro,
+  // the cast and its type as written.
+  static std::string asWritten(const clang::ExplicitCastExpr* cast, const clang::SourceManager& sm,
+                               const clang::LangOptions& lang) {
+    constexpr size_t kMax = 160;
+    clang::SourceRange range = cast->getSourceRange();
+    if (range.getBegin().isFileID() && range.getEnd().isFileID()) {
+      std::string text =
+          clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(range), sm, lang).str();
+      if (!text.empty()) return text.size() > kMax ? text.substr(0, kMax) + "..." : text;
+    }
+    const auto* named = llvm::dyn_cast<clang::CXXNamedCastExpr>(cast);
+    return std::string(named ? named->getCastName() : "cast") + "<" + cast->getTypeAsWritten().getAsString() + ">";
+  }
+
+  void record(const clang::SourceManager& sm, clang::SourceLocation loc, TypeCheck::Kind kind, std::string spelling,
+              std::string downcastTo = "") {
     loc = sm.getFileLoc(loc);
     if (!sm.isWrittenInMainFile(loc)) return;  // headers are linted as files of their own
     clang::PresumedLoc p = sm.getPresumedLoc(loc);
     if (p.isInvalid()) return;
     model_.typeChecks.push_back({kind, "c10d::ProcessGroupNCCL", std::move(spelling),
-                                 {static_cast<int>(p.getLine()), static_cast<int>(p.getColumn())}});
+                                 {static_cast<int>(p.getLine()), static_cast<int>(p.getColumn())}, std::move(downcastTo)});
   }
 
   SourceModel& model_;
@@ -157,6 +182,14 @@ std::string addCppAstFacts(SourceModel& model, const std::string& text, const Cp
   finder.addMatcher(cxxDynamicCastExpr(hasDestinationType(pointerOrRefToLegacy)).bind("cast"), &collector);
   finder.addMatcher(cxxStaticCastExpr(hasDestinationType(pointerOrRefToLegacy)).bind("cast"), &collector);
   finder.addMatcher(cxxReinterpretCastExpr(hasDestinationType(pointerOrRefToLegacy)).bind("cast"), &collector);
+  // Down from the legacy class to a subclass of it (a project's own).
+  auto toSubclass = hasCanonicalType(hasDeclaration(cxxRecordDecl(isDerivedFrom(kLegacy))));
+  auto pointerOrRefToSubclass = anyOf(pointsTo(toSubclass), references(toSubclass), toSubclass);
+  auto fromLegacy = hasSourceExpression(ignoringImpCasts(expr(hasType(qualType(pointerOrRefToLegacy)))));
+  finder.addMatcher(cxxDynamicCastExpr(hasDestinationType(pointerOrRefToSubclass), fromLegacy).bind("downcast"), &collector);
+  finder.addMatcher(cxxStaticCastExpr(hasDestinationType(pointerOrRefToSubclass), fromLegacy).bind("downcast"), &collector);
+  finder.addMatcher(cxxReinterpretCastExpr(hasDestinationType(pointerOrRefToSubclass), fromLegacy).bind("downcast"),
+                    &collector);
   finder.addMatcher(
       callExpr(callee(functionDecl(hasAnyName("dynamic_pointer_cast", "static_pointer_cast",
                                               "dynamic_intrusive_pointer_cast", "static_intrusive_pointer_cast"),

@@ -1,6 +1,11 @@
 // C/C++/CUDA frontend, tier 1: Clang's raw lexer. It needs no headers and no compile database,
 // sees every preprocessor branch, and skips comments and string contents by construction.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -49,10 +54,9 @@ std::vector<Tok> tokenize(const std::string& path, const std::string& text) {
     if (token.is(clang::tok::raw_identifier)) {
       t.text = token.getRawIdentifier().str();
     } else if (token.isLiteral() || token.is(clang::tok::comment)) {
-      t.text = std::string(token.getLiteralData() ? token.getLiteralData() : "", token.getLength());
-      if (token.is(clang::tok::comment)) {
-        t.text = std::string(sources.getCharacterData(token.getLocation()), token.getLength());
-      }
+      // A comment has no literal data: its text is read from the buffer, as a literal's may be.
+      const char* data = token.getLiteralData() ? token.getLiteralData() : sources.getCharacterData(token.getLocation());
+      t.text = std::string(data, token.getLength());
     } else if (const char* p = clang::tok::getPunctuatorSpelling(token.getKind())) {
       t.text = p;
     }
@@ -63,25 +67,57 @@ std::vector<Tok> tokenize(const std::string& path, const std::string& text) {
   return out;
 }
 
+// How far a pattern may look ahead from its first token. Real casts, setenv calls and class heads
+// are far shorter; the bound keeps a file of repeated openers (`setenv(setenv(...`) linear.
+constexpr size_t kMaxLookahead = 256;
+
 const std::unordered_set<std::string> kCastNames = {
     "dynamic_cast", "static_cast", "reinterpret_cast",
     "dynamic_pointer_cast", "static_pointer_cast",
     "dynamic_intrusive_pointer_cast", "static_intrusive_pointer_cast",
 };
 
+// Functions that construct the class named by their template argument.
+const std::unordered_set<std::string> kFactoryNames = {"make_intrusive", "make_shared", "make_unique"};
+
 class CppScanner {
  public:
   CppScanner(std::vector<Tok> tokens, SourceModel& model) : toks_(std::move(tokens)), model_(model) {}
 
-  void scan() {
-    // Comments only feed suppressions; token patterns must see through them.
-    std::vector<Tok> code;
-    code.reserve(toks_.size());
-    for (Tok& t : toks_) {
-      if (t.kind == clang::tok::comment) onComment(t);
-      else code.push_back(std::move(t));
+  // Names a header of the tree declared (aliases), known before this file's own.
+  void seed(const std::unordered_map<std::string, std::string>& typeAliases,
+            const std::unordered_map<std::string, std::string>& namespaceAliases) {
+    typeAliases_.insert(typeAliases.begin(), typeAliases.end());
+    namespaceAliases_.insert(namespaceAliases.begin(), namespaceAliases.end());
+  }
+
+  // Only the names a file declares, for a header included by the linted file.
+  void collectDeclarations() {
+    dropComments(false);
+    collectNamespaceFacts();
+  }
+  const std::unordered_map<std::string, std::string>& typeAliases() const { return typeAliases_; }
+  const std::unordered_map<std::string, std::string>& namespaceAliases() const { return namespaceAliases_; }
+
+  // `#include "a/b.h"` and `#include <a/b.h>`, as written.
+  std::vector<std::string> includes() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i + 2 < toks_.size(); ++i) {
+      if (!isPunct(i, "#") || !isIdent(i + 1, "include") || toks_[i + 2].where.line != toks_[i].where.line) continue;
+      if (toks_[i + 2].kind == clang::tok::string_literal) {
+        out.push_back(unquote(toks_[i + 2].text));
+      } else if (isPunct(i + 2, "<")) {
+        std::string name;
+        for (size_t j = i + 3; j < toks_.size() && !isPunct(j, ">") && toks_[j].where.line == toks_[i].where.line; ++j)
+          name += toks_[j].text;
+        out.push_back(name);
+      }
     }
-    toks_ = std::move(code);
+    return out;
+  }
+
+  void scan() {
+    dropComments(true);
     collectNamespaceFacts();
     for (size_t i = 0; i < toks_.size(); ++i) {
       const Tok& t = toks_[i];
@@ -92,11 +128,24 @@ class CppScanner {
       if (t.kind != clang::tok::raw_identifier) continue;
       if ((t.text == "setenv" || t.text == "putenv" || t.text == "_putenv") && isPunct(i + 1, "(")) onSetenv(i);
       if (kCastNames.contains(t.text) && isPunct(i + 1, "<")) onCast(i);
+      else if (kFactoryNames.contains(t.text) && isPunct(i + 1, "<")) onFactory(i);
+      else if (t.text == "new") onNew(i);
       else if ((t.text == "class" || t.text == "struct") && i + 2 < toks_.size()) onClassHead(i);
     }
   }
 
  private:
+  // Comments only feed suppressions; token patterns must see through them.
+  void dropComments(bool keepForSuppressions) {
+    std::vector<Tok> code;
+    code.reserve(toks_.size());
+    for (Tok& t : toks_) {
+      if (t.kind != clang::tok::comment) code.push_back(std::move(t));
+      else if (keepForSuppressions) onComment(t);
+    }
+    toks_ = std::move(code);
+  }
+
   bool isPunct(size_t i, std::string_view p) const {
     return i < toks_.size() && toks_[i].kind != clang::tok::raw_identifier && toks_[i].text == p;
   }
@@ -122,7 +171,7 @@ class CppScanner {
     // The first string literal of each argument; arguments are split at top-level commas.
     std::vector<std::string> literals(1);
     int depth = 0;
-    for (size_t j = i + 2; j < toks_.size() && !isPunct(j, ";"); ++j) {
+    for (size_t j = i + 2; j < std::min(toks_.size(), i + kMaxLookahead) && !isPunct(j, ";"); ++j) {
       if (isPunct(j, "(")) ++depth;
       else if (isPunct(j, ")") && depth-- == 0) break;
       else if (isPunct(j, ",") && depth == 0) literals.emplace_back();
@@ -163,6 +212,13 @@ class CppScanner {
         std::string target = qualifiedNameAt(end);
         if (!target.empty()) namespaceAliases_[toks_[i + 1].text] = target;
       }
+      if (isIdent(i, "using") && toks_[i + 1].kind == clang::tok::raw_identifier && isPunct(i + 2, "=")) {
+        size_t end = i + 3;
+        while (isIdent(end, "typename") || isIdent(end, "class") || isIdent(end, "struct")) ++end;
+        std::string target = qualifiedNameAt(end);
+        if (!target.empty() && !isPunct(end, "<")) typeAliases_[toks_[i + 1].text] = target;
+      }
+      if (isIdent(i, "typedef")) onTypedef(i);
       if ((isIdent(i, "class") || isIdent(i, "struct")) && isIdent(i + 1, "ProcessGroupNCCL") && !usesC10d_) {
         definesOwnLegacyName_ = true;
       }
@@ -182,8 +238,22 @@ class CppScanner {
     return resolve(name);
   }
 
+  // `typedef a::B C;` (also `typedef class a::B C;`): C stands for a::B.
+  void onTypedef(size_t i) {
+    size_t j = i + 1;
+    while (isIdent(j, "class") || isIdent(j, "struct") || isIdent(j, "typename")) ++j;
+    std::string target = qualifiedNameAt(j);
+    if (!target.empty() && j < toks_.size() && toks_[j].kind == clang::tok::raw_identifier && isPunct(j + 1, ";")) {
+      typeAliases_[toks_[j].text] = target;
+    }
+  }
+
   std::string resolve(const std::string& name) const {
     if (name.empty()) return name;
+    // A type alias declared in this file (the raw lexer sees no headers, so only this file's).
+    if (name.find("::") == std::string::npos) {
+      if (auto it = typeAliases_.find(name); it != typeAliases_.end()) return it->second;
+    }
     size_t sep = name.find("::");
     std::string head = name.substr(0, sep);
     if (auto it = namespaceAliases_.find(head); it != namespaceAliases_.end()) {
@@ -199,7 +269,9 @@ class CppScanner {
     while (isIdent(j, "const") || isIdent(j, "volatile") || isIdent(j, "class") || isIdent(j, "struct")) ++j;
     Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
     std::string spelled;
-    for (size_t k = j; k < toks_.size() && !isPunct(k, "*") && !isPunct(k, "&") && !isPunct(k, ">"); ++k) {
+    for (size_t k = j; k < std::min(toks_.size(), j + kMaxLookahead) && !isPunct(k, "*") && !isPunct(k, "&") &&
+                       !isPunct(k, ">");
+         ++k) {
       spelled += toks_[k].text;
     }
     std::string target = qualifiedNameAt(j);
@@ -208,22 +280,50 @@ class CppScanner {
     model_.typeChecks.push_back({kind, target, castName + "<" + spelled + ">", where});
   }
 
+  // make_intrusive<T>(...), make_shared<T>(...), make_unique<T>(...): a construction of T, recorded
+  // as a call whose qualified name is the class.
+  void onFactory(size_t i) {
+    size_t j = i + 2;
+    Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
+    std::string target = qualifiedNameAt(j);
+    if (target.empty() || !isPunct(j, ">")) return;  // a member such as T::Options, or a template
+    std::string spelled = toks_[i].text + "<" + spelledBetween(i + 2, j) + ">";
+    model_.calls.push_back({target, spelled, where, {}, 0});
+  }
+
+  // `new T(...)` or `new T{...}`.
+  void onNew(size_t i) {
+    size_t j = i + 1;
+    Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
+    std::string target = qualifiedNameAt(j);
+    if (target.empty() || !(isPunct(j, "(") || isPunct(j, "{"))) return;
+    model_.calls.push_back({target, "new " + spelledBetween(i + 1, j), where, {}, 0});
+  }
+
+  std::string spelledBetween(size_t begin, size_t end) const {
+    std::string out;
+    for (size_t k = begin; k < end && k < toks_.size(); ++k) out += toks_[k].text;
+    return out;
+  }
+
   // `class X : public a::B, private C {` records each base as a Subclass type check.
   void onClassHead(size_t i) {
     size_t j = i + 1;
-    while (j < toks_.size() && toks_[j].kind == clang::tok::raw_identifier && !isPunct(j + 1, ":") &&
+    size_t limit = std::min(toks_.size(), i + kMaxLookahead);
+    while (j < limit && toks_[j].kind == clang::tok::raw_identifier && !isPunct(j + 1, ":") &&
            !isPunct(j + 1, "{") && !isPunct(j + 1, ";")) {
       ++j;  // attributes/macros such as TORCH_API before the class name
     }
     if (!isPunct(j + 1, ":")) return;
     j += 2;
-    while (j < toks_.size() && !isPunct(j, "{") && !isPunct(j, ";")) {
+    // A base list ends at its body, or where another declaration begins.
+    while (j < limit && !isPunct(j, "{") && !isPunct(j, ";") && !isIdent(j, "class") && !isIdent(j, "struct")) {
       while (isIdent(j, "public") || isIdent(j, "private") || isIdent(j, "protected") || isIdent(j, "virtual")) ++j;
       Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
       std::string spelled = j < toks_.size() ? toks_[j].text : "";
       std::string base = qualifiedNameAt(j);
       if (!base.empty()) model_.typeChecks.push_back({TypeCheck::Kind::Subclass, base, spelled, where});
-      while (j < toks_.size() && !isPunct(j, ",") && !isPunct(j, "{") && !isPunct(j, ";")) ++j;
+      while (j < limit && !isPunct(j, ",") && !isPunct(j, "{") && !isPunct(j, ";")) ++j;
       if (isPunct(j, ",")) ++j;
     }
   }
@@ -233,6 +333,72 @@ class CppScanner {
   bool usesC10d_ = false;
   bool definesOwnLegacyName_ = false;
   std::unordered_map<std::string, std::string> namespaceAliases_;
+  std::unordered_map<std::string, std::string> typeAliases_;  // `using X = a::B;`, `typedef a::B X;`
+};
+
+}  // namespace
+
+namespace {
+
+// Headers of the tree a file includes, searched from its folder upward and in an `include` folder
+// at each level (a project's include roots sit above its sources), read for their declarations only, a few levels deep and a bounded
+// number of them: enough for `using PG = c10d::ProcessGroupNCCL;` in the project's own header.
+class TreeHeaders {
+ public:
+  void collect(const std::string& path, const std::vector<std::string>& includes, int depth) {
+    if (depth > kMaxDepth) return;
+    for (const std::string& include : includes) {
+      if (visited_.size() >= kMaxHeaders) return;
+      std::optional<std::filesystem::path> header = find(path, include);
+      if (!header || !visited_.insert(header->string()).second) continue;
+      std::optional<std::string> text = read(*header);
+      if (!text) continue;
+      SourceModel unused;
+      CppScanner scanner(tokenize(header->string(), *text), unused);
+      std::vector<std::string> nested = scanner.includes();
+      scanner.collectDeclarations();
+      typeAliases_.insert(scanner.typeAliases().begin(), scanner.typeAliases().end());
+      namespaceAliases_.insert(scanner.namespaceAliases().begin(), scanner.namespaceAliases().end());
+      collect(header->string(), nested, depth + 1);
+    }
+  }
+
+  void seed(CppScanner& scanner) const { scanner.seed(typeAliases_, namespaceAliases_); }
+
+ private:
+  static constexpr int kMaxDepth = 3;
+  static constexpr size_t kMaxHeaders = 64;
+  static constexpr int kMaxLevelsUp = 6;
+  static constexpr std::uintmax_t kMaxHeaderBytes = 1u << 20;
+
+  static std::optional<std::filesystem::path> find(const std::string& from, const std::string& include) {
+    if (include.empty() || include.find("..") != std::string::npos) return std::nullopt;
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::path(from).parent_path();
+    for (int up = 0; up <= kMaxLevelsUp && !dir.empty(); ++up, dir = dir.parent_path()) {
+      for (const std::filesystem::path& root : {dir, dir / "include"}) {
+        std::filesystem::path candidate = root / include;
+        if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+      }
+      if (dir == dir.parent_path()) break;
+    }
+    return std::nullopt;
+  }
+
+  static std::optional<std::string> read(const std::filesystem::path& header) {
+    std::error_code ec;
+    std::uintmax_t size = std::filesystem::file_size(header, ec);
+    if (ec || size > kMaxHeaderBytes) return std::nullopt;
+    std::ifstream in(header, std::ios::binary);
+    std::string text(size, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(size));
+    text.resize(static_cast<size_t>(in.gcount()));
+    return text;
+  }
+
+  std::set<std::string> visited_;
+  std::unordered_map<std::string, std::string> typeAliases_;
+  std::unordered_map<std::string, std::string> namespaceAliases_;
 };
 
 }  // namespace
@@ -241,7 +407,11 @@ SourceModel lexCpp(const std::string& path, const std::string& text) {
   SourceModel model;
   model.path = path;
   model.language = Language::Cpp;
-  CppScanner(tokenize(path, text), model).scan();
+  CppScanner scanner(tokenize(path, text), model);
+  TreeHeaders headers;
+  headers.collect(path, scanner.includes(), 0);
+  headers.seed(scanner);
+  scanner.scan();
   return model;
 }
 

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <map>
+#include <set>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nccl_migrate/lint/linter.h"
@@ -15,11 +18,35 @@ namespace nccl_migrate::lint {
 struct NameEquivalences {
   std::map<std::string, std::string> modules;  // "deepspeed.comm" -> "torch.distributed"
   std::vector<std::string> groupWrappers;      // callees that stand for torch.distributed.new_group
+  // Functions of the scanned tree found to create groups (bare names: a call to `x.name` or
+  // `name` stands for torch.distributed.new_group).
+  std::set<std::string> inferredGroupWrappers;
 };
 
+// A part of a file to parse, whole lines: bytes [begin, end), rows [beginRow, endRow] and the
+// column where it ends (0 unless it ends the file without a newline).
+struct ParseRegion {
+  size_t begin = 0;
+  size_t end = 0;
+  uint32_t beginRow = 0;
+  uint32_t endRow = 0;
+  uint32_t endColumn = 0;
+  bool definition = false;  // a def, class or decorated statement, which may be left unparsed
+  std::string name;         // what a definition defines
+};
+
+// A Python file's top-level statements in order, found by lines (indentation, triple-quoted
+// strings, continuation lines), so that the engine can leave out definitions no rule needs.
+std::vector<ParseRegion> pythonTopLevelBlocks(std::string_view text);
+// The statements of a block's body at `indent` (a class's members), the block's header first.
+std::vector<ParseRegion> pythonStatements(std::string_view text, const ParseRegion& within, size_t indent);
+
 // Python through tree-sitter-python: error tolerant, so a file with a syntax error keeps its
-// other findings.
-SourceModel parsePython(const std::string& path, const std::string& text, const NameEquivalences& names);
+// other findings. With `regions`, only those parts are parsed (positions stay the file's);
+// `leftOut` are the definitions left out (in order), which still shadow what they are called from
+// where they stand.
+SourceModel parsePython(const std::string& path, const std::string& text, const NameEquivalences& names,
+                        const std::vector<ParseRegion>& regions = {}, const std::vector<ParseRegion>& leftOut = {});
 
 // A Jupyter notebook's code cells, joined into one Python source for the prefilter and
 // parsePython, and where each cell starts in it.

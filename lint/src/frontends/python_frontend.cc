@@ -2,12 +2,14 @@
 // and alias table and the string constants assigned so far, and records type checks, calls,
 // comparisons, attribute reads, string literals, environment assignments and comments with their
 // qualified names.
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <tree_sitter/api.h>
 
@@ -28,6 +30,7 @@ struct FieldIds {
   TSFieldId arguments;
   TSFieldId attribute;
   TSFieldId function;
+  TSFieldId key;
   TSFieldId left;
   TSFieldId moduleName;
   TSFieldId name;
@@ -47,6 +50,7 @@ const FieldIds kField = {
     .arguments = fieldId("arguments"),
     .attribute = fieldId("attribute"),
     .function = fieldId("function"),
+    .key = fieldId("key"),
     .left = fieldId("left"),
     .moduleName = fieldId("module_name"),
     .name = fieldId("name"),
@@ -64,8 +68,9 @@ bool isLoop(std::string_view type) {
 
 class PythonWalker {
  public:
-  PythonWalker(const std::string& text, SourceModel& model, const NameEquivalences& equivalences)
-      : text_(text), model_(model), equivalences_(equivalences) {
+  PythonWalker(const std::string& text, SourceModel& model, const NameEquivalences& equivalences,
+               const std::vector<ParseRegion>& leftOut)
+      : text_(text), model_(model), equivalences_(equivalences), leftOut_(leftOut) {
     names_.setEquivalentModules(&equivalences.modules);
   }
   ~PythonWalker() {
@@ -74,30 +79,98 @@ class PythonWalker {
   PythonWalker(const PythonWalker&) = delete;
   PythonWalker& operator=(const PythonWalker&) = delete;
 
-  void walk(TSNode node) {
+  // A function or class of the file: its name no longer means an imported one.
+  void bindDefinition(const std::string& name) {
+    if (!isConfiguredWrapper(name)) names_.bindLocalDefinition(name);
+  }
+
+  // Visits the tree in source order with an explicit stack instead of recursion: the nesting of
+  // brackets, calls and operators is the file's to choose, and a thread's stack is not.
+  void walk(TSNode root) {
+    std::vector<Step> steps{{root, 0, false, false}};
+    while (!steps.empty()) {
+      Step step = steps.back();
+      steps.pop_back();
+      if (step.restoresState) {
+        loopDepth_ = step.loopDepth;
+        inDocumentation_ = step.inDocumentation;
+        continue;
+      }
+      bindLeftOutBefore(ts_node_start_byte(step.node));
+      visit(step.node, steps);
+    }
+  }
+
+  // Definitions left out of the parse bind their names where they stand, as if walked.
+  void bindLeftOutBefore(size_t offset) {
+    for (; nextLeftOut_ < leftOut_.size() && leftOut_[nextLeftOut_].begin <= offset; ++nextLeftOut_) {
+      if (!leftOut_[nextLeftOut_].name.empty()) bindDefinition(leftOut_[nextLeftOut_].name);
+    }
+  }
+
+ private:
+  // A node to visit, or the state to return to once a node's children are done.
+  struct Step {
+    TSNode node;
+    int loopDepth;
+    bool inDocumentation;
+    bool restoresState;
+  };
+
+  void visit(TSNode node, std::vector<Step>& steps) {
     std::string_view type = ts_node_type(node);
+    bool inDocumentation = inDocumentation_;  // for the node's children
     if (type == "import_statement") return onImport(node);
     if (type == "import_from_statement") return onFromImport(node);
     if (type == "comment") return onComment(node);
     if (type == "expression_statement" && isDocstring(node)) return;
     if (type == "class_definition") onClass(node);
-    if (type == "function_definition") return onFunction(node);
+    // A loop around a `def` does not run the function's body repeatedly, so depth restarts inside.
+    if (type == "function_definition") return onFunction(node, steps);
     if (type == "assignment") onAssignment(node);
-    if (type == "call") onCall(node);
+    if (type == "call") {
+      onCall(node);
+      // Strings a program prints or logs document a setting; they set nothing.
+      if (isDocumentingCall(node)) inDocumentation = true;
+    }
+    if (type == "keyword_argument" && isHelpKeyword(textOf(field(node, kField.name)))) inDocumentation = true;
     if (type == "comparison_operator") onComparison(node);
     if (type == "attribute") onAttribute(node);
-    if (type == "string" || type == "concatenated_string") return onString(node);
-    bool loop = isLoop(type);
-    loopDepth_ += loop;
-    walkChildren(node);
-    loopDepth_ -= loop;
+    if (type == "string" || type == "concatenated_string") {
+      onString(node);
+      // f-string interpolations hold code.
+      return visitChildren(node, loopDepth_, steps, [](std::string_view t) { return t == "interpolation" || t == "string"; });
+    }
+    visitChildren(node, loopDepth_ + isLoop(type), steps, [](std::string_view) { return true; });
+    inDocumentation_ = inDocumentation;
+  }
+
+  bool isDocumentingCall(TSNode call) const {
+    std::string callee = snippetOf(field(call, kField.function));
+    std::string last = callee.substr(callee.rfind('.') + 1);
+    for (const char* name : {"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
+      if (last == name) return true;
+    return false;
+  }
+
+  static bool isHelpKeyword(const std::string& keyword) {
+    return keyword == "help" || keyword == "description" || keyword == "epilog" || keyword == "usage";
+  }
+
+  // Schedules the named children that `wanted` admits, to be visited at `childLoopDepth`, and the
+  // return to the current depth after them.
+  template <class Wanted>
+  void visitChildren(TSNode node, int childLoopDepth, std::vector<Step>& steps, Wanted&& wanted) {
+    steps.push_back({node, loopDepth_, inDocumentation_, true});
+    size_t first = steps.size();
+    forEachNamedChild(node, [&](TSNode child) {
+      if (wanted(typeOf(child))) steps.push_back({child, 0, false, false});
+    });
+    std::reverse(steps.begin() + static_cast<std::ptrdiff_t>(first), steps.end());
+    loopDepth_ = childLoopDepth;
   }
 
  private:
-  void walkChildren(TSNode node) {
-    forEachNamedChild(node, [&](TSNode child) { walk(child); });
-  }
-
   // Calls `visit` on each named child in order. ts_node_named_child is linear in the index, so a
   // cursor steps through the siblings instead: one cursor per nesting level, reused for the file.
   template <class Visit>
@@ -116,6 +189,16 @@ class PythonWalker {
       TSNode child = ts_tree_cursor_current_node(cursor);
       if (ts_node_is_named(child)) visit(child);
     } while (ts_tree_cursor_goto_next_sibling(cursor));
+  }
+
+  // Source text kept for messages and heuristics: clipped, so that every level of a deeply nested
+  // expression holding its whole subtree's text cannot make a file cost quadratic memory.
+  std::string snippetOf(TSNode node) const {
+    constexpr uint32_t kMaxSnippet = 240;
+    if (ts_node_is_null(node)) return "";
+    uint32_t begin = ts_node_start_byte(node), end = ts_node_end_byte(node);
+    if (end - begin <= kMaxSnippet) return text_.substr(begin, end - begin);
+    return text_.substr(begin, kMaxSnippet) + "...";
   }
 
   std::string textOf(TSNode node) const {
@@ -141,44 +224,46 @@ class PythonWalker {
   // Dotted spelling of an identifier or attribute chain ("dist.ProcessGroupNCCL"); empty for
   // anything else (a call, a subscript), which cannot name a module-level object.
   std::string dottedOf(TSNode node) const {
+    std::vector<TSNode> attributes;  // outermost first
+    for (; typeOf(node) == "attribute"; node = field(node, kField.object)) attributes.push_back(field(node, kField.attribute));
     std::string_view type = typeOf(node);
-    if (type == "identifier" || type == "dotted_name") return textOf(node);
-    if (type != "attribute") return "";
-    std::string object = dottedOf(field(node, kField.object));
-    if (object.empty()) return "";
-    return object + "." + textOf(field(node, kField.attribute));
+    if (type != "identifier" && type != "dotted_name") return "";
+    std::string dotted = textOf(node);
+    for (auto it = attributes.rbegin(); it != attributes.rend(); ++it) dotted += "." + textOf(*it);
+    return dotted;
   }
 
   // The value of a string expression as far as it is known here: literals, f-string text parts,
   // `+` of known pieces and names bound to such strings earlier. Unknown parts are left out.
+  // Pieces are taken in source order from an explicit stack: `"a" + "b" + ...` nests as deep as
+  // it is long.
   std::optional<std::string> stringValueOf(TSNode node) const {
-    std::string_view type = typeOf(node);
-    if (type == "string") {
-      std::string value;
-      forEachNamedChild(node, [&](TSNode part) {
-        if (typeOf(part) == "string_content") value += textOf(part);
-      });
-      return value;
-    }
-    if (type == "concatenated_string" || type == "binary_operator") {
-      std::string value;
-      bool known = false;
-      forEachNamedChild(node, [&](TSNode child) {
-        if (auto part = stringValueOf(child)) {
-          value += *part;
+    std::string value;
+    bool known = false;
+    std::vector<TSNode> pending{node};
+    while (!pending.empty()) {
+      TSNode piece = pending.back();
+      pending.pop_back();
+      std::string_view type = typeOf(piece);
+      if (type == "string") {
+        forEachNamedChild(piece, [&](TSNode part) {
+          if (typeOf(part) == "string_content") value += textOf(part);
+        });
+        known = true;
+      } else if (type == "concatenated_string" || type == "binary_operator" ||
+                 (type == "parenthesized_expression" && ts_node_named_child_count(piece) == 1)) {
+        size_t first = pending.size();
+        forEachNamedChild(piece, [&](TSNode child) { pending.push_back(child); });
+        std::reverse(pending.begin() + static_cast<std::ptrdiff_t>(first), pending.end());
+      } else if (type == "identifier") {
+        if (auto it = constants_.find(textOf(piece)); it != constants_.end()) {
+          value += it->second;
           known = true;
         }
-      });
-      if (known) return value;
-      return std::nullopt;
+      }
     }
-    if (type == "parenthesized_expression" && ts_node_named_child_count(node) == 1) {
-      return stringValueOf(ts_node_named_child(node, 0));
-    }
-    if (type == "identifier") {
-      if (auto it = constants_.find(textOf(node)); it != constants_.end()) return it->second;
-    }
-    return std::nullopt;
+    if (!known) return std::nullopt;
+    return value;
   }
 
   void onImport(TSNode node) {
@@ -216,14 +301,9 @@ class PythonWalker {
     names_.bindLocalDefinition(textOf(field(node, kField.name)));
   }
 
-  // A loop around a `def` does not run the function's body repeatedly, so depth restarts inside.
-  void onFunction(TSNode node) {
-    std::string name = textOf(field(node, kField.name));
-    if (!isConfiguredWrapper(name)) names_.bindLocalDefinition(name);
-    int outer = loopDepth_;
-    loopDepth_ = 0;
-    walkChildren(node);
-    loopDepth_ = outer;
+  void onFunction(TSNode node, std::vector<Step>& steps) {
+    bindDefinition(textOf(field(node, kField.name)));
+    visitChildren(node, 0, steps, [](std::string_view) { return true; });
   }
 
   // `PG = dist.ProcessGroupNCCL` makes PG an alias; `CONF = "..."` a known string; any other
@@ -236,6 +316,7 @@ class PythonWalker {
     std::string name = textOf(left);
     std::string dotted = ts_node_is_null(right) ? "" : dottedOf(right);
     names_.bindAssignment(name, dotted.empty() ? "" : names_.qualify(dotted));
+    if (!ts_node_is_null(right)) assigned_[name] = snippetOf(right);
     if (auto value = ts_node_is_null(right) ? std::nullopt : stringValueOf(right)) constants_[name] = *value;
     else constants_.erase(name);
   }
@@ -252,6 +333,12 @@ class PythonWalker {
     return !dotted.empty() && names_.qualify(dotted) == "os.environ";
   }
 
+  // A call of a function the project-wide table found creating groups, by its last name.
+  bool isInferredWrapper(const std::string& dotted) const {
+    if (equivalences_.inferredGroupWrappers.empty() || dotted.empty()) return false;
+    return equivalences_.inferredGroupWrappers.contains(dotted.substr(dotted.rfind('.') + 1));
+  }
+
   bool isConfiguredWrapper(const std::string& spelling) const {
     for (const std::string& w : equivalences_.groupWrappers)
       if (w == spelling) return true;
@@ -261,18 +348,19 @@ class PythonWalker {
   void onCall(TSNode node) {
     TSNode function = field(node, kField.function);
     std::string dotted = dottedOf(function);
-    if (dotted.empty()) return;
+    // A method of a computed object (`Net().cuda()`) has no qualified name, only its spelling.
+    if (dotted.empty() && typeOf(function) != "attribute") return;
     Call call;
-    call.spelling = dotted;
-    call.qualifiedName = names_.qualify(dotted);
-    if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted)) {
+    call.spelling = dotted.empty() ? snippetOf(function) : dotted;
+    call.qualifiedName = dotted.empty() ? "" : names_.qualify(dotted);
+    if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted) || isInferredWrapper(dotted)) {
       call.qualifiedName = "torch.distributed.new_group";
     }
     call.where = locationOf(node);
     call.loopDepth = loopDepth_;
     collectArguments(field(node, kField.arguments), call);
     if (dotted == "isinstance" && names_.isBuiltin("isinstance")) onIsinstance(field(node, kField.arguments));
-    onEnvironmentCall(function, call);
+    onEnvironmentCall(function, field(node, kField.arguments), call);
     model_.calls.push_back(std::move(call));
   }
 
@@ -286,20 +374,23 @@ class PythonWalker {
         a.keyword = textOf(field(arg, kField.name));
         value = field(arg, kField.value);
       }
-      a.text = textOf(value);
+      a.text = snippetOf(value);
       a.stringValue = stringValueOf(value);
+      if (typeOf(value) == "identifier") {
+        if (auto it = assigned_.find(a.text); it != assigned_.end()) a.assignedText = it->second;
+      }
       a.where = locationOf(value);
       std::string_view valueType = typeOf(value);
       if (valueType == "list" || valueType == "tuple") {
         a.isSequenceLiteral = true;
-        forEachNamedChild(value, [&](TSNode element) { a.elements.push_back(textOf(element)); });
+        forEachNamedChild(value, [&](TSNode element) { a.elements.push_back(snippetOf(element)); });
       }
       call.arguments.push_back(std::move(a));
     });
   }
 
   // os.environ.setdefault/update, os.putenv: environment assignments through calls.
-  void onEnvironmentCall(TSNode function, const Call& call) {
+  void onEnvironmentCall(TSNode function, TSNode arguments, const Call& call) {
     if (typeOf(function) != "attribute") return;
     std::string method = textOf(field(function, kField.attribute));
     bool onEnviron = isEnviron(field(function, kField.object));
@@ -313,6 +404,16 @@ class PythonWalker {
       for (const Argument& a : call.arguments) {
         if (!a.keyword.empty()) model_.settings.push_back({a.keyword, a.stringValue.value_or(""), a.where, true});
       }
+      // os.environ.update({"KEY": value, ...})
+      forEachNamedChild(arguments, [&](TSNode dict) {
+        if (typeOf(dict) != "dictionary") return;
+        forEachNamedChild(dict, [&](TSNode pair) {
+          if (typeOf(pair) != "pair") return;
+          auto key = stringValueOf(field(pair, kField.key));
+          if (!key) return;
+          model_.settings.push_back({*key, stringValueOf(field(pair, kField.value)).value_or(""), locationOf(pair), true});
+        });
+      });
     }
   }
 
@@ -361,7 +462,7 @@ class PythonWalker {
     if (cmp.subjectCallee.empty()) cmp.subjectCallee = dotted;
     if (cmp.subjectCallee.empty() && typeOf(callee) == "attribute") cmp.subjectCallee = "." + textOf(field(callee, kField.attribute));
     cmp.subjectCallHasArguments = ts_node_named_child_count(field(lhs, kField.arguments)) > 0;
-    cmp.subjectText = textOf(lhs);
+    cmp.subjectText = snippetOf(lhs);
     cmp.where = locationOf(node);
     // The fix rewrites from the end of the subject to the end of the comparison; only the
     // subject-first order is rewritable.
@@ -373,20 +474,16 @@ class PythonWalker {
 
   bool isTypeCall(TSNode node) const {
     if (typeOf(node) != "call") return false;
-    return textOf(field(node, kField.function)) == "type" && names_.isBuiltin("type");
+    return snippetOf(field(node, kField.function)) == "type" && names_.isBuiltin("type");
   }
 
   void onAttribute(TSNode node) {
     model_.attributes.push_back(
-        {textOf(field(node, kField.attribute)), textOf(field(node, kField.object)), locationOf(field(node, kField.attribute))});
+        {textOf(field(node, kField.attribute)), snippetOf(field(node, kField.object)), locationOf(field(node, kField.attribute))});
   }
 
   void onString(TSNode node) {
-    if (auto value = stringValueOf(node)) model_.strings.push_back({*value, locationOf(node)});
-    // f-string interpolations hold code.
-    forEachNamedChild(node, [&](TSNode part) {
-      if (typeOf(part) == "interpolation" || typeOf(part) == "string") walk(part);
-    });
+    if (auto value = stringValueOf(node)) model_.strings.push_back({*value, locationOf(node), inDocumentation_});
   }
 
   void recordTypeCheck(TypeCheck::Kind kind, TSNode classExpr) {
@@ -400,14 +497,19 @@ class PythonWalker {
   const NameEquivalences& equivalences_;
   PythonNames names_;
   std::unordered_map<std::string, std::string> constants_;  // name -> string value known so far
+  std::unordered_map<std::string, std::string> assigned_;   // name -> its last assigned value's text
+  const std::vector<ParseRegion>& leftOut_;
+  size_t nextLeftOut_ = 0;
   int loopDepth_ = 0;
+  bool inDocumentation_ = false;  // inside a print/log call or a help= argument
   mutable std::deque<TSTreeCursor> cursors_;  // forEachNamedChild's, by nesting level
   mutable size_t openCursors_ = 0;
 };
 
 }  // namespace
 
-SourceModel parsePython(const std::string& path, const std::string& text, const NameEquivalences& names) {
+SourceModel parsePython(const std::string& path, const std::string& text, const NameEquivalences& names,
+                        const std::vector<ParseRegion>& regions, const std::vector<ParseRegion>& leftOut) {
   SourceModel model;
   model.path = path;
   model.language = Language::Python;
@@ -417,12 +519,20 @@ SourceModel parsePython(const std::string& path, const std::string& text, const 
     ts_parser_set_language(p.get(), tree_sitter_python());
     return p;
   }();
+  std::vector<TSRange> ranges;
+  for (const ParseRegion& r : regions) {
+    ranges.push_back({{r.beginRow, 0}, {r.endRow, r.endColumn}, static_cast<uint32_t>(r.begin), static_cast<uint32_t>(r.end)});
+  }
+  // An empty list restores the whole document for the parser's next file.
+  ts_parser_set_included_ranges(parser.get(), ranges.data(), static_cast<uint32_t>(ranges.size()));
   TreePtr tree(ts_parser_parse_string(parser.get(), nullptr, text.data(), static_cast<uint32_t>(text.size())),
                &ts_tree_delete);
   if (!tree) return model;
   TSNode root = ts_tree_root_node(tree.get());
   model.hadSyntaxErrors = ts_node_has_error(root);
-  PythonWalker(text, model, names).walk(root);
+  PythonWalker walker(text, model, names, leftOut);
+  walker.walk(root);
+  walker.bindLeftOutBefore(text.size() + 1);
   return model;
 }
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include <toml++/toml.h>
+#include "engine/toml.h"
 
 #include "frontends.h"
 

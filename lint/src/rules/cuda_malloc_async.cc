@@ -3,27 +3,10 @@
 
 #include "nccl_migrate/lint/rule.h"
 #include "registry.h"
+#include "torch_names.h"
 
 namespace nccl_migrate::lint {
 namespace {
-
-bool isAllocatorVariable(const std::string& key) {
-  return key == "PYTORCH_CUDA_ALLOC_CONF" || key == "PYTORCH_ALLOC_CONF";
-}
-
-// "backend:cudaMallocAsync" among comma-separated options, spaces allowed around the colon.
-bool selectsCudaMallocAsync(const std::string& value) {
-  size_t at = value.find("backend");
-  while (at != std::string::npos) {
-    size_t colon = value.find_first_not_of(" \t", at + 7);
-    if (colon != std::string::npos && value[colon] == ':') {
-      size_t name = value.find_first_not_of(" \t", colon + 1);
-      if (name != std::string::npos && value.compare(name, 15, "cudaMallocAsync") == 0) return true;
-    }
-    at = value.find("backend", at + 7);
-  }
-  return false;
-}
 
 bool isAllocatorSettingsCall(const std::string& q) {
   return q == "torch.cuda.memory._set_allocator_settings" || q == "torch.cuda._set_allocator_settings" ||
@@ -41,8 +24,21 @@ class CudaMallocAsync final : public Rule {
 
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
     for (const Setting& s : model.settings) {
-      if (!isAllocatorVariable(s.key) || !selectsCudaMallocAsync(s.value)) continue;
-      out.push_back(finding(model, s.where, s.key + "=" + s.value + " selects the cudaMallocAsync allocator: " + kWhy));
+      if (!selectsCudaMallocAsync(s.value)) continue;
+      if (isAllocatorVariable(s.key)) {
+        out.push_back(finding(model, s.where, s.key + "=" + s.value + " selects the cudaMallocAsync allocator: " + kWhy));
+      } else {
+        // A job's own key or variable (a launcher config, ALLOC_CONF=...) carrying the value on.
+        out.push_back(finding(model, s.where, s.key + ": \"" + s.value + "\" selects the cudaMallocAsync allocator "
+                                                  "once it reaches PYTORCH_CUDA_ALLOC_CONF: " + kWhy));
+      }
+    }
+    // The literal, wherever the string goes next (built in a variable, joined, passed on);
+    // printed, logged and help texts only document it.
+    for (const StringLiteral& str : model.strings) {
+      if (str.documentation || !selectsCudaMallocAsync(str.value)) continue;
+      out.push_back(finding(model, str.where, "\"" + str.value + "\" selects the cudaMallocAsync allocator once it "
+                                                  "reaches PYTORCH_CUDA_ALLOC_CONF: " + kWhy));
     }
     for (const Call& call : model.calls) {
       if (!isAllocatorSettingsCall(call.qualifiedName)) continue;

@@ -22,11 +22,11 @@ bool createsGroup(const Call& call) {
          isDistributed(q, "new_subgroups_by_enumeration");
 }
 
-// A literal backend other than NCCL's default name ("gloo", "nccl-lazy") is not eager NCCL.
+// A known backend that resolves to no eager NCCL ("gloo", "nccl-lazy") is not eager NCCL.
 bool eagerNccl(const Call& call) {
   const Argument* backend = call.keyword("backend");
   if (!backend || !backend->stringValue) return true;
-  return selectsDefaultNccl(*backend->stringValue) || *backend->stringValue == "nccl2";
+  return selectsEagerNccl(*backend->stringValue);
 }
 
 class EagerGroupCreation final : public Rule {

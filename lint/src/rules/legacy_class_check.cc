@@ -46,6 +46,14 @@ class LegacyClassCheck final : public Rule {
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
     for (const TypeCheck& check : model.typeChecks) {
       if (!kLegacyClass.contains(check.qualifiedName)) continue;
+      if (!check.downcastTo.empty()) {
+        out.push_back(finding(model, check.where,
+                              check.spelling + " downcasts a ProcessGroupNCCL to " + check.downcastTo +
+                                  ", which the object is no longer under the rewritten backend: backend=\"nccl\" builds "
+                                  "c10d::nccl2::ProcessGroupNCCL in torch 2.15, not " + check.downcastTo + ", so the cast " +
+                                  consequence(check)));
+        continue;
+      }
       out.push_back(finding(model, check.where,
                             describe(check) + " " + consequence(check) +
                                 ": backend=\"nccl\" builds ProcessGroupNCCL2 (c10d::nccl2::ProcessGroupNCCL) "

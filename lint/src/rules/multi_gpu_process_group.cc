@@ -59,13 +59,45 @@ class MultiGpuProcessGroup final : public Rule {
  private:
   void checkDdp(const SourceModel& model, const Call& call, std::vector<Finding>& out) const {
     const Argument* ids = call.argument("device_ids", 1);
-    if (!ids) return;
-    bool several = ids->isSequenceLiteral ? ids->elements.size() > 1
-                                          : ids->text.find("range(") != std::string::npos;
-    if (!several) return;
-    out.push_back(finding(model, ids->where, "DistributedDataParallel with device_ids=" + ids->text +
+    if (!ids) return checkDdpWithoutDevice(model, call, out);
+    if (!severalDevices(*ids)) return;
+    std::string spelled = ids->assignedText.empty() ? ids->text : ids->text + " (= " + ids->assignedText + ")";
+    out.push_back(finding(model, ids->where, "DistributedDataParallel with device_ids=" + spelled +
                                                  " drives several GPUs from one process; " + kWhy +
                                                  ". Pass exactly one device (device_ids=[local_rank]) and run one process per GPU"));
+  }
+
+  // A list literal of several devices, or one built at run time from a range or the device count.
+  static bool severalDevices(const Argument& ids) {
+    if (ids.isSequenceLiteral) return ids.elements.size() > 1;
+    for (const std::string* text : {&ids.text, &ids.assignedText}) {
+      if (text->find("range(") != std::string::npos || text->find("device_count(") != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  // DDP(model) with no device_ids after model.cuda(), in a process that never picks its GPU: every
+  // rank's model lands on cuda:0.
+  void checkDdpWithoutDevice(const SourceModel& model, const Call& ddp, std::vector<Finding>& out) const {
+    const Call* moved = nullptr;
+    for (const Call& call : model.calls) {
+      if (selectsDevice(call)) return;
+      bool toDefaultCuda = call.spelling.ends_with(".cuda") && call.arguments.empty() && call.where.line <= ddp.where.line;
+      if (toDefaultCuda && !moved) moved = &call;
+    }
+    if (!moved) return;
+    out.push_back(finding(model, ddp.where,
+                          ddp.spelling + "() without device_ids wraps a model moved with " + moved->spelling +
+                              "() (line " + std::to_string(moved->where.line) +
+                              ") in a process that never selects its GPU, so every rank runs on cuda:0; the rewritten "
+                              "backend binds each process group to one device and such jobs fail with \"Duplicate GPU "
+                              "detected\". Call torch.cuda.set_device(local_rank) first and pass device_ids=[local_rank]"));
+  }
+
+  static bool selectsDevice(const Call& call) {
+    const std::string& q = call.qualifiedName;
+    if (q == "torch.cuda.set_device" || q == "torch.accelerator.set_device_index" || q == "torch.cuda.device") return true;
+    return isDistributed(q, "init_process_group") && call.keyword("device_id");
   }
 
   void checkTensorLists(const SourceModel& model, const Call& call, std::vector<Finding>& out) const {
@@ -97,6 +129,7 @@ class MultiGpuProcessGroup final : public Rule {
                    {.anyOf = {"DataParallel", "*_multigpu", "*cuda:#", ".cuda(#", "\"cuda\", #", "\"cuda\",#",
                               "'cuda', #", "'cuda',#"},
                     .module = "torch.distributed"}},
+      .contextWords = {"set_device*", "set_device_index", "device_id", ".cuda(", "cuda.device"},
   };
 };
 

@@ -50,6 +50,7 @@ class P2pOnEagerBackend final : public Rule {
       .enabledByDefault = true,
       .triggers = {{.anyOf = {"send(", "recv(", "isend(", "irecv(", "batch_isend_irecv(", "P2POp"},
                     .module = "torch.distributed"}},
+      .contextWords = {"nccl-lazy", "\"gloo\"", "'gloo'"},
   };
 };
 

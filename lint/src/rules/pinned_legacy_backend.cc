@@ -3,6 +3,7 @@
 
 #include "nccl_migrate/lint/rule.h"
 #include "registry.h"
+#include "torch_names.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -12,23 +13,13 @@ constexpr const char* kAdvice =
     "rewritten backend changes. Run the job under both behaviours with `nccl-migrate ab`, or select the behaviour "
     "per run through nccl-migrate's shim (`nccl-migrate run`), then drop the pin";
 
-// "nccl-legacy" or a device map entry "cuda:nccl-legacy".
-bool namesLegacyBackend(const std::string& value) {
-  size_t at = value.find("nccl-legacy");
-  if (at == std::string::npos) return false;
-  bool startsWord = at == 0 || value[at - 1] == ':' || value[at - 1] == ',' || value[at - 1] == ' ';
-  size_t end = at + 11;
-  bool endsWord = end == value.size() || value[end] == ',' || value[end] == ' ';
-  return startsWord && endsWord;
-}
-
 class PinnedLegacyBackend final : public Rule {
  public:
   const RuleInfo& info() const override { return info_; }
 
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
     for (const Setting& s : model.settings) {
-      if (s.key == "TORCH_DIST_USE_NCCL2" && s.value == "0") {
+      if (isUseNccl2Variable(s.key) && useNccl2SelectsLegacy(s.value)) {
         out.push_back(finding(model, s.where, "TORCH_DIST_USE_NCCL2=0 makes backend \"nccl\" build the legacy "
                                               "ProcessGroupNCCL; " + std::string(kAdvice)));
       } else if (!s.isEnvironment && namesLegacyBackend(s.value)) {

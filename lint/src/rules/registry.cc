@@ -8,6 +8,7 @@ const std::vector<const Rule*>& allRules() {
   static const std::vector<const Rule*> rules = {
       &unusedSuppressionRule(),     &multiGpuProcessGroupRule(), &initWithoutDeviceIdRule(),
       &legacyClassCheckRule(),      &backendNameComparisonRule(), &legacyOnlyAttributeRule(),
+      &legacyClassConstructionRule(),
       &cudaMallocAsyncRule(),       &eagerGroupCreationRule(),   &pinnedLegacyBackendRule(),
       &p2pOnEagerBackendRule(),
   };

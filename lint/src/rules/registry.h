@@ -11,6 +11,7 @@ const Rule& initWithoutDeviceIdRule();     // NM102
 const Rule& legacyClassCheckRule();        // NM201
 const Rule& backendNameComparisonRule();   // NM202
 const Rule& legacyOnlyAttributeRule();     // NM203
+const Rule& legacyClassConstructionRule(); // NM204
 const Rule& cudaMallocAsyncRule();         // NM301
 const Rule& eagerGroupCreationRule();      // NM401
 const Rule& pinnedLegacyBackendRule();     // NM501

@@ -1,4 +1,5 @@
-// Names of torch's distributed API and backend values, shared by the rules that test them.
+// Names of torch's distributed API and backend values, shared by the rules that test them. What a
+// backend string or TORCH_DIST_USE_NCCL2 means is the shim's decision (shim/): these only ask it.
 #pragma once
 
 #include <string>
@@ -15,20 +16,27 @@ inline bool isDistributed(const std::string& qualified, std::string_view name) {
          qualified.ends_with(name);
 }
 
-// A backend string that selects torch's NCCL backend under its default name: "nccl",
-// "cuda:nccl" in a device map ("cpu:gloo,cuda:nccl"). Excludes nccl2/nccl-lazy/nccl-legacy,
-// which name one implementation explicitly.
-inline bool selectsDefaultNccl(const std::string& backend) {
-  if (backend == "nccl") return true;
-  size_t at = 0;
-  while ((at = backend.find("nccl", at)) != std::string::npos) {
-    bool startsWord = at == 0 || backend[at - 1] == ':' || backend[at - 1] == ',';
-    size_t end = at + 4;
-    bool endsWord = end == backend.size() || backend[end] == ',';
-    if (startsWord && endsWord) return true;
-    at = end;
-  }
-  return false;
-}
+// A backend string that selects torch's NCCL backend under its default name, as torch reads it:
+// "nccl" in any case, alone or as a device's entry ("cpu:gloo,cuda:NCCL"). Excludes
+// nccl2/nccl-lazy/nccl-legacy, which name one implementation explicitly.
+bool selectsDefaultNccl(const std::string& backend);
+
+// A backend string with an entry that torch 2.15 resolves to the rewritten backend with eager
+// communicators ("nccl" with TORCH_DIST_USE_NCCL2 unset, "nccl2"; not "nccl-lazy" or legacy).
+bool selectsEagerNccl(const std::string& backend);
+
+// A value holding a backend string (alone or among words, as in "--backend nccl-legacy") that
+// names the legacy backend explicitly.
+bool namesLegacyBackend(const std::string& value);
+
+// A TORCH_DIST_USE_NCCL2 value under which "nccl" builds the legacy backend.
+bool useNccl2SelectsLegacy(const std::string& value);
+
+// TORCH_DIST_USE_NCCL2, PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF, by the shim's names.
+bool isUseNccl2Variable(const std::string& key);
+bool isAllocatorVariable(const std::string& key);
+
+// A PYTORCH_(CUDA_)ALLOC_CONF value, known in full or in part, that selects cudaMallocAsync.
+bool selectsCudaMallocAsync(const std::string& allocatorSettings);
 
 }  // namespace nccl_migrate::lint

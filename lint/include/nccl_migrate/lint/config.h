@@ -28,8 +28,9 @@ struct LintConfig {
   std::vector<std::string> exclude;
   // Path glob -> codes ignored in those files.
   std::map<std::string, std::vector<std::string>> perFileIgnores;
-  // Python module treated as another: {"deepspeed.comm": "torch.distributed"}.
-  std::map<std::string, std::string> equivalentModules;
+  // Python module treated as another. Well-known mirrors of torch.distributed are built in; the
+  // configuration adds to them (or maps one elsewhere).
+  std::map<std::string, std::string> equivalentModules = {{"deepspeed.comm", "torch.distributed"}};
   // Project functions that create process groups like torch.distributed.new_group.
   std::vector<std::string> groupWrappers;
   // A file with at least this many group-creation calls is reported (NM401).

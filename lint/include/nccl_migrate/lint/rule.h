@@ -24,8 +24,8 @@ struct Trigger {
   std::vector<std::string> anyOf;     // one of these words ...
   std::vector<std::string> andAnyOf;  // ... and, when given, one of these too ...
   // ... and, when given, a mention of this Python module: its last name anywhere in the file
-  // (`import torch.distributed`, `from torch._C import _distributed_c10d`) or the last name of a
-  // module the configuration declares equivalent to it (equivalent-modules). For rules that report
+  // (`import torch.distributed`, `from torch._C import _distributed_c10d`) or the first name of a
+  // module declared equivalent to it (equivalent-modules, built-in ones included: `deepspeed`). For rules that report
   // only names qualified under the module, which a file that never names it cannot bind.
   std::string module;
 };
@@ -44,6 +44,11 @@ struct RuleInfo {
   // file once for every enabled rule's triggers and parses it only for the rules one matches.
   // A trigger names what every finding of the rule needs, never more.
   std::vector<Trigger> triggers;
+  // Python files are parsed only in their top-level statements and in the functions and classes
+  // that hold a word of a triggered rule (its triggers' words, or these): a rule that reads facts
+  // from elsewhere in the file (the process selecting its GPU, a string naming nccl-lazy) names
+  // their words here.
+  std::vector<std::string> contextWords;
 };
 
 struct Edit {

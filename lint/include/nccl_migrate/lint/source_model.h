@@ -33,8 +33,11 @@ struct TypeCheck {
   enum class Kind { Isinstance, TypeIdentity, CheckedCast, UncheckedCast, Subclass };
   Kind kind;
   std::string qualifiedName;
-  std::string spelling;  // the name as written in the source, for messages
+  std::string spelling;  // the name, or the whole cast, as written in the source, for messages
   Location where;
+  // A cast from the class `qualifiedName` down to this subclass of it (a project's own), which the
+  // object stops being when the backend is replaced; empty for other checks.
+  std::string downcastTo;
 };
 
 // One argument of a call as written.
@@ -43,6 +46,9 @@ struct Argument {
   std::string text;                        // source text of the value
   std::optional<std::string> stringValue;  // the value when it is a string known at this point
   std::vector<std::string> elements;       // source text of each element of a list/tuple literal
+  // For a name, the source text of the value last assigned to it in the file (clipped); empty
+  // otherwise. `device_ids=gpus` after `gpus = list(range(n))`.
+  std::string assignedText;
   bool isSequenceLiteral = false;
   Location where;
 };
@@ -97,6 +103,8 @@ struct AttributeUse {
 struct StringLiteral {
   std::string value;
   Location where;
+  // Printed, logged or a help text: it documents a value rather than setting one.
+  bool documentation = false;
 };
 
 // A key set to a value: environment variables (Python os.environ, shell export, Dockerfile ENV,

@@ -24,6 +24,12 @@ struct AllocatorOption {
 // commas and colons inside [...] belong to the value. Errors name the entry and the fix.
 Outcome<std::vector<AllocatorOption>> parseAllocatorConfig(std::string_view text);
 
+// The allocator backend that a setting's value selects (its last "backend" entry), or nullopt
+// when it names none. Each top-level entry is read on its own, so a value known only in part (a
+// linter sees "backend:cudaMallocAsync,max_split_size_mb:" where the number is computed) still
+// tells; entries that cannot be read are passed over.
+std::optional<std::string> allocatorBackendIn(std::string_view text);
+
 // The allocator backend a job asked for and the variable that says so.
 struct AllocatorBackendSetting {
   std::string variable;  // "PYTORCH_ALLOC_CONF" or "PYTORCH_CUDA_ALLOC_CONF"

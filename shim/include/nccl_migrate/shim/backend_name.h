@@ -36,4 +36,8 @@ struct NameResolution {
 std::optional<NameResolution> resolveNcclName(std::string_view name,
                                               std::optional<std::string_view> useNccl2);
 
+// Whether `name` is torch's default NCCL name, "nccl" in any case: the one name whose behaviour
+// TORCH_DIST_USE_NCCL2 decides.
+bool isDefaultNcclName(std::string_view name);
+
 }  // namespace nccl_migrate::shim

@@ -1,0 +1,10 @@
+// Fuzz target: the shell script scanner.
+#include "frontends/frontends.h"
+#include "fuzz_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string text = nccl_migrate::lint::fuzz::textOf(data, size);
+  (void)nccl_migrate::lint::scanShell("fuzz.sh", text);
+  nccl_migrate::lint::fuzz::lintAs("fuzz.sh", text);
+  return 0;
+}
