@@ -98,6 +98,9 @@ nccl_migrate_torch_feature(gather_single feature
 nccl_migrate_torch_feature(premul_sum_names adapted
   "c10d::PreMulSumSupplement and makePreMulSum; older torch names them NCCLPreMulSumSupplement and makeNCCLPreMulSum, which the toolkit then aliases"
   "DECL:${_tf}/Types.hpp:struct PreMulSumSupplement")
+nccl_migrate_torch_feature(gloo_alltoall adapted
+  "ProcessGroupGloo::alltoall (the list form); older torch's Gloo has only the flat alltoall_base, which the CPU communicator then packs the lists into"
+  "DECL:${_tf}/ProcessGroupGloo.hpp:Work> alltoall\\(")
 nccl_migrate_torch_feature(work_timeout feature
   "Work::getTimeout; without it a toolkit Work's timeout is not visible through torch's Work"
   "DECL:${_tf}/Work.hpp:getTimeout\\(")

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -200,6 +202,57 @@ std::unique_ptr<InFlight> GlooCommunicator::allToAll(at::Tensor& output, at::Ten
   // Gloo takes the split sizes by reference and may consume them: it gets copies.
   std::vector<int64_t> outSplits = outputSplits, inSplits = inputSplits;
   return track(gloo().alltoall_base(output, input, outSplits, inSplits));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) {
+  std::vector<std::vector<at::Tensor>> outputLists;
+  if (info_.rank == root) outputLists.push_back(outputs);
+  std::vector<at::Tensor> inputs{input};
+  c10d::GatherOptions options;
+  options.rootRank = root;
+  return track(gloo().gather(outputLists, inputs, options));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) {
+  std::vector<at::Tensor> outputs{output};
+  std::vector<std::vector<at::Tensor>> inputLists;
+  if (info_.rank == root) inputLists.push_back(inputs);
+  c10d::ScatterOptions options;
+  options.rootRank = root;
+  return track(gloo().scatter(outputs, inputLists, options));
+}
+
+std::unique_ptr<InFlight> GlooCommunicator::allToAll(std::vector<at::Tensor>& outputs,
+                                                     std::vector<at::Tensor>& inputs) {
+#if NCCL_MIGRATE_TORCH_HAS_GLOO_ALLTOALL
+  return track(gloo().alltoall(outputs, inputs));
+#else
+  // Older torch's Gloo (2.11) has only the flat all-to-all: the inputs go as one buffer split
+  // per peer, and each peer's part is copied out once it arrived.
+  std::vector<at::Tensor> flatInputs;
+  std::vector<int64_t> inSplits, outSplits;
+  for (const at::Tensor& in : inputs) {
+    flatInputs.push_back(in.reshape(-1));
+    inSplits.push_back(in.numel());
+  }
+  int64_t received = 0;
+  for (const at::Tensor& out : outputs) {
+    outSplits.push_back(out.numel());
+    received += out.numel();
+  }
+  at::Tensor flatIn = at::cat(flatInputs);
+  at::Tensor flatOut = at::empty({received}, outputs.at(0).options());
+  // Gloo takes the split sizes by reference and may consume them: it gets copies.
+  std::vector<int64_t> outSplitsArg = outSplits, inSplitsArg = inSplits;
+  auto copyOut = [outputs, flatOut, outSplits] {
+    int64_t offset = 0;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      outputs[i].copy_(flatOut.narrow(0, offset, outSplits[i]).view(outputs[i].sizes()));
+      offset += outSplits[i];
+    }
+  };
+  return track(gloo().alltoall_base(flatOut, flatIn, outSplitsArg, inSplitsArg), /*hasFuture=*/true, copyOut);
+#endif
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::send(at::Tensor& tensor, int peer) {

@@ -16,7 +16,7 @@ namespace nccl_migrate::backends {
 
 struct AbortSignal;  // pending ops fail when the communicator is aborted
 
-class GlooCommunicator final : public Communicator {
+class GlooCommunicator final : public Communicator, public NativeListOps {
  public:
   GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10d::Backend> gloo);
   ~GlooCommunicator() override;
@@ -35,6 +35,11 @@ class GlooCommunicator final : public Communicator {
   void copyAfterBatch(const at::Tensor& to, const at::Tensor& from) override;
   std::unique_ptr<InFlight> endBatch() override;
   void abort() override;
+
+  NativeListOps* nativeListOps() override { return this; }
+  std::unique_ptr<InFlight> gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) override;
+  std::unique_ptr<InFlight> scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) override;
+  std::unique_ptr<InFlight> allToAll(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs) override;
 
  private:
   c10d::Backend& gloo();

@@ -3,6 +3,7 @@
 
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
 
 #include "nccl_migrate/backends/migrate_backend.h"
 
@@ -67,7 +68,14 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
   cv_.notify_all();
   if (unsettled_) unsettled_->fetch_sub(1, std::memory_order_relaxed);
   if (error) inFlight_->giveUp();
-  for (const auto& [observer, token] : identity_.settleListeners) observer->onSettled(token, error);
+  for (const auto& [observer, token] : identity_.settleListeners) {
+    try {
+      observer->onSettled(token, error);
+    } catch (const std::exception& e) {
+      // Often on the watchdog thread, which every group of the process needs.
+      LOG(ERROR) << "[nccl_migrate] an op observer failed on " << identity_.description << ": " << e.what();
+    }
+  }
   if (!error) return;
   if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, inFlight_->onDevice(), messageOf(exception()));
 }

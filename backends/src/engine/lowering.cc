@@ -63,6 +63,11 @@ std::unique_ptr<InFlight> reduceScatterList(Target t, const at::Tensor& output, 
 }
 
 std::unique_ptr<InFlight> gather(Target t, const std::vector<at::Tensor>& outputs, const at::Tensor& input, int root) {
+  if (NativeListOps* native = t.comm.nativeListOps()) {
+    std::vector<at::Tensor> outs = outputs;
+    at::Tensor in = input;
+    return native->gather(outs, in, root);
+  }
   int me = t.comm.info().rank;
   return oneLaunch(t, [&] {
     at::Tensor in = input;
@@ -79,6 +84,11 @@ std::unique_ptr<InFlight> gather(Target t, const std::vector<at::Tensor>& output
 }
 
 std::unique_ptr<InFlight> scatter(Target t, const at::Tensor& output, const std::vector<at::Tensor>& inputs, int root) {
+  if (NativeListOps* native = t.comm.nativeListOps()) {
+    std::vector<at::Tensor> ins = inputs;
+    at::Tensor out = output;
+    return native->scatter(out, ins, root);
+  }
   int me = t.comm.info().rank;
   return oneLaunch(t, [&] {
     at::Tensor out = output;
@@ -98,6 +108,10 @@ std::unique_ptr<InFlight> scatter(Target t, const at::Tensor& output, const std:
 // from the sender, so both sides skip the same pairs.
 std::unique_ptr<InFlight> allToAllList(Target t, const std::vector<at::Tensor>& outputs,
                                        const std::vector<at::Tensor>& inputs) {
+  if (NativeListOps* native = t.comm.nativeListOps()) {
+    std::vector<at::Tensor> outs = outputs, ins = inputs;
+    return native->allToAll(outs, ins);
+  }
   int me = t.comm.info().rank;
   return oneLaunch(t, [&] {
     for (int peer = 0; peer < t.comm.info().size; ++peer) {

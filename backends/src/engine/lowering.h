@@ -2,7 +2,8 @@
 // list forms through a staging buffer, gather, scatter and the list all-to-all as sends and
 // receives, barrier as a one-element all-reduce. Each runs as one launch: a batch of its own, or
 // as members of the batch the job has open (then the batch's InFlight answers and these return
-// nullptr). Tensors arrive validated; ranks are communicator ranks.
+// nullptr). A transport with list forms of its own (NativeListOps) runs those instead. Tensors
+// arrive validated; ranks are communicator ranks.
 #pragma once
 
 #include <memory>

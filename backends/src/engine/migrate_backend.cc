@@ -51,11 +51,13 @@ MigrateBackend::MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int
       factory_(makeFactory_(store_, options_)),
       backendName_(policy_->backendName()) {
   registerWithFlightRecorder();
-  services_->registry->add(this);
+  TORCH_CHECK(services_, "a toolkit backend needs engine services");
   instanceTag_ = uniqueInstanceTag();
   // A reconfigurable group has no members to connect to until reconfigure() names them.
   awaitingReconfigure_ = options_.enableReconfigure;
   if (!awaitingReconfigure_) connectEagerly();
+  // Last: a constructor that throws runs no destructor, and the registry must never keep it.
+  services_->registry->add(this);
 }
 
 void MigrateBackend::registerWithFlightRecorder() {
@@ -219,7 +221,12 @@ IssuedOp MigrateBackend::describeIssued(std::string name, c10d::OpType type, uin
 SettleListeners MigrateBackend::notifyIssued(const IssuedOp& issued) const {
   SettleListeners observed;
   for (const auto& observer : services_->observers) {
-    if (auto token = observer->onIssued(issued)) observed.emplace_back(observer, *token);
+    try {
+      if (auto token = observer->onIssued(issued)) observed.emplace_back(observer, *token);
+    } catch (const std::exception& e) {
+      // An observer sees ops; it never stops one.
+      LOG(ERROR) << "[nccl_migrate] an op observer failed on " << issued.name << ": " << e.what();
+    }
   }
   return observed;
 }

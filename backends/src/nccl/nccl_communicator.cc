@@ -1,6 +1,7 @@
 // NcclCommunicator: see nccl_communicator.h.
 #include "nccl_communicator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -27,6 +28,10 @@ struct NcclCommunicator::OpenBatch {
   // Tensors of every op of the batch, temporaries included: NCCL reads them at the group's
   // end, so they live until the batch's work completes, as torch stashes coalesced tensors.
   std::vector<at::Tensor> stash;
+  // The streams the job issued the batch's ops from. NCCL launches a group's calls only at its
+  // end, so the communicator's stream waits for each of them once, there: that covers what the
+  // job queued between the batch's ops too, and a batch that launches nothing but copies.
+  std::vector<nccl::StreamRef> callers;
   // Copies out of staging buffers (copyAfterBatch), run once the group has launched.
   std::vector<std::function<void()>> afterLaunch;
   bool captured = false;
@@ -182,11 +187,12 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
   auto current = runtime.makeCurrent(info_.device);
   nccl::StreamRef caller = runtime.currentStream(info_.device);
   bool captured = runtime.capturing(caller);
-  // Every op, inside a batch too, waits for what the job queued before it: a batch's later ops
-  // may read tensors the job wrote between them.
-  auto ready = runtime.newEvent(info_.device);
-  ready->record(caller);
-  ready->block(stream_);
+  // Every op waits for what the job queued before it; inside a batch, at the batch's end.
+  if (batch_) {
+    noteBatchCaller(caller);
+  } else {
+    waitFor(caller);
+  }
   handle_->use(l.op, [&](ncclComm_t comm) { l.issue(comm, stream_.forNccl()); });
   for (const at::Tensor& t : l.tensors) runtime.recordStream(t, stream_);
   if (batch_) {
@@ -195,6 +201,17 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
     return nullptr;  // the batch's InFlight, from endBatch, covers this op
   }
   return finished(l.op, std::move(l.tensors), captured);
+}
+
+void NcclCommunicator::waitFor(const nccl::StreamRef& caller) {
+  auto ready = seams_.runtime->newEvent(info_.device);
+  ready->record(caller);
+  ready->block(stream_);
+}
+
+void NcclCommunicator::noteBatchCaller(const nccl::StreamRef& caller) {
+  auto& callers = batch_->callers;
+  if (std::find(callers.begin(), callers.end(), caller) == callers.end()) callers.push_back(caller);
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::finished(std::string_view op, std::vector<at::Tensor> stash,
@@ -309,6 +326,8 @@ void NcclCommunicator::beginBatch() {
 // batch's ops wrote; both tensors live until the batch's InFlight is done.
 void NcclCommunicator::copyAfterBatch(const at::Tensor& to, const at::Tensor& from) {
   TORCH_CHECK(batch_, "copyAfterBatch outside a batch on communicator ", info_.key);
+  auto current = seams_.runtime->makeCurrent(info_.device);
+  noteBatchCaller(seams_.runtime->currentStream(info_.device));  // it may read what the job wrote
   batch_->stash.insert(batch_->stash.end(), {to, from});
   batch_->afterLaunch.push_back([this, to, from] {
     seams_.runtime->copy(to, from, stream_);
@@ -321,6 +340,7 @@ std::unique_ptr<InFlight> NcclCommunicator::endBatch() {
   TORCH_CHECK(batch_, "endCoalescing without startCoalescing on communicator ", info_.key);
   auto current = seams_.runtime->makeCurrent(info_.device);
   std::unique_ptr<OpenBatch> batch = std::move(batch_);
+  for (const nccl::StreamRef& caller : batch->callers) waitFor(caller);
   handle_->use("coalescing", [&](ncclComm_t) { batch->group->end(); });  // the batch launches here
   for (auto& copy : batch->afterLaunch) copy();
   return finished("coalescing", std::move(batch->stash), batch->captured);

@@ -63,6 +63,9 @@ class NcclCommunicator final : public Communicator {
                    std::shared_ptr<nccl::CommHandle> handle, nccl::StreamRef stream);
   nccl::CallSite site(std::string_view op) const { return handle_->site(op); }
   std::unique_ptr<InFlight> launch(Launch launch);
+  // The communicator's stream waits for what the job queued on `caller` so far.
+  void waitFor(const nccl::StreamRef& caller);
+  void noteBatchCaller(const nccl::StreamRef& caller);
   std::unique_ptr<InFlight> finished(std::string_view op, std::vector<at::Tensor> stash, bool captured);
 
   CommunicatorInfo info_;

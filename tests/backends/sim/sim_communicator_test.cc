@@ -450,6 +450,29 @@ TEST(SimulatedDevice, Defect07_BatchesOrderEachOpAndCopyAfterTheLaunch) {
 
 // Review item 11: an op that throws between ncclGroupStart and ncclGroupEnd must not leave the
 // thread's group open (every later call would be deferred forever: a hang).
+// A lowered op may launch no NCCL call at all (gather and all_to_all on a one-rank group copy
+// this rank's own part): its copies still wait for what the job queued on its stream.
+TEST(SimulatedDevice, LoweredOpsThatOnlyCopyWaitForTheJob) {
+  EXPECT_EQ(runRanks(1,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten());
+                       JobStream job;
+                       at::Tensor input = at::zeros({3});
+                       job->enqueue([input]() mutable {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                         input.fill_(7.0);
+                       });
+                       std::vector<std::vector<at::Tensor>> gathered{{at::full({3}, -1.0)}};
+                       std::vector<at::Tensor> in{input};
+                       pg->gather(gathered, in, {})->wait(std::chrono::milliseconds(10000));
+                       expectEqual(gathered[0][0], at::full({3}, 7.0), "gather copied its input before the job wrote it");
+                       std::vector<at::Tensor> outs{at::full({3}, -1.0)};
+                       pg->alltoall(outs, in, {})->wait(std::chrono::milliseconds(10000));
+                       expectEqual(outs[0], at::full({3}, 7.0), "all_to_all copied its input before the job wrote it");
+                     }),
+            "");
+}
+
 TEST(SimulatedDevice, Defect11_AFailedGroupedOpLeavesNoGroupOpen) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
@@ -712,11 +735,15 @@ TEST(SimulatedDevice, Defect13_NonblockingCallsAreIssuedBeforeTheNext) {
                        c10d::GatherOptions go;
                        go.rootRank = 1;
                        std::vector<std::vector<at::Tensor>> toRoot;
-                       if (ctx.rank == 1) toRoot = gathered;
+                       if (ctx.rank == 1) {
+                         toRoot.emplace_back();
+                         for (int r = 0; r < ctx.size; ++r) toRoot[0].push_back(at::full({2}, -1.0));
+                       }
                        waitOn(pg->gather(toRoot, in, go));
                        waitOn(pg->barrier({}));
                        for (int r = 0; r < ctx.size; ++r) {
-                         expectEqual(gathered[0][r], at::full({2}, r), "all_gather then gather, from " + std::to_string(r));
+                         expectEqual(gathered[0][r], at::full({2}, r), "all_gather, from " + std::to_string(r));
+                         if (ctx.rank == 1) expectEqual(toRoot[0][r], at::full({2}, r), "gather, from " + std::to_string(r));
                        }
                        check(api->inProgressReturns() >= 5,
                              "the simulated NCCL answered only " + std::to_string(api->inProgressReturns()) +

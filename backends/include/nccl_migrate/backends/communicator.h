@@ -73,6 +73,20 @@ struct CommunicatorInfo {
   std::string implementation;  // "nccl" or "gloo"
 };
 
+// List forms a transport's library runs with a completion of its own, used instead of the
+// engine's lowering. Gloo's gather, scatter and all-to-all complete through futures, while its
+// send and receive complete only inside a wait(): lowered onto those, such ops could be neither
+// watched nor completed until someone waited.
+class NativeListOps {
+ public:
+  virtual ~NativeListOps() = default;
+  // outputs (one per rank) is filled on the root only.
+  virtual std::unique_ptr<InFlight> gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) = 0;
+  // inputs (one per rank) is read on the root only.
+  virtual std::unique_ptr<InFlight> scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) = 0;
+  virtual std::unique_ptr<InFlight> allToAll(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs) = 0;
+};
+
 // The primitives a transport implements; the engine lowers every other form onto them (list
 // forms, uneven lists, gather, scatter, barrier, reduce ops). Ranks in these calls are
 // communicator ranks (positions in CommunicatorInfo::groupRanks). Tensors arrive validated and
@@ -111,6 +125,9 @@ class Communicator {
 
   // Stops outstanding ops and frees the transport; later ops fail. Never throws.
   virtual void abort() = 0;
+
+  // The transport's own list forms, where it has them; null: the engine lowers them.
+  virtual NativeListOps* nativeListOps() { return nullptr; }
 };
 
 // What a group asks of its NCCL communicators: torch's ProcessGroupNCCL.Options (its config and
