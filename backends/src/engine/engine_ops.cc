@@ -59,7 +59,12 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::asOneBatch(size_t count, const Is
     return last;
   }
   startCoalescing();
-  for (size_t i = 0; i < count; ++i) issueNth(i);
+  try {
+    for (size_t i = 0; i < count; ++i) issueNth(i);
+  } catch (...) {
+    abandonBatch(std::current_exception());  // later ops must not join a batch that never launches
+    throw;
+  }
   return endCoalescing();
 }
 

@@ -40,6 +40,18 @@ std::vector<c10::Device> cudaDevicesOf(const std::vector<at::Tensor>& tensors) {
 
 }  // namespace
 
+void notifySettled(const SettleListeners& listeners, const std::exception_ptr& error) noexcept {
+  for (const auto& [observer, token] : listeners) {
+    try {
+      observer->onSettled(token, error);
+    } catch (const std::exception& e) {
+      LOG(ERROR) << "[nccl_migrate] an op observer failed: " << e.what();
+    } catch (...) {
+      LOG(ERROR) << "[nccl_migrate] an op observer failed";
+    }
+  }
+}
+
 EngineWork::EngineWork(int rank, Identity identity, std::unique_ptr<InFlight> inFlight, std::vector<at::Tensor> outputs,
                        std::chrono::milliseconds timeout, c10::weak_intrusive_ptr<MigrateBackend> backend,
                        std::shared_ptr<std::atomic<int64_t>> unsettled)
@@ -68,14 +80,7 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
   cv_.notify_all();
   if (unsettled_) unsettled_->fetch_sub(1, std::memory_order_relaxed);
   if (error) inFlight_->giveUp();
-  for (const auto& [observer, token] : identity_.settleListeners) {
-    try {
-      observer->onSettled(token, error);
-    } catch (const std::exception& e) {
-      // Often on the watchdog thread, which every group of the process needs.
-      LOG(ERROR) << "[nccl_migrate] an op observer failed on " << identity_.description << ": " << e.what();
-    }
-  }
+  notifySettled(identity_.settleListeners, error);
   if (!error) return;
   if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, inFlight_->onDevice(), messageOf(exception()));
 }

@@ -182,8 +182,10 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   try {
     inFlight = run(comm, target);
   } catch (const c10::Error&) {
+    notifySettled(observed, std::current_exception());  // an op that never ran has settled
     throw;  // argument errors keep torch's type and text
   } catch (const std::exception& e) {
+    notifySettled(observed, std::current_exception());
     TORCH_CHECK(false, description, " failed: ", e.what());
   }
   if (batch_) {
@@ -231,6 +233,21 @@ SettleListeners MigrateBackend::notifyIssued(const IssuedOp& issued) const {
   return observed;
 }
 
+// A batch the engine opened itself and could not fill: its members fail with `error`, and what
+// the communicator's batch holds is launched and given up (an NCCL group must never stay open,
+// and a peer may already wait for the part that was issued).
+void MigrateBackend::abandonBatch(const std::exception_ptr& error) {
+  std::unique_ptr<Batch> batch = std::move(batch_);
+  if (!batch) return;
+  *batch->slot = std::make_shared<FinishedInFlight>(error);
+  if (!batch->communicator) return;
+  try {
+    if (auto launched = batch->communicator->endBatch()) launched->giveUp();
+  } catch (...) {
+    // the error that made us abandon it is the one to report
+  }
+}
+
 void MigrateBackend::startCoalescing() {
   TORCH_CHECK(!batch_, "startCoalescing called twice on group '", options_.groupName, "' without endCoalescing");
   batch_ = std::make_unique<Batch>();
@@ -250,8 +267,10 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::endCoalescing() {
     try {
       *batch->slot = std::shared_ptr<InFlight>(batch->communicator->endBatch());
     } catch (const c10::Error&) {
+      *batch->slot = std::make_shared<FinishedInFlight>(std::current_exception());  // its members failed too
       throw;
     } catch (const std::exception& e) {
+      *batch->slot = std::make_shared<FinishedInFlight>(std::current_exception());
       TORCH_CHECK(false, description, " failed: ", e.what());
     }
     inFlight = std::make_unique<DeferredInFlight>(batch->slot);

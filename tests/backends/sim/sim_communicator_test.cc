@@ -473,6 +473,27 @@ TEST(SimulatedDevice, LoweredOpsThatOnlyCopyWaitForTheJob) {
             "");
 }
 
+// A coalesced form whose later element is invalid fails at once; the batch the engine opened for
+// it is abandoned, so the group's next op runs on its own instead of joining a batch that never
+// launches.
+TEST(SimulatedDevice, AFailedCoalescedFormLeavesNoBatchOpen) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten());
+                       std::vector<at::Tensor> outs{at::zeros({4}), at::zeros({3})};  // the second is the wrong size
+                       std::vector<at::Tensor> ins{at::ones({2}), at::ones({2})};
+                       try {
+                         (void)pg->all_gather_single_coalesced(outs, ins, {});
+                         check(false, "an invalid coalesced all_gather was accepted");
+                       } catch (const c10::Error&) {
+                       }
+                       std::vector<at::Tensor> t{at::ones({2})};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::milliseconds(10000));
+                       expectEqual(t[0], at::full({2}, 2.0), "the op after the failed batch");
+                     }),
+            "");
+}
+
 TEST(SimulatedDevice, Defect11_AFailedGroupedOpLeavesNoGroupOpen) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {

@@ -224,6 +224,7 @@ class MigrateBackend final : public c10d::Backend {
   // Issues `count` ops (issueNth(0..count-1)) as one coalescing batch and returns its work.
   using IssueNth = std::function<c10::intrusive_ptr<c10d::Work>(size_t)>;
   c10::intrusive_ptr<c10d::Work> asOneBatch(size_t count, const IssueNth& issueNth);
+  void abandonBatch(const std::exception_ptr& error);
   // all_gather and reduce_scatter whose lists differ in size between ranks.
   c10::intrusive_ptr<c10d::Work> allGatherUneven(std::vector<at::Tensor>& outputs, const at::Tensor& input);
   c10::intrusive_ptr<c10d::Work> reduceScatterUneven(at::Tensor& output, std::vector<at::Tensor>& inputs,

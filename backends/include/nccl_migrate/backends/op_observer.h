@@ -46,4 +46,8 @@ class OpObserver {
 // The observers that asked to hear when an op settles, each with its token.
 using SettleListeners = std::vector<std::pair<std::shared_ptr<OpObserver>, uint64_t>>;
 
+// Tells each listener once; an observer that throws is logged, never allowed to stop the op or
+// the thread that settles it (often the watchdog, which every group of the process needs).
+void notifySettled(const SettleListeners& listeners, const std::exception_ptr& error) noexcept;
+
 }  // namespace nccl_migrate::backends
