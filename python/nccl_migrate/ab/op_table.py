@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import torch
 import torch.distributed as dist
 
 
@@ -37,9 +38,26 @@ def _is_root(args: dict, group, global_key: str, group_key: str) -> tuple[bool, 
     return root == dist.get_rank(), root
 
 
+def reduce_op_name(op) -> str | None:
+    """The one name records give a reduce op, the same in every run: ``SUM`` for a ReduceOp member
+    (``ReduceOp.SUM``, a ``RedOpType``) or a ``ReduceOp`` instance, and for a PREMUL_SUM (a boxed
+    ``ReduceOp`` with a factor, as FSDP2's gradient divide factor makes) its factor too:
+    ``PREMUL_SUM(0.5)``. A factor held in a tensor is named by its value when it lives in host
+    memory (reading a device's would wait for it)."""
+    if op is None:
+        return None
+    kind = getattr(op, "op", op)  # a ReduceOp instance carries its RedOpType as .op
+    name = str(getattr(kind, "name", kind)).split(".")[-1]
+    if name != "PREMUL_SUM" or not isinstance(op, dist.ReduceOp):
+        return name
+    factor = op.factor
+    if isinstance(factor, torch.Tensor):
+        return f"PREMUL_SUM({factor.item()!r})" if factor.device.type == "cpu" else f"PREMUL_SUM(tensor on {factor.device})"
+    return f"PREMUL_SUM({factor!r})"
+
+
 def _reduce_name(args: dict) -> str:
-    op = args.get("op", dist.ReduceOp.SUM)
-    return str(getattr(op, "name", op)).split(".")[-1]
+    return reduce_op_name(args.get("op", dist.ReduceOp.SUM))
 
 
 def _rooted(args, key, group_key):
@@ -223,3 +241,4 @@ BY_HOOK_NAME = {hook: spec for spec in OPS for hook in spec.hook_names}
 def wrapped_functions(module) -> list[str]:
     """The functions of ``module`` (torch.distributed) the recorder wraps: those this torch has."""
     return [function for function in BY_FUNCTION if hasattr(module, function)]
+

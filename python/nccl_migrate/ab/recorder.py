@@ -43,6 +43,7 @@ from .op_table import (
     OBJECT_COLLECTIVES,
     OpSpec,
     OpView,
+    reduce_op_name,
     wrapped_functions,
 )
 from .perturb import Perturbation
@@ -245,7 +246,7 @@ class Recorder:
         if name == "broadcast" and root != my_rank:
             inputs = []  # a receiver contributes nothing, whatever its buffer held
         reduce_op = dispatcher_calls.reduce_op_of(spec.dispatcher, list(args.input_tensors)) if spec.reduces else None
-        view = OpView(group, inputs, outputs, dispatcher_calls.reduce_op_name(reduce_op), peer)
+        view = OpView(group, inputs, outputs, reduce_op_name(reduce_op), peer)
         op = self.begin(spec, view, via="hook")
         if self.shadow is not None:  # cloned now: the op may overwrite its tensors
             op.shadow, why = self.shadow.prepare_hooked(spec, list(args.input_tensors), outputs, root, group,
