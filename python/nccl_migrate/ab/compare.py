@@ -2,7 +2,8 @@
 layout, and decides for each op: identical, equal within tolerance, divergent, or missing on one
 side. Each divergent op is classified by what differed going in:
 
-- backend: every rank's input to the op was identical on both sides; the outputs differ;
+- backend: every rank's input to the op was identical on both sides; the outputs differ (a recv's
+  input is its peer's send: both share one (group, seq), the p2p direction's, see op_table.channel);
 - propagated: some rank's input differed, and that rank had a divergent op before it;
 - job nondeterminism: some rank's input differed with no divergence before it on that rank (the
   job's own inputs differ between runs: per-run ids pickled into object collectives, unseeded

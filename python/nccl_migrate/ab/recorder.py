@@ -1,5 +1,5 @@
 """Inside the job: records every collective and p2p op on every group, per rank, as one JSON line
-(group, per-group sequence number, op, dtype, shapes, reduce op, digests of input and output,
+(group, sequence number in it, op, dtype, shapes, reduce op, digests of input and output,
 timing). Two sources, one numbering: wrappers around torch.distributed's Python functions
 (wrappers.py; they know the reduce op and the call as the job wrote it) and ProcessGroup pre/post
 hooks (here), which fire from the dispatcher for every op and so also see ops issued from C++
@@ -43,6 +43,7 @@ from .op_table import (
     OBJECT_COLLECTIVES,
     OpSpec,
     OpView,
+    channel,
     reduce_op_name,
     wrapped_functions,
 )
@@ -109,7 +110,7 @@ class Recorder:
     def begin(self, spec: OpSpec, view: OpView, via: str | None = None) -> IssuedOp:
         if self.rank is None:  # joined a group without init_process_group's wrapper (installed later)
             self.joined(dist.get_rank())
-        group = self.group_name(view.group)
+        group = channel(spec, self.group_name(view.group), self.rank, view.peer)
         with self.lock:
             seq = self.sequence.get(group, 0)
             self.sequence[group] = seq + 1
