@@ -10,6 +10,26 @@ import os
 import socket
 
 SECOND_WRITER = ".second-writer."  # <path>.second-writer.<host>.<pid>: a process found <path> taken
+RESTART_VARIABLE = "TORCHELASTIC_RESTART_COUNT"  # torch's launcher numbers each restart of the workers
+ATTEMPT = "attempt"  # <directory>/attempt<N>/: what the N-th restart recorded
+
+
+def attempt_directory(directory: str) -> str:
+    """Where this process records: ``directory`` on the first attempt, ``directory/attemptN`` when
+    torch's launcher restarted the workers N times (--max-restarts), so a restarted rank claims its
+    files afresh and the attempt that finished is read whole, never mixed with one that was killed."""
+    restarts = os.environ.get(RESTART_VARIABLE, "0")
+    return os.path.join(directory, f"{ATTEMPT}{int(restarts)}") if restarts.isdigit() and int(restarts) else directory
+
+
+def last_attempt(directory: str) -> tuple[str, int]:
+    """The directory of the last attempt recorded in ``directory`` and its number (0: no restart)."""
+    numbers = [int(name[len(ATTEMPT):]) for name in os.listdir(directory)
+               if name.startswith(ATTEMPT) and name[len(ATTEMPT):].isdigit()
+               and os.path.isdir(os.path.join(directory, name))]
+    if not numbers:
+        return directory, 0
+    return os.path.join(directory, f"{ATTEMPT}{max(numbers)}"), max(numbers)
 
 
 def _private(path: str) -> str:

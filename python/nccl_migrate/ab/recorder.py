@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from ..record_files import claim, mark_second_writer, second_writer_message, write_whole
+from ..record_files import attempt_directory, claim, mark_second_writer, second_writer_message, write_whole
 from . import (
     KEEP_VARIABLE,
     PERTURB_VARIABLE,
@@ -373,4 +373,4 @@ def install_from_environment() -> Recorder | None:
         from .shadow import Shadow
 
         shadow = Shadow.from_environment(os.environ[SHADOW_VARIABLE], os.environ.get(SHADOW_PERTURB_VARIABLE))
-    return install(directory, int(keep), Perturbation(perturb) if perturb else None, shadow)
+    return install(attempt_directory(directory), int(keep), Perturbation(perturb) if perturb else None, shadow)

@@ -8,9 +8,10 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 
-from ..record_files import SECOND_WRITER, second_writer_message
+from ..record_files import ATTEMPT, SECOND_WRITER, last_attempt, second_writer_message
 
 Key = tuple[int, str, int]  # (rank, group, sequence number)
 
@@ -110,6 +111,7 @@ class RecordedSide:
         self.metas: dict[int, dict] = {}
         self.reports: dict[int, dict] = {}
         self.paths: dict[int, str] = {}
+        self.attempt = 0  # torch's launcher restarted the workers this many times; earlier attempts are not read
 
     def ranks(self) -> list[int]:
         return sorted(self.paths)
@@ -137,8 +139,10 @@ def load(directory: str) -> RecordedSide:
     file (and line, while streaming) of the first bad one."""
     if not os.path.isdir(directory):
         raise RecordError(f"{directory}: no such directory of records")
+    directory, attempt = last_attempt(directory)  # workers restarted: the last attempt is the run
     _check_second_writers(directory)
     data = RecordedSide(directory)
+    data.attempt = attempt
     for path in glob.glob(os.path.join(directory, "rank*.meta.json")):
         meta = _json(path)
         if not isinstance(meta, dict) or not isinstance(meta.get("rank"), int):
@@ -167,6 +171,9 @@ def clear(directory: str) -> list[str]:
     removed = [path for pattern in RECORD_PATTERNS for path in glob.glob(os.path.join(directory, pattern))]
     for path in removed:
         os.unlink(path)
+    for path in glob.glob(os.path.join(directory, f"{ATTEMPT}*")):  # restarted workers' records
+        shutil.rmtree(path)
+        removed.append(path)
     return removed
 
 
