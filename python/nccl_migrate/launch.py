@@ -2,8 +2,9 @@
 torch.distributed.run, run in this process by torch's elastic launch API, so rendezvous (c10d,
 many nodes), restarts, signals and the environment each rank gets are torchrun's. A rank that
 fails ends the others (torch's agent does that), and a job that runs past its timeout is ended as
-a whole (SIGTERM to this process, which torch's agent turns into stopping its workers), so a run
-never hangs on a dead peer. A command that starts its own launcher (torchrun) runs as it is.
+a whole (SIGTERM to this process, which torch's agent turns into stopping its workers; before the
+workers start, while the rendezvous waits for a node that never comes, our own handler does), so
+a run never hangs on a dead peer and always says why it ended. A command that starts its own launcher (torchrun) runs as it is.
 """
 
 from __future__ import annotations
@@ -75,6 +76,31 @@ class _Deadline:
 
 
 @contextlib.contextmanager
+def _stopped_by_signals():
+    """SIGTERM and SIGINT raise torch's SignalException from the start of the launch, not only once
+    torch's agent has started its workers (it installs its own handlers then): a timeout or a user's
+    signal during the rendezvous (a peer node that never comes) ends the launch with a message
+    instead of killing this process silently. The handlers this process had are back afterwards:
+    torch's would otherwise raise, with a traceback, at a later signal."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; torch's agent then sets none either
+        return
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+
+    def stop(signum, frame):
+        raise SignalException(f"Process {os.getpid()} got signal: {signum}", sigval=signal.Signals(signum))
+
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    for signum in saved:
+        signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
 def _environment(env: dict[str, str] | None):
     """The job's environment as this process's, for the launch: torch's agent hands its own
     environment to the ranks."""
@@ -125,7 +151,7 @@ def run_job(command: list[str], nproc: int, env: dict[str, str] | None = None, t
     except SystemExit:
         result.error = f"torchrun rejected the launch arguments {launcher_args}; see its message above"
         return result
-    with _environment(env):
+    with _environment(env), _stopped_by_signals():
         config, entrypoint, arguments = config_from_args(args)
         deadline = _Deadline(timeout)
         try:

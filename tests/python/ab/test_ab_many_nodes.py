@@ -117,3 +117,15 @@ def test_workers_restarted_by_torchs_launcher_are_compared_by_their_last_attempt
     assert report["verdict"] == "identical" and report["ops_compared"] == report["identical"] == 2 * 3
     assert report["sides"]["a"]["restarts"] == report["sides"]["b"]["restarts"] == 1
 
+
+def test_a_side_whose_other_node_never_comes_records_its_failure(tmp_path):
+    """`ab record` on one node of a two-node side, the other never started: past --timeout the
+    side's failure is written and named, and a compare says why it cannot compare."""
+    done = subprocess.run([CLI, "ab", "record", "--side", "legacy", "--dir", str(tmp_path / "a"), "--nproc", "1",
+                           *_rendezvous("alone"), "--timeout", "4", "--", TINY_JOB],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "ran past its timeout" in done.stderr, (done.returncode, done.stderr[-2000:])
+    sides = list((tmp_path / "a").glob("side.*.json"))
+    assert len(sides) == 1 and "ran past its timeout" in json.loads(sides[0].read_text())["failure"]
+    status, report, _ = ab(tmp_path, "compare", str(tmp_path / "a"), str(tmp_path / "a"))
+    assert status == 2 and "ran past its timeout" in report["verdict"]
