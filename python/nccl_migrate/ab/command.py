@@ -168,7 +168,11 @@ def record(argv: list[str]) -> int:
 
 
 def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, str]:
-    """The exit status and the verdict: first of all, whether a backend is implicated."""
+    """The exit status and the verdict: first of all, whether a backend is implicated; never
+    "identical" or "job nondeterminism" from values that were not compared."""
+    if comparison.compared == 0:
+        return EXIT_FAILED, ("nothing compared: neither side recorded an op both could be judged by (did the job "
+                             "issue any collective? with --shadow, see not_shadowed)")
     if comparison.identical:
         within = comparison.counts["within_tolerance"]
         return EXIT_IDENTICAL, f"identical within tolerance {comparison.tolerance}" if within else "identical"
@@ -176,6 +180,10 @@ def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, 
     if comparison.backend_implicated:
         return EXIT_DIVERGENT, (f"divergent, backend implicated: {classes['backend']} op(s) gave different outputs "
                                 "from identical inputs on every rank")
+    if classes["not_compared"]:
+        return EXIT_FAILED, (f"values not compared: {classes['not_compared']} op(s) had their tensors on a CUDA device "
+                             "on one side and in host memory on the other (the job places them by backend), so their "
+                             "digests cannot match; rerun with --keep-tensors MAX_BYTES to compare values")
     if comparison.job_nondeterminism_only:
         inside = comparison.object_collectives
         where = (" (inside object collectives: " + ", ".join(sorted(inside)) + ")") if inside else ""
@@ -236,6 +244,9 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
         if not_shadowed and not_shadowed["first"]:
             not_shadowed["first"].pop("t", None)
         result.update(mode="shadow", not_shadowed=not_shadowed)
+        if comparison is not None and not_shadowed and not_shadowed["count"]:  # the verdict covers the shadowed only
+            result["verdict"] = verdict = (f"{verdict}; {not_shadowed['count']} op(s) not shadowed, so not compared "
+                                           f"(first: {not_shadowed['first']['reason']})")
     page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None,
                        comparison.classified if comparison else None)
     targets = [args.html]

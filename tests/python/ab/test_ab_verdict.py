@@ -39,3 +39,13 @@ def test_p2p_between_some_ranks_is_classified_by_the_send_it_received(tmp_path):
     assert by_op[(1, "all_reduce")] == "propagated" and (2, "recv") not in by_op, by_op
     assert report["verdict"].startswith("job nondeterminism only")
     assert report["missing_in_a"] == report["missing_in_b"] == 0
+
+
+@requires_torch("backend_plugins")
+def test_a_job_that_issues_no_op_is_nothing_compared_not_identical(tmp_path):
+    job = tmp_path / "no_ops.py"
+    job.write_text("import os\nimport torch.distributed as dist\n"
+                   "dist.init_process_group(os.environ.get('JOB_BACKEND', 'nccl'))\ndist.destroy_process_group()\n")
+    status, report, stderr = ab(tmp_path, "--", str(job))
+    assert status == 2, stderr
+    assert report["verdict"].startswith("nothing compared") and report["ops_compared"] == 0
