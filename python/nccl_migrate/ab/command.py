@@ -157,6 +157,10 @@ def record(argv: list[str]) -> int:
         return EXIT_IDENTICAL
     if not command:
         return _fail("ab record: no command given; usage: nccl-migrate ab record --side SPEC --dir DIR -- COMMAND")
+    if args.max_restarts:
+        # torch's agent otherwise hands every attempt's workers the store the rendezvous used, which
+        # still holds the killed attempt's addresses: restarted ranks connect to dead peers.
+        os.environ.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
     print(f"nccl-migrate ab record: side {side.text} into {directory}: {' '.join(command)}", file=sys.stderr)
     run = record_side(side, command, args.nproc, args.timeout, directory, args.keep_tensors, launcher_arguments(args))
     if run.failure:
