@@ -150,7 +150,8 @@ class Recorder:
             entry["out"] = resolved(entry["out"])  # judged now, live
             entry["shadow"] = op.shadow.judge(view.outputs, entry["out"])
         if op.kept is not None and error is None and not self.second_writer:  # its files are the first writer's
-            name = f"r{self.rank}-g{entry['group']}-s{entry['seq']}.pt"
+            group = "".join(c if c.isalnum() else "_" for c in entry["group"])  # a p2p channel: "0/p2p 1>2"
+            name = f"r{self.rank}-g{group}-s{entry['seq']}.pt"
             os.makedirs(os.path.join(self.directory, "tensors"), exist_ok=True)
             torch.save({"in": op.kept, "out": [t.detach().cpu().clone() for t in view.outputs]},
                        os.path.join(self.directory, "tensors", name))
