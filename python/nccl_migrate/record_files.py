@@ -53,6 +53,18 @@ def write_line(fd: int, text: str) -> None:
         data = data[os.write(fd, data):]
 
 
+def save_whole(path: str, save) -> None:
+    """Writes ``path`` atomically with ``save(private_path)`` (torch.save of kept tensors): a reader
+    sees the whole file or none, never one cut short by a rank killed while writing."""
+    private = _private(path)
+    try:
+        save(private)
+        os.replace(private, path)
+    finally:
+        if os.path.exists(private):
+            os.unlink(private)
+
+
 def write_whole(path: str, text: str, exclusive: bool = False) -> bool:
     """Writes ``path`` atomically (a reader sees the old file or the new one, never a part).
     With ``exclusive``, only if no other process wrote it first; returns False then."""
@@ -67,10 +79,29 @@ def write_whole(path: str, text: str, exclusive: bool = False) -> bool:
             os.link(private, path)  # atomic and fails if path exists, unlike rename
         except FileExistsError:
             return False
+        except OSError:  # a filesystem without hard links (FUSE, object stores, SMB)
+            return _create_exclusively(path, text)
         return True
     finally:
         if os.path.exists(private):
             os.unlink(private)
+
+
+def _create_exclusively(path: str, text: str) -> bool:
+    """``path`` created by this process with ``text``, or False when it exists: an exclusive create
+    then one write and fsync (a reader may see it short while it is written, never interleaved)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    try:
+        data = text.encode()
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
 
 
 def mark_second_writer(path: str, rank: int) -> str:

@@ -25,7 +25,14 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from ..record_files import attempt_directory, claim, mark_second_writer, second_writer_message, write_whole
+from ..record_files import (
+    attempt_directory,
+    claim,
+    mark_second_writer,
+    save_whole,
+    second_writer_message,
+    write_whole,
+)
 from . import (
     KEEP_VARIABLE,
     PERTURB_VARIABLE,
@@ -153,8 +160,8 @@ class Recorder:
             group = "".join(c if c.isalnum() else "_" for c in entry["group"])  # a p2p channel: "0/p2p 1>2"
             name = f"r{self.rank}-g{group}-s{entry['seq']}.pt"
             os.makedirs(os.path.join(self.directory, "tensors"), exist_ok=True)
-            torch.save({"in": op.kept, "out": [t.detach().cpu().clone() for t in view.outputs]},
-                       os.path.join(self.directory, "tensors", name))
+            kept = {"in": op.kept, "out": [t.detach().cpu().clone() for t in view.outputs]}
+            save_whole(os.path.join(self.directory, "tensors", name), functools.partial(torch.save, kept))
             entry["kept"] = name
         self.write(entry)
 
