@@ -13,7 +13,12 @@ import sys
 
 from ._native import native
 from .ab import RECORD_VARIABLE
-from .record_files import attempt_directory, mark_second_writer, second_writer_message, write_whole
+from .record_files import (
+    attempt_directory,
+    mark_second_writer,
+    second_writer_message,
+    write_whole,
+)
 
 REPORT_VARIABLE = "NCCL_MIGRATE_REPORT"
 

@@ -8,7 +8,6 @@ import torch
 import torch.distributed as dist
 from nccl_migrate.ab import op_table
 from nccl_migrate.ab.op_table import BY_FUNCTION, OPS
-
 from torch_support import requires_torch
 
 
