@@ -62,8 +62,11 @@ def _compare(tmp_path):
 
 def test_recorded_sides_compare_offline(tmp_path):
     _side(tmp_path / "a"), _side(tmp_path / "b")
-    status, output = _compare(tmp_path)
-    assert status == 0 and "identical" in output
+    done = subprocess.run([CLI, "ab", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--format", "json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["verdict"] == "identical", done.stderr
+    assert report["ops_compared"] == report["identical"] == 2 * 3
 
 
 def test_a_garbled_record_names_its_file_and_line(tmp_path):
