@@ -29,6 +29,23 @@ def add_launcher_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-restarts", type=int, help="torchrun's --max-restarts (default 0)")
 
 
+def launch_option_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the launch options `run`, `ab` and `ab record` share, or None: one check
+    for all three, before anything starts."""
+    if args.nproc < 1:
+        return f"--nproc {args.nproc}: give at least 1 rank per node"
+    if args.timeout is not None and not args.timeout > 0:
+        return f"--timeout {args.timeout}: give a positive number of seconds" + (
+            " (or leave it out for no limit)" if getattr(args, "timeout_optional", False) else "")
+    if getattr(args, "max_restarts", None) is not None and args.max_restarts < 0:
+        return f"--max-restarts {args.max_restarts}: give 0 or more"
+    if getattr(args, "keep_tensors", 0) < 0:
+        return f"--keep-tensors {args.keep_tensors}: give a number of bytes, 0 or more"
+    if getattr(args, "tolerance", 0.0) < 0:
+        return f"--tolerance {args.tolerance}: give 0 or more"
+    return None
+
+
 def _run(args: argparse.Namespace) -> int:
     from .launch import run_job, run_launcher
 
@@ -37,6 +54,10 @@ def _run(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         print("nccl-migrate run: no command given; usage: nccl-migrate run [--nproc N] -- python job.py", file=sys.stderr)
+        return EXIT_ERROR
+    problem = launch_option_error(args)
+    if problem:
+        print(f"nccl-migrate run: {problem}", file=sys.stderr)
         return EXIT_ERROR
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

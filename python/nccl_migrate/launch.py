@@ -2,13 +2,15 @@
 torch.distributed.run, run in this process by torch's elastic launch API, so rendezvous (c10d,
 many nodes), restarts, signals and the environment each rank gets are torchrun's. A rank that
 fails ends the others (torch's agent does that), and a job that runs past its timeout is ended as
-a whole (SIGTERM to this process, which torch's agent turns into stopping its workers), so a run
-never hangs on a dead peer. A command that starts its own launcher (torchrun) runs as it is.
+a whole (SIGTERM to this process, which torch's agent turns into stopping its workers; before the
+workers start, while the rendezvous waits for a node that never comes, our own handler does), so
+a run never hangs on a dead peer and always says why it ended. A command that starts its own launcher (torchrun) runs as it is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -75,6 +77,31 @@ class _Deadline:
 
 
 @contextlib.contextmanager
+def _stopped_by_signals():
+    """SIGTERM and SIGINT raise torch's SignalException from the start of the launch, not only once
+    torch's agent has started its workers (it installs its own handlers then): a timeout or a user's
+    signal during the rendezvous (a peer node that never comes) ends the launch with a message
+    instead of killing this process silently. The handlers this process had are back afterwards:
+    torch's would otherwise raise, with a traceback, at a later signal."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; torch's agent then sets none either
+        return
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+
+    def stop(signum, frame):
+        raise SignalException(f"Process {os.getpid()} got signal: {signum}", sigval=signal.Signals(signum))
+
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    for signum in saved:
+        signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
 def _environment(env: dict[str, str] | None):
     """The job's environment as this process's, for the launch: torch's agent hands its own
     environment to the ranks."""
@@ -108,7 +135,7 @@ def _python_script(command: list[str]) -> list[str]:
     return command if command[0].endswith(".py") else ["--no-python", *command]
 
 
-def run_job(command: list[str], nproc: int, env: dict[str, str] | None = None, timeout: float = 600.0,
+def run_job(command: list[str], nproc: int, env: dict[str, str] | None = None, timeout: float | None = 600.0,
             launcher_args: list[str] | None = None) -> JobResult:
     """Runs ``command`` (a .py script or a program) as ``nproc`` local ranks through torch's
     elastic launch; each rank gets torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE,
@@ -120,19 +147,27 @@ def run_job(command: list[str], nproc: int, env: dict[str, str] | None = None, t
 
     started = time.monotonic()
     result = JobResult()
-    try:
-        args = parse_args(torchrun_arguments(_python_script(command), nproc, launcher_args))
-    except SystemExit:
-        result.error = f"torchrun rejected the launch arguments {launcher_args}; see its message above"
-        return result
-    with _environment(env):
-        config, entrypoint, arguments = config_from_args(args)
-        deadline = _Deadline(timeout)
+    with _environment(env), _stopped_by_signals():  # config_from_args sets variables the ranks inherit
+        rejected = io.StringIO()  # torchrun's own usage message, for the error (stderr may be a log file)
+        try:
+            with contextlib.redirect_stderr(rejected):
+                config, entrypoint, arguments = config_from_args(
+                    parse_args(torchrun_arguments(_python_script(command), nproc, launcher_args)))
+        except SystemExit:
+            said = rejected.getvalue().strip().splitlines()
+            result.error = f"torchrun rejected the launch arguments {launcher_args}: {said[-1] if said else ''}"
+            return result
+        except (ValueError, AssertionError, TypeError) as error:  # config_from_args checks by assert and int()
+            result.error = (f"torchrun rejected the launch arguments {launcher_args}: "
+                            f"{error or 'a value out of range'} (see torchrun --help for each option's form)")
+            return result
+        deadline = _Deadline(timeout) if timeout is not None else None
         try:
             try:
                 elastic_launch(config, entrypoint)(*arguments)
             finally:
-                deadline.disarm()
+                if deadline is not None:
+                    deadline.disarm()
             result.ranks = [RankResult(rank, 0) for rank in range(config.nproc_per_node)]
         except ChildFailedError as failed:
             # Ranks the agent ended (a signal) after a peer exited with a status are not the cause.
@@ -141,7 +176,7 @@ def run_job(command: list[str], nproc: int, env: dict[str, str] | None = None, t
             result.ranks = [RankResult(rank, None if exited and failure.exitcode < 0 else failure.exitcode)
                             for rank, failure in order]
         except SignalException as stopped:
-            if deadline.fired:
+            if deadline is not None and deadline.fired:
                 result.timed_out = True
             else:
                 result.error = f"the launcher was stopped by {stopped.sigval.name}"
@@ -157,9 +192,9 @@ def _pump(stream, sink) -> None:
         sink.flush()
 
 
-def run_launcher(command: list[str], env: dict[str, str] | None = None, timeout: float = 600.0) -> JobResult:
+def run_launcher(command: list[str], env: dict[str, str] | None = None, timeout: float | None = 600.0) -> JobResult:
     """Runs a command that starts its own ranks (torchrun, a SLURM step) as one process group;
-    ends it as a whole past ``timeout``."""
+    ends it as a whole past ``timeout`` (None: no limit)."""
     started = time.monotonic()
     result = JobResult()
     try:

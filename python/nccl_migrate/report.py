@@ -13,7 +13,12 @@ import sys
 
 from ._native import native
 from .ab import RECORD_VARIABLE
-from .record_files import mark_second_writer, second_writer_message, write_whole
+from .record_files import (
+    attempt_directory,
+    mark_second_writer,
+    second_writer_message,
+    write_whole,
+)
 
 REPORT_VARIABLE = "NCCL_MIGRATE_REPORT"
 
@@ -48,6 +53,9 @@ def _write_at_exit() -> None:
     # In an A/B run each rank's report is written once per run: a second process with the same
     # rank is reported, never written over the first.
     in_ab_run = bool(os.environ.get(RECORD_VARIABLE))
+    if in_ab_run:  # beside the records of this attempt (torch's launcher may restart the workers)
+        target = os.path.join(attempt_directory(os.path.dirname(target)), os.path.basename(target))
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     if not write_whole(target, json.dumps(report(), indent=1), exclusive=in_ab_run):
         mark_second_writer(target, rank)
         print(f"nccl-migrate: {second_writer_message(rank, target)}", file=sys.stderr)

@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
                     "report.json and report.html into the run directory (docs/ab.md). "
                     "`nccl-migrate ab record --side SPEC --dir DIR -- COMMAND` records one side (on every node "
                     "of a multi-node job; `ab record --help`), `nccl-migrate ab compare DIR_A DIR_B` compares two "
-                    "recorded sides. "
+                    "recorded sides (`ab compare --help`). "
                     "Exit 0 identical, 1 divergent or missing ops, 2 a side failed or could not be compared.")
     ab.add_argument("--a", default="legacy", metavar="SPEC", help="side a (default: legacy); with --shadow, the "
                                                                    "primary, whose outputs the job sees")
@@ -80,6 +80,8 @@ def _shadow_runs(run: SideRun, shadow_side) -> list[SideRun]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ..cli import launch_option_error
+
     explicit = args.command[:1] == ["--"]
     command = args.command[1:] if explicit else args.command
     if not explicit and command[:1] == ["compare"]:
@@ -88,8 +90,9 @@ def main(args: argparse.Namespace) -> int:
         return record(command[1:])
     if not command:
         return _fail("no command given; usage: nccl-migrate ab [--a SPEC] [--b SPEC] [--shadow] -- job.py [ARGS]")
-    if args.nproc < 1 or args.timeout <= 0 or args.tolerance < 0 or args.keep_tensors < 0:
-        return _fail("--nproc must be at least 1, --timeout positive, --tolerance and --keep-tensors not negative")
+    problem = launch_option_error(args)
+    if problem:
+        return _fail(problem)
     try:
         sides = [parse("a", args.a), parse("b", args.b)]
     except SpecError as error:
@@ -127,7 +130,8 @@ def _record_parser() -> argparse.ArgumentParser:
                                                                        "KEY=VALUE, ... (as --a/--b)")
     parser.add_argument("--dir", required=True, help="where this side's records go (empty, or this run's own)")
     parser.add_argument("--nproc", type=int, default=2, help="ranks per node for a .py COMMAND (default 2)")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds the job may run (default 600)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds the job may run before it is ended (default: no limit, as for any training job)")
     parser.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES")
     parser.add_argument("--print-env", action="store_true",
                         help="print the job's environment (shell exports) instead of running anything")
@@ -138,14 +142,18 @@ def _record_parser() -> argparse.ArgumentParser:
 
 def record(argv: list[str]) -> int:
     """`ab record --side SPEC --dir DIR -- COMMAND`: one side, recorded for a later compare."""
-    from ..cli import launcher_arguments
-    from .runner import job_environment, record_side
+    from ..cli import launch_option_error, launcher_arguments
+    from .runner import job_environment, job_log, record_side
 
     try:
         args = _record_parser().parse_args(argv)
     except SystemExit as exit_:
         return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    args.timeout_optional = True
+    problem = launch_option_error(args)
+    if problem:
+        return _fail(f"ab record: {problem}")
     try:
         side = parse("side", args.side)
     except SpecError as error:
@@ -157,8 +165,16 @@ def record(argv: list[str]) -> int:
         return EXIT_IDENTICAL
     if not command:
         return _fail("ab record: no command given; usage: nccl-migrate ab record --side SPEC --dir DIR -- COMMAND")
-    print(f"nccl-migrate ab record: side {side.text} into {directory}: {' '.join(command)}", file=sys.stderr)
-    run = record_side(side, command, args.nproc, args.timeout, directory, args.keep_tensors, launcher_arguments(args))
+    if args.max_restarts:
+        # torch's agent otherwise hands every attempt's workers the store the rendezvous used, which
+        # still holds the killed attempt's addresses: restarted ranks connect to dead peers.
+        os.environ.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
+    log = job_log(directory)
+    print(f"nccl-migrate ab record: side {side.text} into {directory}: {' '.join(command)}\n"
+          f"nccl-migrate ab record: the job's output goes to {log}"
+          + (f"; it is ended after {args.timeout:g} s" if args.timeout else ""), file=sys.stderr)
+    run = record_side(side, command, args.nproc, args.timeout, directory, args.keep_tensors, launcher_arguments(args),
+                      log)
     if run.failure:
         print(f"nccl-migrate ab record: {run.failure}\n--- last lines:\n{_tail(run.log)}", file=sys.stderr)
         return EXIT_FAILED
@@ -168,7 +184,11 @@ def record(argv: list[str]) -> int:
 
 
 def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, str]:
-    """The exit status and the verdict: first of all, whether a backend is implicated."""
+    """The exit status and the verdict: first of all, whether a backend is implicated; never
+    "identical" or "job nondeterminism" from values that were not compared."""
+    if comparison.compared == 0:
+        return EXIT_FAILED, ("nothing compared: neither side recorded an op both could be judged by (did the job "
+                             "issue any collective? with --shadow, see not_shadowed)")
     if comparison.identical:
         within = comparison.counts["within_tolerance"]
         return EXIT_IDENTICAL, f"identical within tolerance {comparison.tolerance}" if within else "identical"
@@ -176,6 +196,10 @@ def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, 
     if comparison.backend_implicated:
         return EXIT_DIVERGENT, (f"divergent, backend implicated: {classes['backend']} op(s) gave different outputs "
                                 "from identical inputs on every rank")
+    if classes["not_compared"]:
+        return EXIT_FAILED, (f"values not compared: {classes['not_compared']} op(s) had their tensors on a CUDA device "
+                             "on one side and in host memory on the other (the job places them by backend), so their "
+                             "digests cannot match; rerun with --keep-tensors MAX_BYTES to compare values")
     if comparison.job_nondeterminism_only:
         inside = comparison.object_collectives
         where = (" (inside object collectives: " + ", ".join(sorted(inside)) + ")") if inside else ""
@@ -188,15 +212,40 @@ def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, 
     return EXIT_DIVERGENT, "ops missing on one side: one side ran fewer ops"
 
 
-def compare_recorded(args: argparse.Namespace, directories: list[str]) -> int:
+def _compare_parser(outer: argparse.Namespace) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nccl-migrate ab compare",
+        description="Compares two sides recorded before (`ab record`, the environment alone, or the a/ and b/ of "
+                    "earlier `ab` runs) op by op and gives the verdict, as `ab` does. Exit 0 identical, 1 divergent "
+                    "or missing ops, 2 a side failed or the records could not be compared.")
+    parser.add_argument("dir_a", metavar="DIR_A", help="side a's records")
+    parser.add_argument("dir_b", metavar="DIR_B", help="side b's records")
+    parser.add_argument("--tolerance", type=float, help="accept |a-b| <= T*max(1,|a|) element-wise; needs kept "
+                                                        "tensors (default 0: bitwise)")
+    parser.add_argument("--allow-job-nondeterminism", action="store_true", default=None,
+                        help="exit 0 when every divergence traces back to inputs the job itself made differ")
+    parser.add_argument("--format", choices=["text", "json"])
+    parser.add_argument("--html", metavar="PATH", help="also write the HTML report to PATH")
+    parser.add_argument("--run-dir", help="where report.json and report.html go (default: not written)")
+    # `ab [OPTIONS] compare ...` gave them before the word: they stand unless given again after it.
+    parser.set_defaults(**{name: getattr(outer, name) for name in
+                           ("tolerance", "allow_job_nondeterminism", "format", "html", "run_dir")})
+    return parser
+
+
+def compare_recorded(outer: argparse.Namespace, argv: list[str]) -> int:
     """`ab compare DIR_A DIR_B`: two sides recorded before, compared here."""
-    if len(directories) != 2:
-        return _fail("usage: nccl-migrate ab [--format json] [--tolerance T] [--html PATH] compare DIR_A DIR_B")
     try:
-        runs = [SideRun.recorded(directory, label) for directory, label in zip(directories, "ab")]
+        args = _compare_parser(outer).parse_args(argv)
+    except SystemExit as exit_:
+        return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
+    if args.tolerance < 0:
+        return _fail(f"ab compare: --tolerance {args.tolerance}: give 0 or more")
+    try:
+        runs = [SideRun.recorded(directory, label) for directory, label in zip((args.dir_a, args.dir_b), "ab")]
     except RecordError as error:
         return _fail(str(error))
-    return conclude(args, args.run_dir or directories[0], runs, report_dir=args.run_dir)
+    return conclude(args, args.run_dir, runs, report_dir=args.run_dir)
 
 
 def _read(runs: list[SideRun], shadow: bool):
@@ -231,11 +280,14 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
             comparison, stats, ops = None, None, None
             exit_code, verdict = EXIT_FAILED, f"could not compare: records that cannot be compared: {error}"
     result = report.build(runs, data, comparison, exit_code, verdict, stats)
-    result["run_dir"] = run_dir
+    result["run_dir"] = report_dir or None  # where report.json went; None: not written
     if shadow:
         if not_shadowed and not_shadowed["first"]:
             not_shadowed["first"].pop("t", None)
         result.update(mode="shadow", not_shadowed=not_shadowed)
+        if comparison is not None and not_shadowed and not_shadowed["count"]:  # the verdict covers the shadowed only
+            result["verdict"] = verdict = (f"{verdict}; {not_shadowed['count']} op(s) not shadowed, so not compared "
+                                           f"(first: {not_shadowed['first']['reason']})")
     page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None,
                        comparison.classified if comparison else None)
     targets = [args.html]
@@ -251,4 +303,7 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
     print(json.dumps(result, indent=1) if args.format == "json" else report.render_text(result))
     if report_dir:
         print(f"nccl-migrate ab: records, the job's output and report.html are in {report_dir}", file=sys.stderr)
+    else:
+        print("nccl-migrate ab: no report written; give --run-dir DIR to keep report.json and report.html "
+              "(or --html PATH for the page alone)", file=sys.stderr)
     return exit_code

@@ -2,11 +2,17 @@
 layout, and decides for each op: identical, equal within tolerance, divergent, or missing on one
 side. Each divergent op is classified by what differed going in:
 
-- backend: every rank's input to the op was identical on both sides; the outputs differ;
+- backend: every rank's input to the op was identical on both sides; the outputs differ (a recv's
+  input is its peer's send: both share one (group, seq), the p2p direction's, see op_table.channel);
 - propagated: some rank's input differed, and that rank had a divergent op before it;
 - job nondeterminism: some rank's input differed with no divergence before it on that rank (the
   job's own inputs differ between runs: per-run ids pickled into object collectives, unseeded
-  randomness).
+  randomness);
+- not compared: the op's digests cannot be compared (its tensors were on a CUDA device on one
+  side and in host memory on the other) and no kept tensors tell its values apart.
+
+An op equal within tolerance counts as an earlier difference on its rank: inputs differing after
+it follow from it.
 
 One pass, rank by rank: each rank's two record streams are paired as they come, so only ops one
 side has and the other has not yet reached are held (the window), with compact facts of ops that
@@ -24,11 +30,12 @@ from .digest import GPU_PREFIX
 from .sides import Key, SideData
 
 STATUSES = ("identical", "within_tolerance", "divergent", "missing_in_a", "missing_in_b")
-CLASSES = ("backend", "propagated", "job_nondeterminism")
+CLASSES = ("backend", "propagated", "job_nondeterminism", "not_compared")
 CAUSES = {"backend": "only outputs differ (the backends computed differently)",
           "propagated": "inputs already differed (an earlier op diverged)",
           "job_nondeterminism": "inputs already differed (the job's own inputs differ between runs, with no "
-                                "divergence before)"}
+                                "divergence before)",
+          "not_compared": "values not compared (device digests on one side, host digests on the other)"}
 LISTED = 100  # divergences listed in full, earliest first; all are counted
 
 
@@ -62,7 +69,7 @@ class Comparison:
     def job_nondeterminism_only(self) -> bool:
         """Every divergence traces back to inputs the job itself made differ, and no op is missing."""
         return (self.counts["divergent"] > 0 and not self.backend_implicated and self.classes["job_nondeterminism"] > 0
-                and self.counts["missing_in_a"] == self.counts["missing_in_b"] == 0)
+                and self.classes["not_compared"] == 0 and self.counts["missing_in_a"] == self.counts["missing_in_b"] == 0)
 
 
 def errors_between(x: list[torch.Tensor], y: list[torch.Tensor]) -> tuple[float, float, float]:
@@ -122,6 +129,8 @@ def _judge(a: dict, b: dict, side_a: SideData, side_b: SideData, tolerance: floa
         return "divergent", {"max_abs_error": None, "max_rel_error": None, "reason": reason}
     abs_err, rel_err, needed = errors_between(kept_a["in"] + kept_a["out"], kept_b["in"] + kept_b["out"])
     facts = {"max_abs_error": abs_err, "max_rel_error": rel_err}
+    if _hashed_on_gpu(a) != _hashed_on_gpu(b):  # the digests say nothing: the kept inputs do
+        facts["inputs_differed"] = errors_between(kept_a["in"], kept_b["in"])[0] != 0
     return ("within_tolerance" if tolerance > 0 and needed <= tolerance else "divergent"), facts
 
 
@@ -160,13 +169,19 @@ class _Divergences:
         self.earliest: list = []  # a max-heap by time of the LISTED earliest descriptions
         self.inputs_differed: dict[tuple[str, int], dict[int, float]] = {}  # (group, seq) -> {rank: time}
         self.first_on_rank: dict[int, float] = {}
+        self.not_compared: set[Key] = set()  # digests from a device on one side, the host on the other
+
+    def differed_before(self, rank: int, t: float) -> None:
+        """An op of ``rank`` at ``t`` differed (divergent or within tolerance): later inputs of that
+        rank that differ may follow from it."""
+        self.first_on_rank[rank] = min(t, self.first_on_rank.get(rank, math.inf))
 
     def input_differed(self, key: Key, t: float) -> None:
         self.inputs_differed.setdefault(key[1:], {})[key[0]] = t
 
     def add(self, key: Key, t: float, description) -> None:
         self.ops.append((t, key, description.get("object_collective") if isinstance(description, dict) else None))
-        self.first_on_rank[key[0]] = min(t, self.first_on_rank.get(key[0], math.inf))
+        self.differed_before(key[0], t)
         item = (-t, -key[2], key, description)
         if len(self.earliest) < LISTED:
             heapq.heappush(self.earliest, item)
@@ -174,6 +189,8 @@ class _Divergences:
             heapq.heapreplace(self.earliest, item)
 
     def class_of(self, key: Key) -> str:
+        if key in self.not_compared:
+            return "not_compared"
         differed = self.inputs_differed.get(key[1:], {})
         if not differed:
             return "backend"
@@ -214,9 +231,15 @@ def compare(a, b, tolerance: float = 0.0, observers=()) -> Comparison:
                     first_missing = ((present["t"], key[2]), dict(_describe(key, present),
                                                                    missing_on="a" if ea is None else "b"))
             else:
-                if ea.get("in") != eb.get("in"):
-                    divergences.input_differed(key, ea["t"])
                 status, facts = _judge(ea, eb, a, b, tolerance)
+                comparable = _hashed_on_gpu(ea) == _hashed_on_gpu(eb)
+                inputs_differed = ea.get("in") != eb.get("in") if comparable else facts.pop("inputs_differed", None)
+                if inputs_differed:
+                    divergences.input_differed(key, ea["t"])
+                if status == "within_tolerance":
+                    divergences.differed_before(key[0], ea["t"])
+                if status == "divergent" and inputs_differed is None:
+                    divergences.not_compared.add(key)
                 if status == "divergent":
                     description = dict(_describe(key, ea), **facts)
                     if ea.get("object_collective"):

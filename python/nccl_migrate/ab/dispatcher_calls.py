@@ -70,9 +70,3 @@ def reduce_op_of(dispatcher: str | None, tensors: list[torch.Tensor]):
 
 def forget() -> None:
     _last.call = None
-
-
-def reduce_op_name(reduce_op) -> str | None:
-    if reduce_op is None:
-        return None
-    return str(getattr(reduce_op.op, "name", reduce_op.op)).split(".")[-1]

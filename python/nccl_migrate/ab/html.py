@@ -255,6 +255,7 @@ def render_html(report: dict, data: dict[str, SideData | None], stats=None, ops=
     body.append("<h2>Latency by op, in issue order</h2>" + _legend(report) + latency_by_issue(stats))
     body.append("<h2>Memory over time</h2>" + _legend(report) + memory_over_time(data)
                 + "<p>Solid: process RSS per rank; dashed: torch's allocated CUDA memory.</p>")
-    body.append(f"<p>Records and the job's output: {_e(report.get('run_dir'))}</p>")
+    places = report.get("run_dir") or ", ".join(side.get("directory") or "" for side in report["sides"].values())
+    body.append(f"<p>Records and the job's output: {_e(places)}</p>")
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>nccl-migrate ab: "
             f"{_e(report['verdict'])}</title><style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import torch
 import torch.distributed as dist
 
 
@@ -37,9 +38,26 @@ def _is_root(args: dict, group, global_key: str, group_key: str) -> tuple[bool, 
     return root == dist.get_rank(), root
 
 
+def reduce_op_name(op) -> str | None:
+    """The one name records give a reduce op, the same in every run: ``SUM`` for a ReduceOp member
+    (``ReduceOp.SUM``, a ``RedOpType``) or a ``ReduceOp`` instance, and for a PREMUL_SUM (a boxed
+    ``ReduceOp`` with a factor, as FSDP2's gradient divide factor makes) its factor too:
+    ``PREMUL_SUM(0.5)``. A factor held in a tensor is named by its value when it lives in host
+    memory (reading a device's would wait for it)."""
+    if op is None:
+        return None
+    kind = getattr(op, "op", op)  # a ReduceOp instance carries its RedOpType as .op
+    name = str(getattr(kind, "name", kind)).split(".")[-1]
+    if name != "PREMUL_SUM" or not isinstance(op, dist.ReduceOp):
+        return name
+    factor = op.factor
+    if isinstance(factor, torch.Tensor):
+        return f"PREMUL_SUM({factor.item()!r})" if factor.device.type == "cpu" else f"PREMUL_SUM(tensor on {factor.device})"
+    return f"PREMUL_SUM({factor!r})"
+
+
 def _reduce_name(args: dict) -> str:
-    op = args.get("op", dist.ReduceOp.SUM)
-    return str(getattr(op, "name", op)).split(".")[-1]
+    return reduce_op_name(args.get("op", dist.ReduceOp.SUM))
 
 
 def _rooted(args, key, group_key):
@@ -172,6 +190,10 @@ class OpSpec:
     reduces: bool = False  # takes a reduce op, which the hooks do not report
     dispatcher: str | None = None  # the c10d dispatcher op whose arguments carry the reduce op
     replay: Replay | None = None  # the Python call that replays it from a hook's tensors (--shadow)
+    # p2p: "send" or "recv", numbered per direction between two ranks apart from the group's
+    # collectives (so a send and the recv that takes its message share one number, and p2p between
+    # some ranks does not shift the others' collective numbers); "batch", numbered per rank.
+    p2p: str | None = None
 
 
 OPS: tuple[OpSpec, ...] = (
@@ -192,11 +214,12 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("all_to_all", all_to_all, ("all_to_all",), ("ALLTOALL",)),
     OpSpec("gather", gather, ("gather",), ("GATHER",)),
     OpSpec("scatter", scatter, ("scatter",), ("SCATTER",)),
-    OpSpec("send", send, ("send",), ("SEND",)),
-    OpSpec("recv", recv, ("recv",), ("RECV",)),
-    OpSpec("isend", send, ("isend",), asynchronous=True),
-    OpSpec("irecv", recv, ("irecv",), asynchronous=True),
-    OpSpec("batch_isend_irecv", batch_isend_irecv, ("batch_isend_irecv",), asynchronous=True),
+    OpSpec("send", send, ("send",), ("SEND",), p2p="send"),
+    OpSpec("recv", recv, ("recv",), ("RECV",), p2p="recv"),
+    OpSpec("isend", send, ("isend",), asynchronous=True, p2p="send"),
+    OpSpec("irecv", recv, ("irecv",), asynchronous=True, p2p="recv"),
+    OpSpec("batch_isend_irecv", batch_isend_irecv, ("batch_isend_irecv",), asynchronous=True,
+           p2p="batch"),
     OpSpec("barrier", barrier, ("barrier",), ("BARRIER",), replay=_replay_barrier),
     # Seen only from C++ (or from torch functions built on them): recorded, never replayed.
     OpSpec("all_reduce_coalesced", hook_names=("ALLREDUCE_COALESCED",), writes_input=True, in_place=True,
@@ -223,3 +246,16 @@ BY_HOOK_NAME = {hook: spec for spec in OPS for hook in spec.hook_names}
 def wrapped_functions(module) -> list[str]:
     """The functions of ``module`` (torch.distributed) the recorder wraps: those this torch has."""
     return [function for function in BY_FUNCTION if hasattr(module, function)]
+
+
+def channel(spec: OpSpec, group: str, rank: int, peer: int | None) -> str:
+    """What an op is numbered in (its records' "group"): a collective, its group; a send or recv,
+    the direction it carries a message in (``0/p2p 1>2``: global rank 1 to 2 in group 0), so the
+    n-th send from 1 to 2 and the n-th recv on 2 from 1 are one (channel, seq) on both ranks; a
+    batch of sends and recvs, its rank's own (``0/batch 1``)."""
+    if spec.p2p is None:
+        return group
+    if spec.p2p == "batch" or peer is None:
+        return f"{group}/batch {rank}"
+    source, destination = (rank, peer) if spec.p2p == "send" else (peer, rank)
+    return f"{group}/p2p {source}>{destination}"

@@ -1,5 +1,5 @@
 """Inside the job: records every collective and p2p op on every group, per rank, as one JSON line
-(group, per-group sequence number, op, dtype, shapes, reduce op, digests of input and output,
+(group, sequence number in it, op, dtype, shapes, reduce op, digests of input and output,
 timing). Two sources, one numbering: wrappers around torch.distributed's Python functions
 (wrappers.py; they know the reduce op and the call as the job wrote it) and ProcessGroup pre/post
 hooks (here), which fire from the dispatcher for every op and so also see ops issued from C++
@@ -25,7 +25,14 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from ..record_files import claim, mark_second_writer, second_writer_message, write_whole
+from ..record_files import (
+    attempt_directory,
+    claim,
+    mark_second_writer,
+    save_whole,
+    second_writer_message,
+    write_whole,
+)
 from . import (
     KEEP_VARIABLE,
     PERTURB_VARIABLE,
@@ -43,6 +50,8 @@ from .op_table import (
     OBJECT_COLLECTIVES,
     OpSpec,
     OpView,
+    channel,
+    reduce_op_name,
     wrapped_functions,
 )
 from .perturb import Perturbation
@@ -108,7 +117,7 @@ class Recorder:
     def begin(self, spec: OpSpec, view: OpView, via: str | None = None) -> IssuedOp:
         if self.rank is None:  # joined a group without init_process_group's wrapper (installed later)
             self.joined(dist.get_rank())
-        group = self.group_name(view.group)
+        group = channel(spec, self.group_name(view.group), self.rank, view.peer)
         with self.lock:
             seq = self.sequence.get(group, 0)
             self.sequence[group] = seq + 1
@@ -148,10 +157,11 @@ class Recorder:
             entry["out"] = resolved(entry["out"])  # judged now, live
             entry["shadow"] = op.shadow.judge(view.outputs, entry["out"])
         if op.kept is not None and error is None and not self.second_writer:  # its files are the first writer's
-            name = f"r{self.rank}-g{entry['group']}-s{entry['seq']}.pt"
+            group = "".join(c if c.isalnum() else "_" for c in entry["group"])  # a p2p channel: "0/p2p 1>2"
+            name = f"r{self.rank}-g{group}-s{entry['seq']}.pt"
             os.makedirs(os.path.join(self.directory, "tensors"), exist_ok=True)
-            torch.save({"in": op.kept, "out": [t.detach().cpu().clone() for t in view.outputs]},
-                       os.path.join(self.directory, "tensors", name))
+            kept = {"in": op.kept, "out": [t.detach().cpu().clone() for t in view.outputs]}
+            save_whole(os.path.join(self.directory, "tensors", name), functools.partial(torch.save, kept))
             entry["kept"] = name
         self.write(entry)
 
@@ -245,7 +255,7 @@ class Recorder:
         if name == "broadcast" and root != my_rank:
             inputs = []  # a receiver contributes nothing, whatever its buffer held
         reduce_op = dispatcher_calls.reduce_op_of(spec.dispatcher, list(args.input_tensors)) if spec.reduces else None
-        view = OpView(group, inputs, outputs, dispatcher_calls.reduce_op_name(reduce_op), peer)
+        view = OpView(group, inputs, outputs, reduce_op_name(reduce_op), peer)
         op = self.begin(spec, view, via="hook")
         if self.shadow is not None:  # cloned now: the op may overwrite its tensors
             op.shadow, why = self.shadow.prepare_hooked(spec, list(args.input_tensors), outputs, root, group,
@@ -371,4 +381,4 @@ def install_from_environment() -> Recorder | None:
         from .shadow import Shadow
 
         shadow = Shadow.from_environment(os.environ[SHADOW_VARIABLE], os.environ.get(SHADOW_PERTURB_VARIABLE))
-    return install(directory, int(keep), Perturbation(perturb) if perturb else None, shadow)
+    return install(attempt_directory(directory), int(keep), Perturbation(perturb) if perturb else None, shadow)

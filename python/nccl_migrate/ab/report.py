@@ -22,6 +22,7 @@ def side_summary(run: SideRun, data: SideData | None, stats: SideStats | None) -
         peak_rss_mib={m["rank"]: round(m["peak_rss_kib"] / 1024, 1) for m in metas},
         communicators={rank: [f"{c['key']} ({c['purpose']})" for c in r["communicators_created"]]
                        for rank, r in sorted(data.reports.items())} if data.reports else None,
+        restarts=getattr(data, "attempt", 0),  # the records read are the last attempt's
     )
     if stats is not None:
         label = run.side.label

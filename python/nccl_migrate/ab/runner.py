@@ -103,13 +103,18 @@ def _launch(side: Side, command: list[str], nproc: int, timeout: float, director
     return SideRun.finished(side, directory, log, job)
 
 
-def record_side(side: Side, command: list[str], nproc: int, timeout: float, directory: str, keep_bytes: int,
-                launcher_args: list[str] | None = None) -> SideRun:
+def job_log(directory: str) -> str:
+    """Where one launching process of ``ab record`` puts the job's output (one per node)."""
+    return os.path.join(directory, f"job.{socket.gethostname()}.{os.getpid()}.log")
+
+
+def record_side(side: Side, command: list[str], nproc: int, timeout: float | None, directory: str, keep_bytes: int,
+                launcher_args: list[str] | None = None, log: str | None = None) -> SideRun:
     """``ab record``: one launching process of a side (one per node), recording into a directory
     it shares with the side's other nodes; earlier records are left alone (a rank recorded twice
-    is reported when compared)."""
+    is reported when compared). ``timeout`` None: no limit."""
     os.makedirs(directory, exist_ok=True)
-    log = os.path.join(directory, f"job.{socket.gethostname()}.{os.getpid()}.log")
+    log = log or job_log(directory)
     return _launch(side, command, nproc, timeout, directory, job_environment(side, directory, keep_bytes), log,
                    launcher_args)
 

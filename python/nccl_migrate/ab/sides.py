@@ -8,9 +8,10 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 
-from ..record_files import SECOND_WRITER, second_writer_message
+from ..record_files import ATTEMPT, SECOND_WRITER, last_attempt, second_writer_message
 
 Key = tuple[int, str, int]  # (rank, group, sequence number)
 
@@ -30,12 +31,25 @@ class SideData:
         return sorted((e for key, e in self.ops.items() if key[0] == rank), key=lambda e: (e["t"], e["seq"]))
 
     def tensors(self, entry: dict):
-        """The kept tensors of one op ({"in": [...], "out": [...]}), or None."""
+        """The kept tensors of one op ({"in": [...], "out": [...]}), or None; RecordError names a
+        file that cannot be read."""
         if "kept" not in entry:
             return None
+        import pickle
+
         import torch
 
-        return torch.load(os.path.join(self.directory, "tensors", entry["kept"]))
+        path = os.path.join(self.directory, "tensors", str(entry["kept"]))
+        try:
+            kept = torch.load(path)
+        except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as error:
+            raise RecordError(f"{path}: cannot be read ({type(error).__name__}: {str(error)[:200]}); it holds the kept "
+                              f"tensors of rank {entry['rank']}, group {entry['group']}, seq {entry['seq']}; rerun "
+                              "the side with --keep-tensors, or without it to compare digests alone") from None
+        if not isinstance(kept, dict) or not isinstance(kept.get("in"), list) or not isinstance(kept.get("out"), list):
+            raise RecordError(f"{path}: not kept tensors of nccl-migrate ab (rank {entry['rank']}, group "
+                              f"{entry['group']}, seq {entry['seq']})")
+        return kept
 
 
 class RecordError(ValueError):
@@ -45,14 +59,38 @@ class RecordError(ValueError):
 # What every op record holds, with its type: a record without them was not written by the recorder.
 REQUIRED = {"rank": int, "group": str, "seq": int, "op": str, "t": (int, float), "in_shapes": list,
             "out_shapes": list}
+PRESENT = {"in": str, "out": str, "dtype": str}  # null when the op has none, but never absent
+META_REQUIRED = {"rank": int, "world_size": int, "peak_rss_kib": (int, float)}
+REPORT_REQUIRED = {"communicators_created": list}
 
 
-def _json(path: str):
+def _missing_field(document: dict, required: dict, nullable: dict = {}) -> str | None:  # noqa: B006 - read only
+    """What a document lacks of its schema (``key`` of a type; ``nullable`` ones may be null), or None."""
+    for key, kind in required.items():
+        value = document.get(key)
+        if not isinstance(value, kind) or value is True or value is False:
+            return f"field {key!r} is missing or not {getattr(kind, '__name__', 'a number')}"
+    for key, kind in nullable.items():
+        if key not in document or not (document[key] is None or isinstance(document[key], kind)):
+            return f"field {key!r} is missing or not {kind.__name__} or null"
+    return None
+
+
+def _json(path: str, required: dict | None = None):
+    """A JSON document, an object with ``required`` fields when given; RecordError names the file."""
     try:
         with open(path) as f:
-            return json.load(f)
+            document = json.load(f)
     except ValueError as error:
         raise RecordError(f"{path}: not valid JSON ({error}); the file was cut short or garbled") from None
+    except OSError as error:
+        raise RecordError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if required is not None:
+        problem = _missing_field(document, required) if isinstance(document, dict) else "not a JSON object"
+        if problem:
+            raise RecordError(f"{path}: {problem}; not written by nccl-migrate (or damaged): remove it, or "
+                              "rerun the side")
+    return document
 
 
 def _rank_of(path: str, prefix: str, suffix: str) -> int | None:
@@ -88,10 +126,9 @@ def read_records(path: str):
                 raise _bad(path, number, f"not a JSON record ({error})") from None
             if not isinstance(entry, dict):
                 raise _bad(path, number, "not a JSON object")
-            for key, kind in REQUIRED.items():
-                value = entry.get(key)
-                if not isinstance(value, kind) or value is True or value is False:
-                    raise _bad(path, number, f"field {key!r} is missing or not {getattr(kind, '__name__', 'a number')}")
+            problem = _missing_field(entry, REQUIRED, PRESENT)
+            if problem:
+                raise _bad(path, number, problem)
             if entry["rank"] != rank:
                 raise _bad(path, number, f"a record of rank {entry['rank']} in rank {rank}'s file")
             yield number, entry
@@ -110,6 +147,7 @@ class RecordedSide:
         self.metas: dict[int, dict] = {}
         self.reports: dict[int, dict] = {}
         self.paths: dict[int, str] = {}
+        self.attempt = 0  # torch's launcher restarted the workers this many times; earlier attempts are not read
 
     def ranks(self) -> list[int]:
         return sorted(self.paths)
@@ -137,12 +175,12 @@ def load(directory: str) -> RecordedSide:
     file (and line, while streaming) of the first bad one."""
     if not os.path.isdir(directory):
         raise RecordError(f"{directory}: no such directory of records")
+    directory, attempt = last_attempt(directory)  # workers restarted: the last attempt is the run
     _check_second_writers(directory)
     data = RecordedSide(directory)
+    data.attempt = attempt
     for path in glob.glob(os.path.join(directory, "rank*.meta.json")):
-        meta = _json(path)
-        if not isinstance(meta, dict) or not isinstance(meta.get("rank"), int):
-            raise RecordError(f"{path}: no rank in it; not a record of nccl-migrate ab")
+        meta = _json(path, META_REQUIRED)
         if meta["rank"] >= MEMORY_RANKS:
             meta["memory"] = []
         data.metas[meta["rank"]] = meta
@@ -153,7 +191,10 @@ def load(directory: str) -> RecordedSide:
     for path in glob.glob(os.path.join(directory, "report_*.json")):
         rank = _rank_of(path, "report_", ".json")
         if rank is not None:
-            data.reports[rank] = _json(path)
+            report = data.reports[rank] = _json(path, REPORT_REQUIRED)
+            if not all(isinstance(c, dict) and "key" in c and "purpose" in c for c in report["communicators_created"]):
+                raise RecordError(f"{path}: a communicator without its key or purpose; not written by nccl-migrate "
+                                  "(or damaged): remove it, or rerun the side")
     return data
 
 
@@ -167,6 +208,9 @@ def clear(directory: str) -> list[str]:
     removed = [path for pattern in RECORD_PATTERNS for path in glob.glob(os.path.join(directory, pattern))]
     for path in removed:
         os.unlink(path)
+    for path in glob.glob(os.path.join(directory, f"{ATTEMPT}*")):  # restarted workers' records
+        shutil.rmtree(path)
+        removed.append(path)
     return removed
 
 

@@ -105,3 +105,41 @@ def test_a_hanging_side_is_ended_by_the_timeout(tmp_path):
 def test_usage_errors_say_what_to_fix(tmp_path, args, message):
     status, report, stderr = ab(tmp_path, *args)
     assert status == 2 and message in stderr and report is None
+
+
+def _cli(*args, timeout=120):
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "--nnodes", "abc", "--", TINY_JOB], "torchrun rejected"),
+    (["run", "--max-restarts", "-1", "--", TINY_JOB], "--max-restarts"),
+    (["ab", "record", "--side", "legacy", "--dir", "unused", "--nproc", "0", "--", TINY_JOB], "--nproc"),
+    (["ab", "record", "--side", "legacy", "--dir", "unused", "--timeout", "0", "--", TINY_JOB], "--timeout"),
+    (["ab", "record", "--side", "legacy", "--dir", "unused", "--keep-tensors", "-1", "--", TINY_JOB], "--keep-tensors"),
+])
+def test_launch_option_errors_are_messages_with_exit_2(args, message):
+    done = _cli(*args)
+    assert done.returncode == 2 and message in done.stderr, (done.returncode, done.stderr[-2000:])
+    assert "Traceback" not in done.stderr
+
+
+def test_ab_compare_is_a_subcommand_with_its_own_help_and_options_anywhere(tmp_path):
+    done = _cli("ab", "compare", "--help")
+    assert done.returncode == 0 and "DIR_A" in done.stdout and "--allow-job-nondeterminism" in done.stdout
+    missing = str(tmp_path / "nowhere")
+    done = _cli("ab", "compare", missing, missing, "--format", "json")
+    assert done.returncode == 2 and json.loads(done.stdout)["verdict"].startswith("could not compare")
+    assert "no such directory" in json.loads(done.stdout)["verdict"]
+    assert "--run-dir" in done.stderr  # where a report would be kept
+
+
+def test_ab_record_has_no_timeout_unless_given_and_says_where_the_output_goes(tmp_path):
+    done = _cli("ab", "record", "--help")
+    assert "no limit" in done.stdout
+    job = tmp_path / "quick.py"
+    job.write_text("print('the job ran')\n")
+    done = _cli("ab", "record", "--side", "legacy", "--dir", str(tmp_path / "a"), "--nproc", "1", "--", str(job))
+    assert done.returncode == 0, done.stderr
+    logs = list((tmp_path / "a").glob("job.*.log"))
+    assert len(logs) == 1 and str(logs[0]) in done.stderr.splitlines()[0] + done.stderr.splitlines()[1]

@@ -5,10 +5,12 @@ ranks-by-op-sequence map shows where the divergence and the missing ops are."""
 
 import itertools
 import json
+import os
 import re
 import shutil
 import struct
 import subprocess
+import tempfile
 import zlib
 
 import pytest
@@ -22,12 +24,22 @@ WINDOW = (1280, 4200)
 PAGE_COLUMN = 1100 + 2 * 14 + 4  # the report's body: max-width 1100 px, 2em margins, and a border
 
 
+def _ci_flags(profile) -> list[str]:
+    """What a CI runner needs: its own profile (HOME may be unwritable or shared by parallel runs),
+    no /dev/shm (Docker's 64 MB does not hold a 1280x4200 screenshot), nothing fetched (runners are
+    offline), and no sandbox only where it cannot work: as root."""
+    flags = [f"--user-data-dir={profile}", "--disable-dev-shm-usage", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update"]
+    return flags + (["--no-sandbox"] if os.geteuid() == 0 else [])
+
+
 def chromium(*args):
     if CHROMIUM is None:
         pytest.fail("chromium is not installed: tools/setup.sh installs it (apt-get install chromium)")
-    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           f"--window-size={WINDOW[0]},{WINDOW[1]}", *args], capture_output=True, text=True,
-                          timeout=120, check=False)
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        done = subprocess.run([CHROMIUM, "--headless", *_ci_flags(profile), "--disable-gpu", "--hide-scrollbars",
+                               f"--window-size={WINDOW[0]},{WINDOW[1]}", *args], capture_output=True, text=True,
+                              timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 
-from test_ab_cli import CLI, ROOT, ab
+from test_ab_cli import CLI, ROOT, TINY_JOB, ab
 from torch_support import requires_torch
 
 DDP_JOB = os.path.join(ROOT, "examples", "ddp_job.py")
@@ -101,3 +101,31 @@ def test_a_failed_side_is_reported_by_record_and_by_compare(tmp_path):
     assert done.returncode == 2 and "rank 0 exited with status 3" in done.stderr
     status, report, _ = ab(tmp_path, "compare", str(tmp_path / "a"), str(tmp_path / "a"))
     assert status == 2 and "rank 0 exited with status 3" in report["verdict"]
+
+
+@requires_torch("backend_plugins")
+def test_workers_restarted_by_torchs_launcher_are_compared_by_their_last_attempt(tmp_path):
+    """Rank 1 fails on the first attempt and torch's launcher restarts the workers (--max-restarts):
+    the restarted ranks record afresh, and the compare reads the attempt that finished."""
+    env = dict(os.environ, TINY_FAIL_FIRST_ATTEMPT="1")
+    for spec, label in (("legacy", "a"), ("rewritten", "b")):
+        done = subprocess.run([CLI, "ab", "record", "--side", spec, "--dir", str(tmp_path / label), "--max-restarts",
+                               "1", "--", TINY_JOB], capture_output=True, text=True, timeout=240, env=env, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+    status, report, stderr = ab(tmp_path, "compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert status == 0, stderr
+    assert report["verdict"] == "identical" and report["ops_compared"] == report["identical"] == 2 * 3
+    assert report["sides"]["a"]["restarts"] == report["sides"]["b"]["restarts"] == 1
+
+
+def test_a_side_whose_other_node_never_comes_records_its_failure(tmp_path):
+    """`ab record` on one node of a two-node side, the other never started: past --timeout the
+    side's failure is written and named, and a compare says why it cannot compare."""
+    done = subprocess.run([CLI, "ab", "record", "--side", "legacy", "--dir", str(tmp_path / "a"), "--nproc", "1",
+                           *_rendezvous("alone"), "--timeout", "4", "--", TINY_JOB],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "ran past its timeout" in done.stderr, (done.returncode, done.stderr[-2000:])
+    sides = list((tmp_path / "a").glob("side.*.json"))
+    assert len(sides) == 1 and "ran past its timeout" in json.loads(sides[0].read_text())["failure"]
+    status, report, _ = ab(tmp_path, "compare", str(tmp_path / "a"), str(tmp_path / "a"))
+    assert status == 2 and "ran past its timeout" in report["verdict"]

@@ -39,3 +39,24 @@ def test_fsdp2_under_two_runs_shows_no_divergence(tmp_path):
     status, report, stderr = ab(tmp_path, "--", FSDP2_JOB)
     assert status == 0, stderr
     assert report["verdict"] == "identical" and report["sides"]["a"]["op_counts"].get("reduce_scatter_tensor")
+
+
+def _reduce_ops(run_dir, side, op):
+    """Each (reduce op, source) rank 0 recorded ``op`` with: source None is torch.distributed's
+    Python function (FSDP2 on torch 2.15 calls reduce_scatter_single), "hook" an op from C++."""
+    with open(run_dir / side / "rank0.jsonl") as f:
+        return {(e["reduce_op"], e.get("via")) for e in map(json.loads, f) if e["op"] == op}
+
+
+@requires_torch("backend_plugins")
+def test_fsdp2_premul_sum_is_named_by_its_factor_and_shows_no_divergence(tmp_path):
+    """A PREMUL_SUM is a boxed ReduceOp: its record names the op and its factor, the same in every
+    run, so two runs agree; --shadow replays it with that factor."""
+    env = {"FSDP_DIVIDE_FACTOR": "3.0"}
+    status, report, stderr = ab(tmp_path / "two", "--", FSDP2_JOB, env=env)
+    assert status == 0, stderr
+    assert report["verdict"] == "identical"
+    assert _reduce_ops(tmp_path / "two" / "run", "a", "reduce_scatter_tensor") == {(f"PREMUL_SUM({1 / 3.0!r})", None)}
+    status, report, stderr = ab(tmp_path / "shadow", "--shadow", "--", FSDP2_JOB, env=env)
+    assert status == 0, stderr
+    assert report["divergent"] == 0 and report["not_shadowed"]["count"] == 0 and report["identical"] > 0

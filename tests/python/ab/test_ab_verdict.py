@@ -8,6 +8,7 @@ from test_ab_cli import HERE, ab
 from torch_support import requires_torch
 
 CHECKPOINT_JOB = os.path.join(HERE, "checkpoint_job.py")
+PIPELINE_JOB = os.path.join(HERE, "pipeline_job.py")
 
 
 @requires_torch("backend_plugins")
@@ -23,3 +24,28 @@ def test_a_checkpointing_job_is_job_nondeterminism_only(tmp_path):
     assert len(report["divergences"]) == report["divergent"]  # every one listed (fewer than the bound)
     status, report, stderr = ab(tmp_path / "allowed", "--allow-job-nondeterminism", "--", CHECKPOINT_JOB, env=env)
     assert status == 0 and report["verdict"].startswith("job nondeterminism only"), stderr
+
+
+@requires_torch("backend_plugins")
+def test_p2p_between_some_ranks_is_classified_by_the_send_it_received(tmp_path):
+    """A recv's output comes from its peer's send: when that send's input differs (the job's own
+    doing), the recv is not the backend's fault, and p2p between some ranks does not misalign the
+    collectives that follow."""
+    status, report, stderr = ab(tmp_path, "--nproc", "3", "--b", "rewritten,PIPELINE_RANDOM=1", "--", PIPELINE_JOB)
+    assert status == 1, stderr
+    assert report["divergence_classes"]["backend"] == 0 and not report["backend_implicated"], report["divergences"]
+    by_op = {(d["rank"], d["op"]): d["class"] for d in report["divergences"]}
+    assert by_op[(0, "send")] == by_op[(1, "recv")] == "job_nondeterminism", by_op
+    assert by_op[(1, "all_reduce")] == "propagated" and (2, "recv") not in by_op, by_op
+    assert report["verdict"].startswith("job nondeterminism only")
+    assert report["missing_in_a"] == report["missing_in_b"] == 0
+
+
+@requires_torch("backend_plugins")
+def test_a_job_that_issues_no_op_is_nothing_compared_not_identical(tmp_path):
+    job = tmp_path / "no_ops.py"
+    job.write_text("import os\nimport torch.distributed as dist\n"
+                   "dist.init_process_group(os.environ.get('JOB_BACKEND', 'nccl'))\ndist.destroy_process_group()\n")
+    status, report, stderr = ab(tmp_path, "--", str(job))
+    assert status == 2, stderr
+    assert report["verdict"].startswith("nothing compared") and report["ops_compared"] == 0

@@ -64,7 +64,7 @@ def test_divergences_are_classified_by_what_differed_going_in():
     result = compare(a, b)
     assert result.classified == {(1, "0", 0): "backend", (0, "0", 1): "propagated", (1, "0", 1): "propagated",
                                  (0, "1", 0): "job_nondeterminism", (1, "1", 0): "job_nondeterminism"}
-    assert result.classes == {"backend": 1, "propagated": 2, "job_nondeterminism": 2} and result.backend_implicated
+    assert result.classes == {"backend": 1, "propagated": 2, "job_nondeterminism": 2, "not_compared": 0} and result.backend_implicated
     assert [(d["rank"], d["group"], d["seq"]) for d in result.divergences] == [
         (0, "1", 0), (1, "1", 0), (1, "0", 0), (0, "0", 1), (1, "0", 1)]  # all listed, earliest first
     assert result.first_divergence["class"] == "job_nondeterminism"
@@ -75,7 +75,7 @@ def test_divergences_only_from_the_jobs_own_inputs_do_not_implicate_the_backend(
     b = side(entry(0, 0, "U", "V", 1.0), entry(1, 0, "w", "V", 1.0), entry(0, 1, "i", "o", 2.0))
     result = compare(a, b)
     assert not result.backend_implicated and result.job_nondeterminism_only
-    assert result.classes == {"backend": 0, "propagated": 0, "job_nondeterminism": 2}
+    assert result.classes == {"backend": 0, "propagated": 0, "job_nondeterminism": 2, "not_compared": 0}
 
 
 def test_records_are_paired_as_they_stream_holding_only_the_ops_in_between():
@@ -96,3 +96,33 @@ def test_records_are_paired_as_they_stream_holding_only_the_ops_in_between():
         paired += 1
         assert len(held) - 2 * paired <= 2, "records read ahead of what was paired are the window only"
     assert paired == 1000
+
+
+def test_digests_that_cannot_be_compared_never_make_a_verdict_of_job_nondeterminism():
+    from nccl_migrate.ab.command import EXIT_FAILED, judge
+
+    a = side(entry(0, 0, "gpu:1f", "gpu:2e", 1.0), entry(1, 0, "gpu:1f", "gpu:2e", 1.0))
+    b = side(entry(0, 0, "1f", "2e", 1.0), entry(1, 0, "1f", "2e", 1.0))  # host memory on side b
+    result = compare(a, b)
+    assert result.classes["job_nondeterminism"] == 0 and result.classes["not_compared"] == 2
+    status, verdict = judge(result, allow_job_nondeterminism=True)
+    assert status == EXIT_FAILED and verdict.startswith("values not compared") and "--keep-tensors" in verdict
+
+
+def test_an_op_within_tolerance_counts_as_an_earlier_difference():
+    # rank 0's seq 0 differs within tolerance (measured on kept tensors, here given as measured),
+    # so its seq 1 input differing follows from it: propagated, not the job's own.
+    first_a, first_b = entry(0, 0, "i", "o", 1.0), entry(0, 0, "i", "O", 1.0)
+    first_b["measured"] = {"max_abs_error": 1e-7, "max_rel_error": 1e-7, "needed": 1e-7}
+    a = side(first_a, entry(0, 1, "k", "p", 2.0))
+    b = side(first_b, entry(0, 1, "K", "P", 2.0))
+    result = compare(a, b, tolerance=1e-6)
+    assert result.counts["within_tolerance"] == 1 and result.classes == {**result.classes, "propagated": 1}
+    assert result.classes["job_nondeterminism"] == 0
+
+
+def test_nothing_compared_is_never_called_identical():
+    from nccl_migrate.ab.command import EXIT_FAILED, judge
+
+    status, verdict = judge(compare(side(), side()), allow_job_nondeterminism=True)
+    assert status == EXIT_FAILED and verdict.startswith("nothing compared")

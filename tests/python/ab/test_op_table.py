@@ -6,11 +6,15 @@ import inspect
 
 import torch
 import torch.distributed as dist
+from nccl_migrate.ab import op_table
 from nccl_migrate.ab.op_table import BY_FUNCTION, OPS
-from torch._C._distributed_c10d import HookOpName
+from torch_support import requires_torch
 
 
+@requires_torch("process_group_hooks")
 def test_every_hook_op_type_has_exactly_one_spec():
+    from torch._C._distributed_c10d import HookOpName
+
     for member in HookOpName.__members__:
         if member == "name":  # pybind's enum lists its property among the members
             continue
@@ -41,3 +45,15 @@ def test_every_reduction_names_the_dispatcher_op_that_carries_its_reduce_op():
         if spec.replay is not None and spec.reduces:
             assert spec.replay([torch.ones(1)], [torch.ones(1)], None, None, None) is None, \
                 f"{spec.name} must not be replayed without its reduce op"
+
+
+def test_a_reduce_op_is_named_the_same_in_every_run_whatever_form_the_job_gave_it():
+    """A boxed ReduceOp (PREMUL_SUM with its factor, as FSDP2's gradient divide factor makes) is
+    named by op and factor, never by its object: two runs must agree on the name."""
+    group, tensor = object(), torch.ones(2)
+    names = [op_table.all_reduce({"tensor": tensor, "group": group, "op": op}).reduce_op
+             for op in (dist.ReduceOp.SUM, dist.ReduceOp(dist.ReduceOp.AVG), dist._make_nccl_premul_sum(0.5),
+                        dist._make_nccl_premul_sum(torch.tensor(0.25)))]
+    assert names == ["SUM", "AVG", "PREMUL_SUM(0.5)", "PREMUL_SUM(0.25)"]
+    assert op_table.all_reduce({"tensor": tensor, "group": group}).reduce_op == "SUM"
+    assert op_table.reduce_op_name(None) is None

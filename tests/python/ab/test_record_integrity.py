@@ -62,8 +62,11 @@ def _compare(tmp_path):
 
 def test_recorded_sides_compare_offline(tmp_path):
     _side(tmp_path / "a"), _side(tmp_path / "b")
-    status, output = _compare(tmp_path)
-    assert status == 0 and "identical" in output
+    done = subprocess.run([CLI, "ab", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--format", "json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["verdict"] == "identical", done.stderr
+    assert report["ops_compared"] == report["identical"] == 2 * 3
 
 
 def test_a_garbled_record_names_its_file_and_line(tmp_path):
@@ -90,3 +93,43 @@ def test_a_record_in_another_ranks_file_is_refused(tmp_path):
     path.write_text(path.read_text().replace('"rank": 1', '"rank": 0', 1))
     status, output = _compare(tmp_path)
     assert status == 2 and f"{path}, line 1: a record of rank 0 in rank 1's file" in output
+
+
+def test_a_meta_a_report_or_a_record_without_its_fields_names_its_file(tmp_path):
+    _side(tmp_path / "a"), _side(tmp_path / "b")
+    meta = tmp_path / "a" / "rank0.meta.json"
+    meta.write_text(json.dumps({"rank": 0, "world_size": 2}))  # no peak_rss_kib: not the recorder's
+    status, output = _compare(tmp_path)
+    assert status == 2 and f"{meta}: field 'peak_rss_kib'" in output and "Traceback" not in output
+    _side(tmp_path / "c"), _side(tmp_path / "d")
+    report = tmp_path / "d" / "report_1.json"
+    report.write_text(json.dumps({"pid": 1, "groups": []}))  # no communicators_created
+    status, output = _compare_dirs(tmp_path / "c", tmp_path / "d")
+    assert status == 2 and f"{report}: field 'communicators_created'" in output and "Traceback" not in output
+    _side(tmp_path / "e"), _side(tmp_path / "f")
+    records = tmp_path / "f" / "rank1.jsonl"
+    records.write_text(records.read_text().replace('"in": "i0", ', "", 1))  # "in" may be null, never absent
+    status, output = _compare_dirs(tmp_path / "e", tmp_path / "f")
+    assert status == 2 and f"{records}, line 1: field 'in' is missing" in output and "Traceback" not in output
+
+
+def test_a_kept_tensor_file_that_cannot_be_read_names_the_file(tmp_path):
+    for side in ("a", "b"):
+        _side(tmp_path / side, ops_per_rank=1, ranks=1)
+    path = tmp_path / "b" / "rank0.jsonl"
+    record = json.loads(path.read_text())
+    record.update(out="different", kept="r0-g0-s0.pt")
+    path.write_text(json.dumps(record) + "\n")
+    path_a = tmp_path / "a" / "rank0.jsonl"
+    path_a.write_text(json.dumps(dict(json.loads(path_a.read_text()), kept="r0-g0-s0.pt")) + "\n")
+    (tmp_path / "a" / "tensors").mkdir()
+    (tmp_path / "a" / "tensors" / "r0-g0-s0.pt").write_bytes(b"not a tensor file")
+    status, output = _compare(tmp_path)
+    pt = tmp_path / "a" / "tensors" / "r0-g0-s0.pt"
+    assert status == 2 and f"{pt}: cannot be read" in output and "Traceback" not in output
+
+
+def _compare_dirs(a, b):
+    done = subprocess.run([CLI, "ab", "compare", str(a), str(b)], capture_output=True, text=True, timeout=120,
+                          check=False)
+    return done.returncode, done.stdout + done.stderr

@@ -4,6 +4,7 @@ ones after it for a bounded time, and a digest the GPU never delivers, or fails 
 named gap, never as a hang or a lost record."""
 
 import json
+import os
 import threading
 import time
 
@@ -93,3 +94,19 @@ def test_a_cuda_error_on_a_digest_is_recorded_and_the_writer_goes_on(tmp_path):
     assert first["in"] is None and first["digests_unfinished"] == ["in"]
     assert first["digest_errors"] == {"in": "RuntimeError: CUDA error: an illegal memory access was encountered"}
     assert second == {"seq": 1, "in": "c", "out": "d"}
+
+
+def test_an_exclusive_whole_file_is_written_where_hard_links_are_refused(tmp_path, monkeypatch):
+    """Some shared filesystems (FUSE, object stores, SMB) refuse os.link: the file is still written
+    once, exclusively, and a second writer still finds it taken."""
+    from nccl_migrate.record_files import write_whole
+
+    def refused(source, target):
+        raise PermissionError(1, "Operation not permitted", source)
+
+    monkeypatch.setattr(os, "link", refused)
+    path = tmp_path / "rank0.meta.json"
+    assert write_whole(str(path), '{"rank": 0}', exclusive=True)
+    assert path.read_text() == '{"rank": 0}' and not list(tmp_path.glob("*.tmp"))
+    assert not write_whole(str(path), '{"rank": 0, "second": true}', exclusive=True)
+    assert path.read_text() == '{"rank": 0}'

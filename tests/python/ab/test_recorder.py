@@ -57,8 +57,10 @@ def test_digests_cover_what_each_op_read_and_wrote(tmp_path):
     results = run_ranks(_python_ops, env={"AB_TEST_DIR": str(tmp_path)})
     for rank, seen in enumerate(results):
         ops = _records(str(tmp_path / str(rank)), rank)
-        assert [(e["seq"], e["op"]) for e in ops] == [(0, "all_reduce"), (1, "all_gather_into_tensor"),
-                                                     (2, "all_reduce"), (3, "all_reduce"), (4, "batch_isend_irecv")]
+        # Collectives numbered in their group; a batch of sends and recvs in its rank's own count.
+        assert [(e["group"], e["seq"], e["op"]) for e in ops] == [
+            ("0", 0, "all_reduce"), ("0", 1, "all_gather_into_tensor"), ("0", 2, "all_reduce"), ("0", 3, "all_reduce"),
+            (f"0/batch {rank}", 0, "batch_isend_irecv")]
         assert not any(e.get("via") == "hook" for e in ops), "a Python op must not be recorded twice"
         assert (ops[0]["in"], ops[0]["out"]) == (seen["all_reduce.in"], seen["all_reduce.out"])
         assert ops[0]["in"] != ops[0]["out"] and ops[0]["reduce_op"] == "SUM"

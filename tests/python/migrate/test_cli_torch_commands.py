@@ -55,6 +55,27 @@ def test_run_ends_a_job_that_outlives_its_timeout(cli, tmp_path):
     assert time.monotonic() - started < 30
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_run_ends_a_rendezvous_whose_other_node_never_comes(cli, tmp_path):
+    """The timeout fires before torch's agent has started any worker (it waits for the second
+    node): the run says what happened and exits 2, never dies silently by the signal."""
+    job = tmp_path / "never_started.py"
+    job.write_text("raise SystemExit('a worker must not start without its peer node')\n")
+    started = time.monotonic()
+    done = _run(cli, "run", "--nproc", "1", "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                f"localhost:{_free_port()}", "--timeout", "4", "--", str(job), timeout=120)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert "ran past its timeout" in done.stderr and "Traceback" not in done.stderr
+    assert time.monotonic() - started < 60
+
+
 def test_run_without_a_command_is_a_usage_error(cli):
     done = _run(cli, "run", "--nproc", "2")
     assert done.returncode == 2
