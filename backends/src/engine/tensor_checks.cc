@@ -6,6 +6,8 @@
 #include <ATen/ops/view_as_real.h>
 #include <c10/util/Exception.h>
 
+#include "nccl_migrate/backends/torch_compat.h"  // PreMulSumSupplement on older torch
+
 namespace nccl_migrate::backends::checks {
 namespace {
 
