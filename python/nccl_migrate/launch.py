@@ -127,7 +127,15 @@ def torchrun_arguments(command: list[str], nproc: int, launcher_args: list[str] 
     standalone = ["--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0", "--rdzv-id", str(uuid.uuid4())]
     rendezvous = [] if any(a.startswith(("--rdzv", "--master")) for a in extra) else standalone
     return ["--nproc-per-node", str(nproc), *rendezvous, "--max-restarts", "0", "--tee", "3",
-            "--log-line-prefix-template", PREFIX_TEMPLATE, *extra, *command]
+            *_prefix_arguments(), *extra, *command]
+
+
+def _prefix_arguments() -> list[str]:
+    # torch 2.11's torchrun has no --log-line-prefix-template: its lines keep torchrun's own prefix.
+    from torch.distributed.run import get_args_parser
+
+    known = get_args_parser()._option_string_actions  # noqa: SLF001 - argparse keeps no public list
+    return ["--log-line-prefix-template", PREFIX_TEMPLATE] if "--log-line-prefix-template" in known else []
 
 
 def _python_script(command: list[str]) -> list[str]:

@@ -50,7 +50,9 @@ def reduce_op_name(op) -> str | None:
     name = str(getattr(kind, "name", kind)).split(".")[-1]
     if name != "PREMUL_SUM" or not isinstance(op, dist.ReduceOp):
         return name
-    factor = op.factor
+    factor = getattr(op, "factor", None)  # torch 2.11's ReduceOp does not show its factor
+    if factor is None:
+        return "PREMUL_SUM"
     if isinstance(factor, torch.Tensor):
         return f"PREMUL_SUM({factor.item()!r})" if factor.device.type == "cpu" else f"PREMUL_SUM(tensor on {factor.device})"
     return f"PREMUL_SUM({factor!r})"
