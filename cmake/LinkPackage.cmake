@@ -1,11 +1,11 @@
-# cmake -DSOURCE=<repo>/python -DOUTPUT=<dir> -P LinkPackage.cmake
-# Makes OUTPUT an importable copy of the nccl_migrate package whose Python files are links into
-# SOURCE (edits show without a rebuild) and whose native modules are the build's own, plus a
-# dist-info carrying pyproject.toml's entry points: torch finds backends and the autoload hook
-# through entry points, and importlib finds a dist-info on PYTHONPATH without any install.
-# Runs on every build; it only touches what changed.
+# cmake -DSOURCE=<repo>/python -DOUTPUT=<dir> -DPYPROJECT=<repo>/pyproject.toml -P LinkPackage.cmake
+# Gives OUTPUT a dist-info carrying pyproject.toml's entry points: torch finds backends and the
+# autoload hook through entry points, and importlib finds a dist-info on PYTHONPATH without any
+# install. When OUTPUT is not SOURCE, also makes it an importable copy of the nccl_migrate package
+# whose Python files are links into SOURCE (edits show without a rebuild) and whose native modules
+# are the build's own. Runs on every build; it only touches what changed.
 cmake_minimum_required(VERSION 3.25)  # script mode: today's policies (quoted arguments stay strings)
-foreach(var SOURCE OUTPUT)
+foreach(var SOURCE OUTPUT PYPROJECT)
   if(NOT ${var})
     message(FATAL_ERROR "LinkPackage.cmake: pass -D${var}=<dir>")
   endif()
@@ -25,28 +25,35 @@ function(link_entry target link)
   file(CREATE_LINK "${target}" "${link}" SYMBOLIC)
 endfunction()
 
-set(package "${OUTPUT}/nccl_migrate")
-file(MAKE_DIRECTORY "${package}")
-file(GLOB entries RELATIVE "${SOURCE}/nccl_migrate" "${SOURCE}/nccl_migrate/*")
-foreach(entry IN LISTS entries)
-  # Native modules are the build's own; caches belong to whoever imports.
-  if(entry MATCHES "\\.so(\\.|$)" OR entry STREQUAL "__pycache__")
-    continue()
-  endif()
-  link_entry("${SOURCE}/nccl_migrate/${entry}" "${package}/${entry}")
-endforeach()
-link_entry("${SOURCE}/nccl_migrate_autoload.py" "${OUTPUT}/nccl_migrate_autoload.py")
-# Links whose file left the source tree would still import: drop them.
-file(GLOB links "${package}/*")
-foreach(link IN LISTS links)
-  if(IS_SYMLINK "${link}" AND NOT EXISTS "${link}")
-    file(REMOVE "${link}")
-  endif()
-endforeach()
+get_filename_component(_output_real "${OUTPUT}" REALPATH)
+get_filename_component(_source_real "${SOURCE}" REALPATH)
+if(NOT _output_real STREQUAL _source_real)
+  set(package "${OUTPUT}/nccl_migrate")
+  file(MAKE_DIRECTORY "${package}")
+  file(GLOB entries RELATIVE "${SOURCE}/nccl_migrate" "${SOURCE}/nccl_migrate/*")
+  foreach(entry IN LISTS entries)
+    # Native modules and the torch they were built for are the build's own; caches belong to
+    # whoever imports.
+    if(entry MATCHES "\\.so(\\.|$)" OR entry STREQUAL "__pycache__" OR entry STREQUAL "torch_build.json")
+      continue()
+    endif()
+    link_entry("${SOURCE}/nccl_migrate/${entry}" "${package}/${entry}")
+  endforeach()
+  foreach(module nccl_migrate_autoload.py nccl_migrate_launcher.py)
+    link_entry("${SOURCE}/${module}" "${OUTPUT}/${module}")
+  endforeach()
+  # Links whose file left the source tree would still import: drop them.
+  file(GLOB links "${package}/*")
+  foreach(link IN LISTS links)
+    if(IS_SYMLINK "${link}" AND NOT EXISTS "${link}")
+      file(REMOVE "${link}")
+    endif()
+  endforeach()
+endif()
 
 # pyproject.toml's name, version and [project.entry-points."GROUP"] tables, read line by line
 # (they are plain `key = "value"` lines; no TOML parser needed).
-file(STRINGS "${SOURCE}/pyproject.toml" lines)
+file(STRINGS "${PYPROJECT}" lines)
 set(section "")
 set(name "")
 set(version "")
@@ -70,7 +77,7 @@ foreach(line IN LISTS lines)
   endif()
 endforeach()
 if(NOT name OR NOT version OR NOT entry_points)
-  message(FATAL_ERROR "LinkPackage.cmake: no [project] name/version or entry points in ${SOURCE}/pyproject.toml")
+  message(FATAL_ERROR "LinkPackage.cmake: no [project] name/version or entry points in ${PYPROJECT}")
 endif()
 string(REPLACE "-" "_" dist_name "${name}")
 set(dist_info "${OUTPUT}/${dist_name}-${version}.dist-info")

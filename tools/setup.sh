@@ -6,13 +6,19 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.venv"
 say() { printf '[setup] %s\n' "$*"; }
+# apt and pip output goes to one log, named once; the terminal gets one line per step.
+log="$root/build/logs/setup.log"
+mkdir -p "$(dirname "$log")"
+: > "$log"
+fail() { echo "[setup] error: $* (details: $log)" >&2; tail -n 20 "$log" >&2; exit 1; }
 
 apt_packages=(cmake ninja-build g++ pkg-config
               llvm-19-dev libclang-19-dev clang-19 libclang-cpp19-dev
               libgtest-dev libgmock-dev libbenchmark-dev
               libtomlplusplus-dev clang-tidy-19 nlohmann-json3-dev
               chromium                 # the A/B HTML report is checked in a real headless browser
-              libclang-rt-19-dev)      # libFuzzer and the sanitizers of clang-19 (tools/fuzz-lint.sh)
+              libclang-rt-19-dev       # libFuzzer and the sanitizers of clang-19 (tools/fuzz-lint.sh)
+              zlib1g-dev libzstd-dev)  # static zlib and zstd for the wheel's self-contained binary
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -24,8 +30,9 @@ if ((${#missing[@]})); then
     echo "[setup] error: installing Debian packages needs root; run: sudo apt-get install -y ${missing[*]}" >&2
     exit 1
   fi
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt-get update -qq >>"$log" 2>&1 || fail "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$log" 2>&1 ||
+    fail "apt-get install failed"
 else
   say "Debian packages present"
 fi
@@ -41,20 +48,28 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$python" -m venv "$venv"
 fi
 stamp="$venv/.requirements.sha256"
-want=$(cat "$root/python/requirements.txt" "$root/python/pyproject.toml" | sha256sum | cut -d' ' -f1)
+want=$(cat "$root/python/requirements.txt" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   say "Python packages present (.venv matches python/requirements.txt)"
 else
   say "installing Python packages into .venv (torch with its CUDA wheels is several GiB; first run takes minutes)"
-  "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q --progress-bar off -r "$root/python/requirements.txt"
-  # The package itself, editable: torch finds its backends through the entry points.
-  "$venv/bin/python" -m pip install -q --progress-bar off --no-deps --no-build-isolation -e "$root/python"
+  {
+    "$venv/bin/python" -m pip install --upgrade pip &&
+    "$venv/bin/python" -m pip install --progress-bar off -r "$root/python/requirements.txt" &&
+    # An earlier editable install of the package gives way to the source path below.
+    "$venv/bin/python" -m pip uninstall -y nccl-migrate
+  } >>"$log" 2>&1 || fail "pip install failed"
   echo "$want" > "$stamp"
+fi
+# The package from the source tree: python/ on .venv's path. The build writes its native modules
+# and a dist-info with the entry points (torch finds the backends through them) into python/.
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if [[ "$(cat "$site/nccl_migrate_source.pth" 2>/dev/null)" != "$root/python" ]]; then
+  echo "$root/python" > "$site/nccl_migrate_source.pth"
 fi
 "$venv/bin/python" - <<'PY'
 import torch
 nccl = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() or hasattr(torch.cuda, "nccl") else "none"
 print(f"[setup] torch {torch.__version__} (CUDA {torch.version.cuda}, NCCL {nccl})")
 PY
-say "done"
+say "done (log: ${log#"$root/"})"
