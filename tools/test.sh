@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh machine: installs what is missing, builds, then runs the
-# GoogleTest suites (through ctest) and the multi-process pytest suites. Fails when either
-# fails or when either ran no test.
+# GoogleTest suites (through ctest), the multi-process pytest suites, and the distribution's
+# checks (the wheel as users install it, the pre-commit hook, the GitHub Action's steps). Fails
+# when any fails or when ctest or pytest ran no test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -20,4 +21,8 @@ if [[ $status -eq 5 ]]; then
   echo "tools/test.sh: pytest collected no tests" >&2
   exit 1
 fi
-exit $status
+[[ $status -eq 0 ]] || exit $status
+
+echo "== wheel"
+bash tools/wheel.sh
+bash tools/check-wheel.sh

@@ -22,6 +22,7 @@
 #include <clang/Tooling/Tooling.h>
 #include <llvm/Support/Path.h>
 
+#include "clang_resource_dir.h"
 #include "frontends.h"
 
 namespace nccl_migrate::lint {
@@ -206,7 +207,7 @@ std::string addCppAstFacts(SourceModel& model, const std::string& text, const Cp
   tool.mapVirtualFile(kCudaStubPath, kCudaStub);
   using clang::tooling::ArgumentInsertPosition;
   clang::tooling::CommandLineArguments extra = {"-fsyntax-only", "-Wno-everything", "-ferror-limit=0",
-                                                "-resource-dir=" NCCL_MIGRATE_CLANG_RESOURCE_DIR};
+                                                "-resource-dir=" + clangResourceDir()};
   // `-x` applies to inputs after it, hence the arguments go first.
   if (isCuda(file)) {
     for (const char* a : {"-x", "cuda", "--cuda-host-only", "-nocudainc", "-nocudalib", "-include", kCudaStubPath}) extra.push_back(a);

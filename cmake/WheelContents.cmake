@@ -1,0 +1,37 @@
+# What a wheel holds (scikit-build-core installs these into it; pyproject.toml): the nccl-migrate
+# binary as the console command, Clang's builtin headers where that binary looks for them, and
+# the nccl_migrate package with its native modules built against this build's torch.
+
+# The [torch] extra pins one torch release; native modules built against another would not load.
+file(STRINGS "${PROJECT_SOURCE_DIR}/pyproject.toml" _torch_pin REGEX "^torch = \\[\"torch==")
+string(REGEX REPLACE "^torch = \\[\"torch==([^\"]+)\".*" "\\1" _torch_pin "${_torch_pin}")
+string(REGEX REPLACE "\\+.*" "" _torch_release "${NCCL_MIGRATE_TORCH_VERSION}")
+if(NCCL_MIGRATE_BUILD_BACKENDS AND NOT _torch_release STREQUAL _torch_pin)
+  message(FATAL_ERROR "nccl-migrate: this build environment has torch ${NCCL_MIGRATE_TORCH_VERSION}, but pyproject.toml's "
+                      "[torch] extra pins torch==${_torch_pin}; build in an environment with torch==${_torch_pin} "
+                      "(tools/wheel.sh uses .venv), or change the pin")
+endif()
+
+if(NCCL_MIGRATE_BUILD_LINT)
+  if(NOT NCCL_MIGRATE_STATIC_CLANG)
+    message(FATAL_ERROR "nccl-migrate: a wheel's binary must link Clang statically; drop -DNCCL_MIGRATE_STATIC_CLANG=OFF")
+  endif()
+  # Installed to the environment's bin/ as it is: no Python wrapper between the user and lint.
+  install(TARGETS nccl-migrate RUNTIME DESTINATION "${SKBUILD_SCRIPTS_DIR}")
+  install(DIRECTORY "${NCCL_MIGRATE_CLANG_RESOURCE_DIR}/include"
+          DESTINATION "${SKBUILD_DATA_DIR}/share/nccl-migrate/clang")
+endif()
+
+set(_python_source "${PROJECT_SOURCE_DIR}/python")
+install(FILES "${_python_source}/nccl_migrate_autoload.py" "${_python_source}/nccl_migrate_launcher.py"
+        DESTINATION "${SKBUILD_PLATLIB_DIR}")
+install(DIRECTORY "${_python_source}/nccl_migrate" DESTINATION "${SKBUILD_PLATLIB_DIR}"
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+if(NCCL_MIGRATE_BUILD_BACKENDS)
+  # torch's libraries are loaded by `import torch` before ours, so $ORIGIN (for the backends
+  # library beside _C) is the only search path the modules need.
+  set_target_properties(nccl_migrate_python nccl_migrate_backends PROPERTIES INSTALL_RPATH "$ORIGIN")
+  install(TARGETS nccl_migrate_python nccl_migrate_backends LIBRARY DESTINATION "${SKBUILD_PLATLIB_DIR}/nccl_migrate")
+  install(FILES "${NCCL_MIGRATE_PACKAGE_OUTPUT_DIR}/nccl_migrate/torch_build.json"
+          DESTINATION "${SKBUILD_PLATLIB_DIR}/nccl_migrate")
+endif()

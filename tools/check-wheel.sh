@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Tests the wheel in dist/ as users meet it (tools/wheel.sh builds it; --build builds it first):
+#  1. a fresh venv without torch: `pip install` of the wheel alone; the binary's ldd shows only
+#     glibc, it asks for no newer glibc than the wheel's tag, and with /usr/lib/llvm-19 hidden
+#     (an empty tmpfs over it in a private mount namespace) `nccl-migrate lint examples/` gives the
+#     in-tree build's findings and exit 1, the AST tier reads Clang's builtin headers shipped in
+#     the wheel, and the torch-side commands say in one line what to install;
+#  2. a fresh venv with the [torch] extra, torch 2.15.0 taken from .venv without downloading or
+#     copying it (a .pth names a folder of links to torch and its dependencies, so pip sees them
+#     installed): `nccl-migrate doctor`, a two-rank CPU `ab` of the example job, and the message
+#     for a torch other than the one the wheel was built for.
+# Output of pip goes to build/logs/check-wheel.log.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+if [[ ${1:-} == --build ]]; then bash tools/wheel.sh; fi
+log=build/logs/check-wheel.log
+mkdir -p "$(dirname "$log")"
+: > "$log"
+say() { printf '[check-wheel] %s\n' "$*"; }
+fail() { echo "[check-wheel] FAIL: $*" >&2; exit 1; }
+shopt -s nullglob
+wheels=(dist/nccl_migrate-*.whl)
+((${#wheels[@]} == 1)) || fail "want exactly one wheel in dist/ (found ${#wheels[@]}); run tools/wheel.sh"
+wheel=$root/${wheels[0]}
+base_python=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
+# The installed commands must find their own Python and package, not the source tree's.
+unset PYTHONPATH NCCL_MIGRATE_PYTHON
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+say "$(basename "$wheel") ($(du -h "$wheel" | cut -f1)); pip output: $log"
+
+# --- 1. lint without torch -------------------------------------------------------------------
+"$base_python" -m venv "$work/lint"
+"$work/lint/bin/python" -m pip install --no-index --progress-bar off "$wheel" >>"$log" 2>&1 || fail "pip install of the wheel failed"
+"$work/lint/bin/python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is not None)' ||
+  fail "the lint venv has torch; it must not"
+cli=$work/lint/bin/nccl-migrate
+[[ -x $cli && ! -L $cli ]] || fail "$cli is not the installed binary"
+head -c 4 "$cli" | grep -q ELF || fail "$cli is not a native binary (a wrapper script adds interpreter start-up)"
+
+say "ldd $cli:"
+ldd "$cli" | sed 's/^/    /'
+unexpected=$(ldd "$cli" | awk '{print $1}' | grep -v -E '^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|/lib64/ld-linux-x86-64\.so\.2)$' || true)
+[[ -z $unexpected ]] || fail "the binary needs libraries beyond glibc: $unexpected"
+tag_glibc=$(basename "$wheel" | sed -E 's/.*manylinux_([0-9]+)_([0-9]+)_.*/\1.\2/')
+needed=$(objdump -T "$cli" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
+[[ $(printf '%s\n%s\n' "$needed" "$tag_glibc" | sort -V | tail -1) == "$tag_glibc" ]] ||
+  fail "the binary needs glibc $needed, newer than its tag's $tag_glibc"
+say "glibc symbols up to $needed (tag manylinux_${tag_glibc/./_})"
+
+# LLVM hidden: an empty tmpfs over /usr/lib/llvm-19, no LD_LIBRARY_PATH, a PATH of the venv and
+# the system's bin only; LD_DEBUG=libs lists every library the loader opened.
+hidden() {
+  unshare --mount --propagation private -- sh -c 'mount -t tmpfs none /usr/lib/llvm-19 && exec "$@"' hidden \
+    env -i PATH="$work/lint/bin:/usr/bin:/bin" HOME="$work" "$@"
+}
+set +e
+hidden LD_DEBUG=libs LD_DEBUG_OUTPUT="$work/ld" "$cli" lint --format json examples/ > "$work/wheel.json"
+status=$?
+set -e
+[[ $status -eq 1 ]] || fail "lint examples/ with LLVM hidden exited $status, wanted 1 (findings)"
+grep -h "calling init:" "$work"/ld.* | sed 's/.*calling init: /    loaded: /' | sort -u
+! grep -q llvm "$work"/ld.* || fail "the binary loaded something from LLVM: $(grep -h llvm "$work"/ld.* | head -3)"
+if [[ -x build/migrate/nccl-migrate ]]; then
+  set +e
+  build/migrate/nccl-migrate lint --format json examples/ > "$work/tree.json"
+  set -e
+  .venv/bin/python - "$work/wheel.json" "$work/tree.json" <<'PY' || fail "the wheel's findings differ from the in-tree build's"
+import json, sys
+def key(path):
+    return sorted((f["path"], f["line"], f["code"]) for f in json.load(open(path))["findings"])
+wheel, tree = key(sys.argv[1]), key(sys.argv[2])
+if wheel != tree:
+    sys.exit(f"wheel: {wheel}\ntree:  {tree}")
+print(f"[check-wheel] lint examples/: {len(wheel)} findings, as the in-tree build, exit 1")
+PY
+fi
+grep -q '"code": *"NM201"' "$work/wheel.json" || fail "lint examples/ did not report NM201 (legacy_checks.py, legacy_casts.cc)"
+
+# The AST tier needs Clang's builtin headers: with LLVM hidden, only the wheel's copy has them.
+mkdir "$work/ast"
+cp examples/lint/legacy_casts.cc "$work/ast/"
+printf '[{"directory": "%s", "file": "legacy_casts.cc", "arguments": ["c++", "-std=c++17", "-c", "legacy_casts.cc"]}]\n' \
+  "$work/ast" > "$work/ast/compile_commands.json"
+printf '#include <stddef.h>\n' | cat - examples/lint/legacy_casts.cc > "$work/ast/legacy_casts.cc"
+set +e
+hidden strace -f -qq -e trace=openat -o "$work/opened" "$cli" lint -p "$work/ast" "$work/ast/legacy_casts.cc" > "$work/ast.out" 2>&1
+status=$?
+set -e
+[[ $status -eq 1 ]] && grep -q "NM201" "$work/ast.out" || { cat "$work/ast.out"; fail "lint -p (AST tier) exited $status without NM201"; }
+shipped="$work/lint/share/nccl-migrate/clang/include/stddef.h"
+grep -q "\"$shipped\".*= [0-9]" "$work/opened" || fail "the AST tier did not read the shipped $shipped"
+say "lint -p (compile database): NM201, stddef.h read from the wheel's share/nccl-migrate/clang"
+
+for command in doctor ab run fr; do
+  set +e
+  out=$("$cli" "$command" 2>&1)
+  status=$?
+  set -e
+  [[ $status -eq 2 && $(wc -l <<<"$out") -eq 1 && $out == *'pip install "nccl-migrate[torch]"'* && $out == *"torch 2.15"* ]] ||
+    fail "nccl-migrate $command without torch: wanted one line naming the extra and torch 2.15 and exit 2, got $status: $out"
+done
+say "without torch, doctor/ab/run/fr: $out"
+
+# --- 2. the torch extra ------------------------------------------------------------------------
+"$base_python" -m venv "$work/torch"
+mkdir "$work/torch-from-venv"
+.venv/bin/python - "$work/torch-from-venv" <<'PY'
+"""Links what the [torch] extra requires and everything that requires, with their dist-infos,
+from .venv into one folder."""
+import importlib.metadata as md, os, re, sys, tomllib
+target, seen = sys.argv[1], set()
+todo = [re.match(r"[A-Za-z0-9_.-]+", req).group(0)
+        for req in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["torch"]]
+while todo:
+    name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+    if name in seen:
+        continue
+    seen.add(name)
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        continue  # an optional dependency for another platform or extra
+    # Every requirement, extras' included (torch asks for cuda-toolkit[cudart, ...]); those not
+    # in .venv are another platform's.
+    todo.extend(re.match(r"[A-Za-z0-9_.-]+", req).group(0) for req in dist.requires or [])
+    for top in {f.parts[0] for f in dist.files or [] if not f.parts[0].startswith("..")}:
+        src = os.path.join(str(dist.locate_file("")), top)
+        if os.path.exists(src) and not os.path.exists(os.path.join(target, top)) and top != "bin":
+            os.symlink(src, os.path.join(target, top))
+PY
+site=$("$work/torch/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$work/torch-from-venv" > "$site/torch_from_project_venv.pth"
+# A new venv seeds its own (older) setuptools, which would shadow the linked one torch requires.
+"$work/torch/bin/python" -m pip uninstall -y setuptools >>"$log" 2>&1
+"$work/torch/bin/python" -m pip install --no-index --progress-bar off "$wheel[torch]" >>"$log" 2>&1 ||
+  fail "pip install of the wheel with [torch] failed (torch must come from .venv)"
+tcli=$work/torch/bin/nccl-migrate
+set +e
+out=$("$tcli" doctor 2>&1)
+status=$?
+set -e
+[[ $status -le 1 && $out == *"2.15.0"* ]] || { echo "$out"; fail "nccl-migrate doctor exited $status"; }
+say "doctor (exit $status): $(grep -m1 -i torch <<<"$out")"
+set +e
+(cd "$work" && "$tcli" ab --timeout 300 -- "$root/examples/ddp_job.py") > "$work/ab.out" 2>&1
+status=$?
+set -e
+[[ $status -eq 0 ]] || { tail -30 "$work/ab.out"; fail "nccl-migrate ab on the example job exited $status"; }
+say "ab examples/ddp_job.py: $(grep -m1 -i -E 'identical|verdict' "$work/ab.out")"
+
+# Another torch than the build's: simulated by rewriting what the build recorded.
+info=$("$work/torch/bin/python" -c 'import importlib.util, os; print(os.path.join(importlib.util.find_spec("nccl_migrate").submodule_search_locations[0], "torch_build.json"))')
+echo '{"torch": "2.14.0"}' > "$info"
+set +e
+out=$("$tcli" doctor 2>&1)
+status=$?
+set -e
+[[ $status -eq 2 && $out == *"built for torch 2.14.0"*"torch 2.15.0"* ]] || fail "doctor with another torch: got $status: $out"
+say "another torch: $out"
+
+say "ok"
