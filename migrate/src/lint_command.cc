@@ -26,7 +26,8 @@ paths skipped). Settings come from [tool.nccl-migrate] in pyproject.toml or .ncc
 found upward from the first PATH; options below override them.
 
 options:
-  --format text|json|sarif  output format (default text: path:line:col: CODE message)
+  --format FORMAT           text (default: path:line:col: CODE message), json, sarif, or
+                            gitlab (GitLab Code Quality JSON)
   --select CODES            only these rules (codes, prefixes such as NM2, or slugs; comma-separated)
   --extend-select CODES     add rules to the selection (e.g. rules that are off by default)
   --ignore CODES            leave these rules out
@@ -96,8 +97,8 @@ LintArgs parseArgs(const std::vector<std::string>& args) {
     }
     if (isOption(a, "--format")) {
       out.format = valueOf(args, i, "--format");
-      if (out.format != "text" && out.format != "json" && out.format != "sarif") {
-        throw UsageError("unknown format '" + out.format + "'; use text, json or sarif");
+      if (out.format != "text" && out.format != "json" && out.format != "sarif" && out.format != "gitlab") {
+        throw UsageError("unknown format '" + out.format + "'; use text, json, sarif or gitlab");
       }
     } else if (isOption(a, "--select")) out.select = splitList(valueOf(args, i, "--select"));
     else if (isOption(a, "--extend-select")) out.extendSelect = splitList(valueOf(args, i, "--extend-select"));
@@ -219,6 +220,7 @@ int runLint(const std::vector<std::string>& args) {
   }
   if (parsed.format == "json") lint::writeJson(report, std::cout);
   else if (parsed.format == "sarif") lint::writeSarif(report, NCCL_MIGRATE_VERSION, std::cout);
+  else if (parsed.format == "gitlab") lint::writeGitlab(report, std::cout);
   else lint::writeText(report, isatty(STDOUT_FILENO), std::cout, std::cerr);
   return report.findings.empty() || parsed.exitZero ? 0 : 1;
 }

@@ -1,5 +1,7 @@
-// SARIF 2.1.0, as GitHub code scanning reads it: rules in tool.driver.rules with stable ids,
-// relative artifact URIs under %SRCROOT%, and partialFingerprints for de-duplication.
+// SARIF 2.1.0, as GitHub code scanning reads it: one run per invocation, rules in
+// tool.driver.rules with stable ids, descriptions, help and a help URI, artifact URIs relative to
+// %SRCROOT% (the working directory), and partialFingerprints for de-duplication across commits.
+#include <cctype>
 #include <filesystem>
 #include <ostream>
 
@@ -11,17 +13,52 @@
 namespace nccl_migrate::lint {
 namespace {
 
-std::string artifactUri(const std::string& path) {
-  std::filesystem::path p(path);
-  std::error_code ec;
-  if (p.is_absolute()) {
-    std::filesystem::path rel = std::filesystem::relative(p, std::filesystem::current_path(ec), ec);
-    if (!ec && !rel.empty() && !rel.string().starts_with("..")) p = rel;
+// RFC 3986: everything but unreserved characters and the path separator is percent-encoded, so
+// a file named with spaces or non-ASCII letters still makes a valid URI.
+std::string percentEncoded(const std::string& path) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
   }
-  std::string uri = p.lexically_normal().generic_string();
-  if (uri.starts_with("./")) uri = uri.substr(2);
-  return uri;
+  return out;
 }
+
+std::filesystem::path workingDirectory() {
+  std::error_code ec;
+  return std::filesystem::current_path(ec);
+}
+
+// Code scanning matches results to files by paths relative to the checkout: a file under the
+// working directory (the run's %SRCROOT%) is named relative to it; one outside it keeps an
+// absolute file URI and no base.
+struct ArtifactUri {
+  std::string uri;
+  bool underSourceRoot;
+};
+
+ArtifactUri artifactUri(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec).lexically_normal();
+  fs::path relative = absolute.lexically_relative(workingDirectory());
+  if (!relative.empty() && *relative.begin() != "..") return {percentEncoded(relative.generic_string()), true};
+  return {"file://" + percentEncoded(absolute.generic_string()), false};
+}
+
+std::string sourceRootUri() {
+  std::string dir = workingDirectory().generic_string();
+  if (!dir.ends_with('/')) dir += '/';
+  return "file://" + percentEncoded(dir);
+}
+
+std::string helpUri(const RuleInfo& info) { return std::string(NCCL_MIGRATE_RULE_DOCS_URL) + info.code + ".md"; }
 
 int ruleIndex(const std::string& code) {
   const auto& rules = allRules();
@@ -54,6 +91,7 @@ void writeSarif(const LintReport& report, const std::string& toolVersion, std::o
                   json.attribute("name", info.slug);
                   json.attributeObject("shortDescription", [&] { json.attribute("text", info.summary); });
                   json.attributeObject("fullDescription", [&] { json.attribute("text", info.rationale); });
+                  json.attribute("helpUri", helpUri(info));
                   json.attributeObject("help", [&] {
                     json.attribute("text", info.fix);
                     json.attribute("markdown", ruleMarkdown(*rule));
@@ -68,10 +106,7 @@ void writeSarif(const LintReport& report, const std::string& toolVersion, std::o
           });
         });
         json.attributeObject("originalUriBaseIds", [&] {
-          json.attributeObject("%SRCROOT%", [&] {
-            std::error_code ec;
-            json.attribute("uri", "file://" + std::filesystem::current_path(ec).generic_string() + "/");
-          });
+          json.attributeObject("%SRCROOT%", [&] { json.attribute("uri", sourceRootUri()); });
         });
         json.attributeArray("results", [&] {
           for (const Finding& f : report.findings) {
@@ -84,8 +119,9 @@ void writeSarif(const LintReport& report, const std::string& toolVersion, std::o
                 json.object([&] {
                   json.attributeObject("physicalLocation", [&] {
                     json.attributeObject("artifactLocation", [&] {
-                      json.attribute("uri", artifactUri(f.path));
-                      json.attribute("uriBaseId", "%SRCROOT%");
+                      ArtifactUri artifact = artifactUri(f.path);
+                      json.attribute("uri", artifact.uri);
+                      if (artifact.underSourceRoot) json.attribute("uriBaseId", "%SRCROOT%");
                     });
                     json.attributeObject("region", [&] {
                       json.attribute("startLine", f.where.line);

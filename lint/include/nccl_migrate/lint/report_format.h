@@ -19,6 +19,8 @@ void writeJson(const LintReport& report, std::ostream& out);
 
 // SARIF 2.1.0 for GitHub code scanning: stable ruleIds, the rule catalogue, partialFingerprints.
 void writeSarif(const LintReport& report, const std::string& toolVersion, std::ostream& out);
+// GitLab Code Quality JSON (artifacts:reports:codequality).
+void writeGitlab(const LintReport& report, std::ostream& out);
 
 // The Markdown page of one rule, and the index of all rules, generated from rule metadata.
 std::string ruleMarkdown(const Rule& rule);
