@@ -160,4 +160,7 @@ set -e
 [[ $status -eq 2 && $out == *"built for torch 2.14.0"*"torch 2.15.0"* ]] || fail "doctor with another torch: got $status: $out"
 say "another torch: $out"
 
+# --- 3. integrations ---------------------------------------------------------------------------
+bash tests/dist/pre_commit_hook.sh "$wheel" "$root/.venv/bin/python"
+bash tests/dist/action_steps.sh "$wheel" "$root/.venv/bin/python"
 say "ok"
