@@ -5,8 +5,15 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-bash tools/setup.sh >/dev/null
-bash tools/build.sh >/dev/null
+# Installing and building print pages; they go to one log, named here once.
+log=build/logs/demo-setup.log
+mkdir -p build/logs
+echo "== setting up and building (first run: minutes; log: $log)"
+if ! { bash tools/setup.sh && bash tools/build.sh; } >"$log" 2>&1; then
+  tail -n 30 "$log" >&2
+  echo "demo: setting up or building failed; the whole output is in $log" >&2
+  exit 1
+fi
 cli=build/migrate/nccl-migrate
 
 echo "== nccl-migrate lint examples/"
