@@ -13,8 +13,6 @@
 #include <thread>
 #include <tuple>
 
-#include <llvm/Support/ConvertUTF.h>
-
 #include "engine/file_discovery.h"
 #include "engine/cpp_aliases.h"
 #include "engine/file_result.h"
@@ -22,6 +20,7 @@
 #include "engine/isolation.h"
 #include "engine/prefilter.h"
 #include "engine/suppressions.h"
+#include "frontends/cpp_module.h"
 #include "frontends/frontends.h"
 #include "rules/registry.h"
 
@@ -357,11 +356,33 @@ FileResult lintText(const fs::path& path, const std::string& text, Language lang
   return lintCode(path, text, language, options, plan);
 }
 
-// Replaces each invalid UTF-8 sequence with U+FFFD, as Python's errors="replace" does, and returns
-// how many there were. ASCII goes eight bytes at a time; LLVM checks each multi-byte sequence.
+// The length (2 to 4) of the well-formed UTF-8 sequence that starts at `p`, else 0: no overlong
+// form, surrogate or value above U+10FFFF (Unicode's table 3-7).
+size_t utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
+  unsigned char lead = p[0], low = 0x80, high = 0xBF;
+  size_t length = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  }
+  if (length == 0 || static_cast<size_t>(end - p) < length || p[1] < low || p[1] > high) return 0;
+  for (size_t i = 2; i < length; ++i)
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  return length;
+}
+
+// Replaces each invalid UTF-8 byte with U+FFFD, as Python's errors="replace" does, and returns how
+// many there were. ASCII goes eight bytes at a time.
 size_t replaceInvalidUtf8(std::string& text) {
   static constexpr char kReplacement[] = "\xEF\xBF\xBD";
-  const auto* begin = reinterpret_cast<const llvm::UTF8*>(text.data());
+  const auto* begin = reinterpret_cast<const unsigned char*>(text.data());
   const auto* p = begin;
   const auto* end = p + text.size();
   std::string out;
@@ -379,8 +400,7 @@ size_t replaceInvalidUtf8(std::string& text) {
       ++p;
       continue;
     }
-    unsigned length = llvm::getNumBytesForUTF8(*p);
-    if (length <= static_cast<size_t>(end - p) && llvm::isLegalUTF8Sequence(p, p + length)) {
+    if (size_t length = utf8SequenceLength(p, end)) {
       p += length;
       continue;
     }
@@ -511,6 +531,17 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   return tables;
 }
 
+// Loaded once here, before the workers are forked, rather than in each of them; only when the run
+// has C/C++ files. A module that cannot be loaded is reported with each C/C++ file.
+void loadCppFrontendForWorkers(const std::vector<fs::path>& files) {
+  bool cpp = std::any_of(files.begin(), files.end(), [](const fs::path& f) { return languageByName(f) == Language::Cpp; });
+  if (!cpp) return;
+  try {
+    cppFrontendModule();
+  } catch (const std::exception&) {
+  }
+}
+
 LintReport merge(std::vector<FileResult>& results) {
   LintReport report;
   for (FileResult& r : results) {
@@ -531,6 +562,7 @@ std::optional<Language> languageOf(const fs::path& path) { return languageByName
 LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& options) {
   validateSelectors(options.config);
   std::vector<fs::path> files = discoverFiles(paths, options.config);
+  loadCppFrontendForWorkers(files);
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::optional<SourceRead>> preread(files.size());
   RulePlan plan(options.config, projectTables(files, options.config, jobs, preread));
