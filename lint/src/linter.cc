@@ -19,6 +19,7 @@
 #include "engine/group_wrappers.h"
 #include "engine/isolation.h"
 #include "engine/prefilter.h"
+#include "engine/python_regions.h"
 #include "engine/suppressions.h"
 #include "frontends/cpp_module.h"
 #include "frontends/frontends.h"
@@ -115,94 +116,14 @@ struct RulePlan {
   std::set<fs::path> wrapperCallers;
 };
 
-// A statement that is only a string (a module docstring, a string used as a comment).
-bool isBareString(const std::string& text, const ParseRegion& block) {
-  size_t at = block.begin;
-  while (at < block.end && std::strchr("rRbBuUfF", text[at]) && text[at] != '\0') ++at;
-  return at < block.end && (text[at] == '"' || text[at] == '\'') && at - block.begin <= 2;
-}
-
-// A `class` statement, decorated or not.
-bool isClassBlock(const std::string& text, const ParseRegion& block) {
-  for (size_t start = block.begin; start < block.end;) {
-    size_t end = std::min(text.find('\n', start), block.end);
-    std::string_view line(text.data() + start, end - start);
-    if (line.starts_with("class ")) return true;
-    if (!line.starts_with("@") && !line.empty()) return false;
-    start = end + 1;
-  }
-  return false;
-}
-
-// Whether a word ends inside (begin, end]; `ends` sorted.
-bool holdsWord(const std::vector<size_t>& ends, size_t begin, size_t end) {
-  auto it = std::upper_bound(ends.begin(), ends.end(), begin);
-  return it != ends.end() && *it <= end;
-}
-
-void appendRegion(std::vector<ParseRegion>& kept, const ParseRegion& block) {
-  if (!kept.empty() && kept.back().end == block.begin) {
-    kept.back().end = block.end;
-    kept.back().endRow = block.endRow;
-    kept.back().endColumn = block.endColumn;
-  } else {
-    kept.push_back(block);
-  }
-}
-
-// The indentation of a class's body: that of its first indented code line.
-size_t bodyIndent(const std::string& text, const ParseRegion& block) {
-  for (size_t start = text.find('\n', block.begin); start != std::string::npos && start + 1 < block.end;
-       start = text.find('\n', start + 1)) {
-    size_t lead = text.find_first_not_of(" \t", start + 1);
-    if (lead == std::string::npos || lead >= block.end) break;
-    if (text[lead] != '\n' && text[lead] != '\r' && text[lead] != '#' && lead > start + 1) return lead - start - 1;
-  }
-  return 0;
-}
-
-// A class a rule needs: its header and class-level statements, and the members that hold a word
-// (all of it when none does, so that its body stays a body).
-void keepClass(const std::string& text, const ParseRegion& block, const std::vector<size_t>& ends,
-               std::vector<ParseRegion>& kept) {
-  size_t indent = bodyIndent(text, block);
-  std::vector<ParseRegion> members = indent ? pythonStatements(text, block, indent) : std::vector<ParseRegion>{};
-  std::vector<ParseRegion> needed;
-  bool anyMember = false;
-  for (const ParseRegion& member : members) {
-    bool word = holdsWord(ends, member.begin, member.end);
-    if (member.definition && !word) continue;
-    anyMember |= member.definition;
-    needed.push_back(member);
-  }
-  if (!anyMember) return appendRegion(kept, block);
-  for (const ParseRegion& member : needed) appendRegion(kept, member);
-}
-
-// The parts of a Python file the rules need: every top-level statement, and the definitions (in a
-// class, the members) that hold a word of one of `rules`. Empty: the whole file (nothing to leave
-// out, or a file that calls an inferred wrapper, whose name is no prefilter word). `leftOut`
-// receives the top-level definitions left out.
-std::vector<ParseRegion> pythonRegions(const fs::path& path, const std::string& text, const RulePlan& plan,
-                                       const std::vector<const Rule*>& rules, std::vector<ParseRegion>& leftOut) {
-  constexpr size_t kWorthSplitting = 4 * 1024;  // smaller files parse faster than they split
+// The parts of a Python file the rules need (python_regions.h). Empty: the whole file, as for
+// small files (they parse faster than they split) and files that call an inferred wrapper, whose
+// name is no prefilter word.
+std::vector<ParseRegion> regionsToParse(const fs::path& path, const std::string& text, const RulePlan& plan,
+                                        const std::vector<const Rule*>& rules, std::vector<ParseRegion>& leftOut) {
+  constexpr size_t kWorthSplitting = 4 * 1024;
   if (text.size() < kWorthSplitting || plan.wrapperCallers.contains(path)) return {};
-  std::vector<size_t> ends = plan.prefilter(Language::Python).wordEnds(text, rules);
-  std::vector<ParseRegion> kept;
-  for (const ParseRegion& block : pythonTopLevelBlocks(text)) {
-    bool word = holdsWord(ends, block.begin, block.end);
-    if (!word && isBareString(text, block)) continue;  // a docstring binds nothing
-    if (block.definition && !word) {
-      leftOut.push_back(block);
-    } else if (block.definition && isClassBlock(text, block)) {
-      keepClass(text, block, ends, kept);
-    } else {
-      appendRegion(kept, block);
-    }
-  }
-  if (kept.size() == 1 && kept.front().begin == 0 && kept.front().end == text.size()) return {};
-  if (kept.empty()) kept.push_back({0, 0, 0, 0, 0, false, ""});  // nothing to parse
-  return kept;
+  return pythonRegions(text, plan.prefilter(Language::Python).wordEnds(text, rules), leftOut);
 }
 
 SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan,
@@ -211,7 +132,7 @@ SourceModel parse(const fs::path& path, const std::string& text, Language langua
   switch (language) {
     case Language::Python: {
       std::vector<ParseRegion> leftOut;
-      std::vector<ParseRegion> regions = pythonRegions(path, text, plan, rules, leftOut);
+      std::vector<ParseRegion> regions = regionsToParse(path, text, plan, rules, leftOut);
       return parsePython(name, text, plan.names, regions, leftOut);
     }
     case Language::Cpp: return lexCpp(name, text);
