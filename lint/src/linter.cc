@@ -31,40 +31,35 @@ namespace {
 
 constexpr size_t kLanguages = 5;
 
-// Configured group wrappers stand for torch.distributed.new_group (the frontend names their calls
-// so), so a trigger on new_group also fires on their names, wherever they come from.
-void addWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<std::string>& wrappers) {
-  if (wrappers.empty()) return;
+// Facts about the whole run that single files cannot see.
+struct ProjectTables {
+  std::set<std::string> groupWrappers;       // inferred group-creating functions
+  std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
+};
+
+// Names that stand for `word` in the code (group wrappers, configured or inferred, for new_group;
+// the aliases the tree's headers give ProcessGroupNCCL) fire every trigger that `word` fires, and
+// count as its words where regions are chosen. They need no module mention: a wrapper's callers
+// need not name torch.distributed.
+void addStandInTriggers(std::vector<Trigger>& triggers, const std::string& word, const std::vector<std::string>& standIns) {
+  if (standIns.empty()) return;
   std::vector<Trigger> added;
   for (const Trigger& t : triggers) {
-    if (std::find(t.anyOf.begin(), t.anyOf.end(), "new_group") == t.anyOf.end()) continue;
-    Trigger byWrapper{{}, t.andAnyOf, ""};
-    for (const std::string& w : wrappers) byWrapper.anyOf.push_back(w.substr(w.rfind('.') + 1));
-    added.push_back(std::move(byWrapper));
+    if (std::find(t.anyOf.begin(), t.anyOf.end(), word) == t.anyOf.end()) continue;
+    added.push_back(Trigger{standIns, t.andAnyOf, ""});
   }
   triggers.insert(triggers.end(), added.begin(), added.end());
+}
+
+// The names a call of a group wrapper is spelled with: the last name of a configured one.
+std::vector<std::string> groupWrapperNames(const LintConfig& config, const std::set<std::string>& inferred) {
+  std::vector<std::string> names(inferred.begin(), inferred.end());
+  for (const std::string& w : config.groupWrappers) names.push_back(w.substr(w.rfind('.') + 1));
+  return names;
 }
 
 // The rules a run uses, per language, each behind the prefilter that decides which of them a
 // file needs.
-// Facts about the whole run that single files cannot see.
-struct ProjectTables {
-  std::set<std::string> groupWrappers;       // inferred group-creating functions
-  std::set<fs::path> callWrappers;           // the files that call one of them
-  std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
-};
-
-// A header's alias of the legacy class stands for it in the C++ files that include the header.
-void addAliasTriggers(std::vector<Trigger>& triggers, const std::set<std::string>& aliases) {
-  if (aliases.empty()) return;
-  std::vector<Trigger> added;
-  for (const Trigger& t : triggers) {
-    if (std::find(t.anyOf.begin(), t.anyOf.end(), "ProcessGroupNCCL") == t.anyOf.end()) continue;
-    added.push_back(Trigger{std::vector<std::string>(aliases.begin(), aliases.end()), t.andAnyOf, t.module});
-  }
-  triggers.insert(triggers.end(), added.begin(), added.end());
-}
-
 struct RulePlan {
   std::vector<Prefilter> prefilters;
   bool reportUnused = false;
@@ -75,8 +70,9 @@ struct RulePlan {
     reportUnused = ruleEnabled(config, unused.info().code, unused.info().slug, unused.info().enabledByDefault);
     names.modules = config.equivalentModules;
     names.groupWrappers = config.groupWrappers;
+    std::vector<std::string> wrappers = groupWrapperNames(config, tables.groupWrappers);
+    std::vector<std::string> aliases(tables.legacyClassAliases.begin(), tables.legacyClassAliases.end());
     names.inferredGroupWrappers = std::move(tables.groupWrappers);
-    wrapperCallers = std::move(tables.callWrappers);
     std::vector<const Rule*> enabled;
     for (const Rule* rule : allRules()) {
       const RuleInfo& info = rule->info();
@@ -91,10 +87,10 @@ struct RulePlan {
     std::array<std::vector<RuleTriggers>, kLanguages> perLanguage;
     for (const Rule* rule : enabled) {
       RuleTriggers r{rule, rule == &unused ? std::vector<Trigger>{suppressionWords} : rule->info().triggers};
-      addWrapperTriggers(r.triggers, config.groupWrappers);
+      addStandInTriggers(r.triggers, "new_group", wrappers);
       for (Language language : rule->info().languages) {
         RuleTriggers forLanguage = r;
-        if (language == Language::Cpp) addAliasTriggers(forLanguage.triggers, tables.legacyClassAliases);
+        if (language == Language::Cpp) addStandInTriggers(forLanguage.triggers, "ProcessGroupNCCL", aliases);
         perLanguage[static_cast<size_t>(language)].push_back(std::move(forLanguage));
       }
     }
@@ -103,26 +99,18 @@ struct RulePlan {
 
   const Prefilter& prefilter(Language language) const { return prefilters[static_cast<size_t>(language)]; }
 
-  // The rules a file needs: what its text triggers, and NM401 where it calls an inferred wrapper
-  // (known from the project tables, so the wrappers' names need not be words of the prefilter).
-  std::vector<const Rule*> rulesFor(const fs::path& path, Language language, std::string_view text) const {
-    std::vector<const Rule*> rules = prefilter(language).triggeredRules(text);
-    if (language != Language::Python || !wrapperCallers.contains(path)) return rules;
-    const Rule* eager = findRule("NM401");
-    if (std::find(rules.begin(), rules.end(), eager) == rules.end()) rules.push_back(eager);
-    return rules;
+  // The rules a file needs: those its text triggers.
+  std::vector<const Rule*> rulesFor(Language language, std::string_view text) const {
+    return prefilter(language).triggeredRules(text);
   }
-
-  std::set<fs::path> wrapperCallers;
 };
 
 // The parts of a Python file the rules need (python_regions.h). Empty: the whole file, as for
-// small files (they parse faster than they split) and files that call an inferred wrapper, whose
-// name is no prefilter word.
-std::vector<ParseRegion> regionsToParse(const fs::path& path, const std::string& text, const RulePlan& plan,
+// small files, which parse faster than they split.
+std::vector<ParseRegion> regionsToParse(const std::string& text, const RulePlan& plan,
                                         const std::vector<const Rule*>& rules, std::vector<ParseRegion>& leftOut) {
   constexpr size_t kWorthSplitting = 4 * 1024;
-  if (text.size() < kWorthSplitting || plan.wrapperCallers.contains(path)) return {};
+  if (text.size() < kWorthSplitting) return {};
   return pythonRegions(text, plan.prefilter(Language::Python).wordEnds(text, rules), leftOut);
 }
 
@@ -132,7 +120,7 @@ SourceModel parse(const fs::path& path, const std::string& text, Language langua
   switch (language) {
     case Language::Python: {
       std::vector<ParseRegion> leftOut;
-      std::vector<ParseRegion> regions = regionsToParse(path, text, plan, rules, leftOut);
+      std::vector<ParseRegion> regions = regionsToParse(text, plan, rules, leftOut);
       return parsePython(name, text, plan.names, regions, leftOut);
     }
     case Language::Cpp: return lexCpp(name, text);
@@ -214,7 +202,7 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
                     const RulePlan& plan) {
   FileResult result;
   result.scanned = true;
-  std::vector<const Rule*> rules = plan.rulesFor(path, language, text);
+  std::vector<const Rule*> rules = plan.rulesFor(language, text);
   if (rules.empty()) return result;
   result.parsed = true;
   SourceModel model;
@@ -444,10 +432,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
   if (wrappers) {
-    GroupWrappers inferred = inferGroupWrappers(texts, jobs);
-    tables.groupWrappers = std::move(inferred.names);
-    for (size_t k = 0; k < wanted.size(); ++k)
-      if (inferred.callsWrapper[k]) tables.callWrappers.insert(files[wanted[k]]);
+    tables.groupWrappers = inferGroupWrappers(texts, jobs);
   }
   return tables;
 }
