@@ -392,10 +392,21 @@ bool ruleOn(const LintConfig& config, const char* code) {
   return rule && ruleEnabled(config, rule->info().code, rule->info().slug, rule->info().enabledByDefault);
 }
 
+// The Python a file defines functions in: a notebook's code cells, joined; else its text. A
+// notebook that is no notebook JSON defines none here (its lint pass says why).
+std::string pythonCodeOf(const fs::path& path, const std::string& text) {
+  if (path.extension() != ".ipynb") return text;
+  try {
+    return notebookCode(text).code;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 // What the run's files tell about each other, gathered before any file is linted: the project's
-// group-creating functions (when NM401 runs) and the aliases its C++ headers give the legacy class
-// (when NM201 or NM204 runs). One read of the Python files and the headers, on `jobs` threads
-// that end before the workers are forked; no parse.
+// group-creating functions, in Python files and notebooks (when NM401 runs), and the aliases its
+// C++ headers give the legacy class (when NM201 or NM204 runs). One read of the Python files,
+// notebooks and headers, on `jobs` threads that end before the workers are forked; no parse.
 // The Python texts it reads stay in `preread` for the workers, which then need not read them again.
 ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig& config, unsigned jobs,
                             std::vector<std::optional<SourceRead>>& preread) {
@@ -404,7 +415,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   std::vector<size_t> wanted;
   for (size_t i = 0; i < files.size(); ++i) {
     std::optional<Language> language = languageByName(files[i]);
-    bool python = language == Language::Python && files[i].extension() != ".ipynb";
+    bool python = language == Language::Python;
     bool header = language == Language::Cpp && isCppHeader(files[i].filename().string());
     if ((wrappers && python) || (aliases && header)) wanted.push_back(i);
   }
@@ -420,7 +431,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
       if (languageByName(path) == Language::Cpp) {
         found[k] = aliasesOf(*text, "ProcessGroupNCCL");
       } else {
-        texts[k] = *text;
+        texts[k] = pythonCodeOf(path, *text);
         preread[wanted[k]] = SourceRead{std::move(text), std::move(warning)};
       }
     }

@@ -119,6 +119,22 @@ TEST_F(WrapperTree, CallsInLoopsAreFlaggedInFilesParsedInParts) {
   EXPECT_EQ(found, (std::vector<std::string>{"train.py:203:NM401", "train.py:405:NM401"}));
 }
 
+// A function a notebook's code cell defines around new_group is a group creator like one in a .py
+// file: its calls in a loop are flagged in a later cell (named by cell and line) and in the
+// project's Python files; a gloo one is not, nor a single call (fixtures/notebook_wrappers).
+TEST(NotebookWrappers, CreateGroupsForTheNotebookAndTheProject) {
+  LintOptions options;
+  options.jobs = 2;
+  LintReport report = lintPaths({fs::path(NCCL_MIGRATE_LINT_FIXTURES) / "notebook_wrappers"}, options);
+  EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+  std::vector<std::string> found;
+  for (const Finding& f : report.findings) {
+    std::string cell = f.where.cell ? "cell " + std::to_string(f.where.cell) + ":" : "";
+    found.push_back(fs::path(f.path).filename().string() + ":" + cell + std::to_string(f.where.line) + ":" + f.code);
+  }
+  EXPECT_EQ(found, (std::vector<std::string>{"groups.ipynb:cell 3:3:NM401", "train.py:5:NM401"}));
+}
+
 TEST(AliasesOf, UsingAndTypedefOfTheClassOnly) {
   const std::string header =
       "using LegacyGroup = c10d::ProcessGroupNCCL;\n"
