@@ -98,29 +98,24 @@ struct RulePlan {
   }
 
   const Prefilter& prefilter(Language language) const { return prefilters[static_cast<size_t>(language)]; }
-
-  // The rules a file needs: those its text triggers.
-  std::vector<const Rule*> rulesFor(Language language, std::string_view text) const {
-    return prefilter(language).triggeredRules(text);
-  }
 };
 
-// The parts of a Python file the rules need (python_regions.h). Empty: the whole file, as for
-// small files, which parse faster than they split.
-std::vector<ParseRegion> regionsToParse(const std::string& text, const RulePlan& plan,
+// The parts of a Python file the rules need (python_regions.h), from the words its scan found.
+// Empty: the whole file, as for small files, which parse faster than they split.
+std::vector<ParseRegion> regionsToParse(const std::string& text, const Prefilter& prefilter, const PrefilterMatches& matches,
                                         const std::vector<const Rule*>& rules, std::vector<ParseRegion>& leftOut) {
   constexpr size_t kWorthSplitting = 4 * 1024;
   if (text.size() < kWorthSplitting) return {};
-  return pythonRegions(text, plan.prefilter(Language::Python).wordEnds(text, rules), leftOut);
+  return pythonRegions(text, prefilter.wordEnds(matches, rules), leftOut);
 }
 
 SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan,
-                  const std::vector<const Rule*>& rules) {
+                  const PrefilterMatches& matches, const std::vector<const Rule*>& rules) {
   std::string name = path.string();
   switch (language) {
     case Language::Python: {
       std::vector<ParseRegion> leftOut;
-      std::vector<ParseRegion> regions = regionsToParse(text, plan, rules, leftOut);
+      std::vector<ParseRegion> regions = regionsToParse(text, plan.prefilter(language), matches, rules, leftOut);
       return parsePython(name, text, plan.names, regions, leftOut);
     }
     case Language::Cpp: return lexCpp(name, text);
@@ -202,12 +197,13 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
                     const RulePlan& plan) {
   FileResult result;
   result.scanned = true;
-  std::vector<const Rule*> rules = plan.rulesFor(language, text);
+  PrefilterMatches matches = plan.prefilter(language).scan(text);
+  std::vector<const Rule*> rules = plan.prefilter(language).triggeredRules(matches);
   if (rules.empty()) return result;
   result.parsed = true;
   SourceModel model;
   try {
-    model = parse(path, text, language, plan, rules);
+    model = parse(path, text, language, plan, matches, rules);
   } catch (const std::exception& e) {
     result.warnings.push_back(path.string() + ": skipped: " + e.what() + "; fix the file or --exclude it");
     return result;
