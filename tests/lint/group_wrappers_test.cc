@@ -18,6 +18,21 @@ namespace fs = std::filesystem;
 
 const std::set<std::string> kCreators = {"new_group"};
 
+// The findings of linting `root` as "file:line:code" ("file:cell N:line:code" in a notebook); a
+// warning fails the test.
+std::vector<std::string> findingsIn(const fs::path& root) {
+  LintOptions options;
+  options.jobs = 2;
+  LintReport report = lintPaths({root}, options);
+  EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+  std::vector<std::string> found;
+  for (const Finding& f : report.findings) {
+    std::string cell = f.where.cell ? "cell " + std::to_string(f.where.cell) + ":" : "";
+    found.push_back(fs::path(f.path).filename().string() + ":" + cell + std::to_string(f.where.line) + ":" + f.code);
+  }
+  return found;
+}
+
 TEST(FunctionsCalling, FindsTheEnclosingDefinition) {
   const std::string source =
       "import torch.distributed as dist\n"
@@ -86,12 +101,7 @@ TEST_F(WrapperTree, CallsInLoopsAreFlaggedAcrossFiles) {
         "groups = [model_parallel_group(r) for r in layout]\n"
         "cpu = [ps.create_cpu_group(r) for r in layout]\n"
         "once = ps.create_group([0, 1])\n");
-  LintOptions options;
-  options.jobs = 1;
-  std::vector<std::string> found;
-  for (const Finding& f : lintPaths({root_}, options).findings)
-    found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line) + ":" + f.code);
-  EXPECT_EQ(found, (std::vector<std::string>{"train.py:5:NM401", "train.py:6:NM401"}));
+  EXPECT_EQ(findingsIn(root_), (std::vector<std::string>{"train.py:5:NM401", "train.py:6:NM401"}));
 }
 
 // In a file large enough to be parsed in parts, a wrapper's name keeps the definitions that call it
@@ -111,28 +121,14 @@ TEST_F(WrapperTree, CallsInLoopsAreFlaggedInFilesParsedInParts) {
         "for r in layout:\n"
         "    ps.create_group(r)\n");
   ASSERT_GT(fs::file_size(root_ / "train.py"), 4096u);
-  LintOptions options;
-  options.jobs = 1;
-  std::vector<std::string> found;
-  for (const Finding& f : lintPaths({root_}, options).findings)
-    found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line) + ":" + f.code);
-  EXPECT_EQ(found, (std::vector<std::string>{"train.py:203:NM401", "train.py:405:NM401"}));
+  EXPECT_EQ(findingsIn(root_), (std::vector<std::string>{"train.py:203:NM401", "train.py:405:NM401"}));
 }
 
 // A function a notebook's code cell defines around new_group is a group creator like one in a .py
 // file: its calls in a loop are flagged in a later cell (named by cell and line) and in the
 // project's Python files; a gloo one is not, nor a single call (fixtures/notebook_wrappers).
 TEST(NotebookWrappers, CreateGroupsForTheNotebookAndTheProject) {
-  LintOptions options;
-  options.jobs = 2;
-  LintReport report = lintPaths({fs::path(NCCL_MIGRATE_LINT_FIXTURES) / "notebook_wrappers"}, options);
-  EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
-  std::vector<std::string> found;
-  for (const Finding& f : report.findings) {
-    std::string cell = f.where.cell ? "cell " + std::to_string(f.where.cell) + ":" : "";
-    found.push_back(fs::path(f.path).filename().string() + ":" + cell + std::to_string(f.where.line) + ":" + f.code);
-  }
-  EXPECT_EQ(found, (std::vector<std::string>{"groups.ipynb:cell 3:3:NM401", "train.py:5:NM401"}));
+  EXPECT_EQ(findingsIn(fs::path(NCCL_MIGRATE_LINT_FIXTURES) / "notebook_wrappers"), (std::vector<std::string>{"groups.ipynb:cell 3:3:NM401", "train.py:5:NM401"}));
 }
 
 TEST(AliasesOf, UsingAndTypedefOfTheClassOnly) {
@@ -167,12 +163,7 @@ TEST_F(WrapperTree, HeaderAliasesReachTheFilesThatIncludeThem) {
   write("src/other.cc",
         "struct TrainerPG {};\n"
         "void f(Base* b) { auto* p = dynamic_cast<TrainerPG*>(b); }\n");
-  LintOptions options;
-  options.jobs = 1;
-  std::vector<std::string> found;
-  for (const Finding& f : lintPaths({root_}, options).findings)
-    found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line) + ":" + f.code);
-  EXPECT_EQ(found, (std::vector<std::string>{"check.cc:3:NM201", "check.cc:4:NM204"}));
+  EXPECT_EQ(findingsIn(root_), (std::vector<std::string>{"check.cc:3:NM201", "check.cc:4:NM204"}));
 }
 
 }  // namespace
