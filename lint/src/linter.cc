@@ -388,10 +388,9 @@ bool ruleOn(const LintConfig& config, const char* code) {
   return rule && ruleEnabled(config, rule->info().code, rule->info().slug, rule->info().enabledByDefault);
 }
 
-// The Python a file defines functions in: a notebook's code cells, joined; else its text. A
-// notebook that is no notebook JSON defines none here (its lint pass says why).
-std::string pythonCodeOf(const fs::path& path, const std::string& text) {
-  if (path.extension() != ".ipynb") return text;
+// A notebook's code cells, joined: the Python it defines functions in. A notebook that is no
+// notebook JSON defines none here (its lint pass says why).
+std::string notebookPython(const std::string& text) {
   try {
     return notebookCode(text).code;
   } catch (const std::exception&) {
@@ -415,7 +414,8 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
     bool header = language == Language::Cpp && isCppHeader(files[i].filename().string());
     if ((wrappers && python) || (aliases && header)) wanted.push_back(i);
   }
-  std::vector<std::string> texts(wanted.size());
+  std::vector<std::string_view> texts(wanted.size());  // into `preread`, or `notebooks`
+  std::vector<std::string> notebooks(wanted.size());
   std::vector<std::set<std::string>> found(wanted.size());
   std::atomic<size_t> next{0};
   auto read = [&] {
@@ -427,8 +427,10 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
       if (languageByName(path) == Language::Cpp) {
         found[k] = aliasesOf(*text, "ProcessGroupNCCL");
       } else {
-        texts[k] = pythonCodeOf(path, *text);
         preread[wanted[k]] = SourceRead{std::move(text), std::move(warning)};
+        const std::string& kept = *preread[wanted[k]]->text;
+        if (path.extension() == ".ipynb") notebooks[k] = notebookPython(kept);
+        texts[k] = path.extension() == ".ipynb" ? std::string_view(notebooks[k]) : std::string_view(kept);
       }
     }
   };
@@ -438,9 +440,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   for (std::thread& t : threads) t.join();
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
-  if (wrappers) {
-    tables.groupWrappers = inferGroupWrappers(texts, jobs);
-  }
+  if (wrappers) tables.groupWrappers = inferGroupWrappers(texts, jobs);
   return tables;
 }
 

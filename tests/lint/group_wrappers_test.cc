@@ -60,7 +60,7 @@ TEST(FunctionsCalling, FindsTheEnclosingDefinition) {
 }
 
 TEST(InferGroupWrappers, FollowsWrappersOfWrappersAcrossSources) {
-  std::vector<std::string> texts = {
+  std::vector<std::string_view> texts = {
       "def make_pg(r):\n    return torch.distributed.new_group(r)\n",
       "from a import make_pg\ndef tensor_parallel_group(r):\n    return make_pg(r)\n",
       "def build_all(layout):\n    return [tensor_parallel_group(r) for r in layout]\n",

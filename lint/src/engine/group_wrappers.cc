@@ -80,6 +80,7 @@ std::string_view definedName(std::string_view code) {
 // their own `def` lines.
 std::vector<size_t> callsOf(std::string_view source, const std::unordered_set<std::string_view>& names) {
   std::vector<size_t> hits;
+  if (source.empty()) return hits;  // a view of nothing may have no data at all, which memchr may not see
   for (const char* p = static_cast<const char*>(std::memchr(source.data(), '(', source.size())); p;
        p = static_cast<const char*>(std::memchr(p + 1, '(', source.data() + source.size() - p - 1))) {
     size_t open = static_cast<size_t>(p - source.data());
@@ -145,7 +146,7 @@ std::set<std::string> functionsCalling(std::string_view source, const std::set<s
   return found;
 }
 
-std::set<std::string> inferGroupWrappers(const std::vector<std::string>& texts, unsigned threads) {
+std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& texts, unsigned threads) {
   const std::set<std::string> creators = {"new_group", "split_group", "new_subgroups", "new_subgroups_by_enumeration"};
   std::set<std::string> wrappers;
   std::set<std::string> searching = creators;

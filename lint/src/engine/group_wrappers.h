@@ -18,6 +18,6 @@ std::set<std::string> functionsCalling(std::string_view source, const std::set<s
 
 // The bare names of the wrappers defined in `texts` (Python sources), to the fixed point; each
 // round scans the sources on up to `threads` threads.
-std::set<std::string> inferGroupWrappers(const std::vector<std::string>& texts, unsigned threads = 1);
+std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& texts, unsigned threads = 1);
 
 }  // namespace nccl_migrate::lint
