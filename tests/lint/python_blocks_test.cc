@@ -151,5 +151,26 @@ TEST(PythonRegions, CompoundStatementsAreSplitLikeTheModule) {
   EXPECT_EQ(leftOut[0].name, "unused");
 }
 
+// A statement that is only a string is left out even when it holds a rule's word (the frontend
+// never looks inside one); a string that starts an expression is kept, and so is one followed by
+// a comment (a suppression must be seen).
+TEST(PythonRegions, StringStatementsAreLeftOutWhateverWordsTheyHold) {
+  const std::string source =
+      "\"\"\"Run with new_group(...)\nper stage.\"\"\"\n"
+      "import x\n"
+      "\", \".join(new_group(r))\n"
+      "r'''new_group''' # noqa: NM401\n"
+      "'new_group'\n"
+      "def f():\n"
+      "    \"\"\"Calls new_group.\"\"\"\n";
+  std::vector<size_t> ends;
+  for (size_t at = source.find("new_group"); at != std::string::npos; at = source.find("new_group", at + 1)) ends.push_back(at + 9);
+  std::vector<ParseRegion> leftOut;
+  std::vector<ParseRegion> regions = pythonRegions(source, ends, leftOut);
+  EXPECT_EQ(texts(source, regions),
+            (std::vector<std::string>{"import x\n\", \".join(new_group(r))\nr'''new_group''' # noqa: NM401\n",
+                                      "def f():\n    \"\"\"Calls new_group.\"\"\"\n"}));
+}
+
 }  // namespace
 }  // namespace nccl_migrate::lint

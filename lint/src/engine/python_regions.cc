@@ -27,6 +27,30 @@ bool isBareString(const std::string& text, const ParseRegion& block) {
   return at < line.size() && (line[at] == '"' || line[at] == '\'') && at <= 2;
 }
 
+// A statement that is one string literal and nothing else: the Python frontend never looks
+// inside one (a docstring documents, it sets nothing), so it is left out whatever words it holds.
+bool isOnlyAString(const std::string& text, const ParseRegion& block) {
+  size_t at = text.find_first_not_of(" \t", block.begin);
+  size_t prefix = 0;
+  while (at < block.end && prefix < 2 && std::strchr("rRbBuUfF", text[at]) && text[at] != '\0') ++at, ++prefix;
+  if (at >= block.end || (text[at] != '"' && text[at] != '\'')) return false;
+  char quote = text[at];
+  bool triple = text.compare(at, 3, std::string(3, quote)) == 0;
+  size_t end = std::string::npos;  // one past the closing quote
+  for (size_t i = at + (triple ? 3 : 1); i < block.end; ++i) {
+    if (text[i] == '\\') {
+      ++i;
+    } else if (!triple && (text[i] == '\n' || text[i] == '\r')) {
+      return false;
+    } else if (text[i] == quote && (!triple || text.compare(i, 3, std::string(3, quote)) == 0)) {
+      end = i + (triple ? 3 : 1);
+      break;
+    }
+  }
+  // Blanks only after it: a comment there (a suppression) must still be seen.
+  return end != std::string::npos && text.find_first_not_of(" \t\r\n", end) >= block.end;
+}
+
 // A `class` statement, decorated or not.
 bool isClassBlock(const std::string& text, const ParseRegion& block) {
   for (size_t start = block.begin; start < block.end;) {
@@ -91,7 +115,7 @@ class RegionChooser {
   void keepModuleLevel(const std::vector<ParseRegion>& statements) {
     for (const ParseRegion& block : statements) {
       bool word = holdsWord(ends_, block.begin, block.end);
-      if (!word && isBareString(text_, block)) continue;  // a docstring binds nothing
+      if (isOnlyAString(text_, block) || (!word && isBareString(text_, block))) continue;  // binds nothing
       if (block.definition && !word) {
         leftOut_.push_back(block);
       } else if (block.definition && isClassBlock(text_, block)) {
@@ -112,9 +136,11 @@ class RegionChooser {
   void keepClass(const ParseRegion& block) {
     std::vector<ParseRegion> needed;
     bool anyMember = false;
-    for (const ParseRegion& member : headerAndBody(text_, block)) {
+    std::vector<ParseRegion> members = headerAndBody(text_, block);
+    for (size_t i = 0; i < members.size(); ++i) {
+      const ParseRegion& member = members[i];
       bool word = holdsWord(ends_, member.begin, member.end);
-      if (member.definition && !word) continue;
+      if ((member.definition && !word) || (i > 0 && isOnlyAString(text_, member))) continue;
       anyMember |= member.definition;
       needed.push_back(member);
     }
@@ -130,7 +156,7 @@ class RegionChooser {
     bool leavesOut = false, keepsSome = false;
     for (size_t i = 1; i < parts.size(); ++i) {
       bool word = holdsWord(ends_, parts[i].begin, parts[i].end);
-      bool dropped = !word && (parts[i].definition || isBareString(text_, parts[i]));
+      bool dropped = isOnlyAString(text_, parts[i]) || (!word && (parts[i].definition || isBareString(text_, parts[i])));
       leavesOut |= dropped;
       keepsSome |= !dropped;
     }
