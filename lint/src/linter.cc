@@ -204,6 +204,9 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
   SourceModel model;
   try {
     model = parse(path, text, language, plan, matches, rules);
+  } catch (const CppFrontendMissing& e) {
+    result.warnings.push_back(path.string() + ": skipped: " + e.what());
+    return result;
   } catch (const std::exception& e) {
     result.warnings.push_back(path.string() + ": skipped: " + e.what() + "; fix the file or --exclude it");
     return result;
@@ -445,14 +448,10 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
 }
 
 // Loaded once here, before the workers are forked, rather than in each of them; only when the run
-// has C/C++ files. A module that cannot be loaded is reported with each C/C++ file.
+// has C/C++ files. Without it none of them could be linted: the run stops (CppFrontendMissing).
 void loadCppFrontendForWorkers(const std::vector<fs::path>& files) {
   bool cpp = std::any_of(files.begin(), files.end(), [](const fs::path& f) { return languageByName(f) == Language::Cpp; });
-  if (!cpp) return;
-  try {
-    cppFrontendModule();
-  } catch (const std::exception&) {
-  }
+  if (cpp) cppFrontendModule();
 }
 
 LintReport merge(std::vector<FileResult>& results) {

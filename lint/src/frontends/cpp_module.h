@@ -4,6 +4,7 @@
 // (cpp_module_loader.cc); lexCpp and addCppAstFacts in frontends.h call into it.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include "frontends.h"
@@ -20,7 +21,12 @@ struct CppFrontendModule {
 SourceModel clangLexCpp(const std::string& path, const std::string& text);
 std::string clangAddCppAstFacts(SourceModel& model, const std::string& text, const CppAstOptions& options);
 
-// Loads the module (once per process; a forked worker inherits it). Throws std::runtime_error
+// The module could not be loaded: an installation problem, not the linted file's.
+struct CppFrontendMissing : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Loads the module (once per process; a forked worker inherits it). Throws CppFrontendMissing
 // naming where it looked and why it failed.
 const CppFrontendModule& cppFrontendModule();
 

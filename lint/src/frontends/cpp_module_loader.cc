@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,7 +18,7 @@ std::vector<fs::path> candidates() {
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   fs::path built = NCCL_MIGRATE_LINT_CPP_MODULE;
   if (!ec) out.push_back(self.parent_path() / built.filename());
-  out.push_back(built);
+  if (out.empty() || out.front() != built) out.push_back(built);
   return out;
 }
 
@@ -40,7 +39,7 @@ const CppFrontendModule* load() {
     if (auto entry = reinterpret_cast<Entry>(::dlsym(handle, NCCL_MIGRATE_CPP_MODULE_ENTRY))) return entry();
     tried += "\n  " + path.string() + ": has no " NCCL_MIGRATE_CPP_MODULE_ENTRY;
   }
-  throw std::runtime_error("the C/C++ frontend module could not be loaded; rebuild nccl-migrate, or keep " +
+  throw CppFrontendMissing("the C/C++ frontend module could not be loaded; rebuild nccl-migrate, or keep " +
                            fs::path(NCCL_MIGRATE_LINT_CPP_MODULE).filename().string() +
                            " next to the nccl-migrate binary. Tried:" + tried);
 }
