@@ -110,3 +110,33 @@ def test_an_exclusive_whole_file_is_written_where_hard_links_are_refused(tmp_pat
     assert path.read_text() == '{"rank": 0}' and not list(tmp_path.glob("*.tmp"))
     assert not write_whole(str(path), '{"rank": 0, "second": true}', exclusive=True)
     assert path.read_text() == '{"rank": 0}'
+
+
+def test_two_writers_of_one_file_never_share_a_temporary_file(tmp_path):
+    """Two threads (or two containers sharing a host name and pid on a shared filesystem) writing
+    one whole file at once: each writes its own temporary file, so neither renames or removes the
+    other's, and the file ends as one writer's text."""
+    from nccl_migrate.record_files import save_whole
+
+    path = str(tmp_path / "rank0.meta.json")
+    both_written = threading.Barrier(2, timeout=10)
+    errors = []
+
+    def writer(text):
+        def save(private):
+            with open(private, "w") as f:
+                f.write(text)
+            both_written.wait()  # both temporary files exist before either is renamed into place
+
+        try:
+            save_whole(path, save)
+        except Exception as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(text,)) for text in ('{"w": 1}', '{"w": 2}')]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert open(path).read() in ('{"w": 1}', '{"w": 2}') and not list(tmp_path.glob("*.tmp"))
