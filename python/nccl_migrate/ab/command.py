@@ -122,14 +122,16 @@ def _record_parser() -> argparse.ArgumentParser:
         prog="nccl-migrate ab record",
         description="Runs COMMAND as one side of an A/B run, recording every rank's ops into DIR (a folder all "
                     "nodes share); run it on every node of the side, then `nccl-migrate ab compare DIR_A DIR_B`. "
-                    "A .py COMMAND runs through torch's launcher (--nproc per node, --nnodes and --rdzv-* for many "
-                    "nodes); a torchrun COMMAND runs as it is. With --print-env, prints the environment that "
+                    "A .py COMMAND (job.py ARGS) runs through torch's launcher (--nproc per node, --nnodes and "
+                    "--rdzv-* for many nodes); any other COMMAND is a launch command (torchrun ..., srun python "
+                    "job.py, a shell script, python -m ...) and runs once, as given: it starts the ranks, and the "
+                    "launcher options do not apply. With --print-env, prints the environment that "
                     "records a job instead, for jobs started by SLURM or Kubernetes. Exit 0 when the job "
                     "succeeded, 2 otherwise.")
     parser.add_argument("--side", required=True, metavar="SPEC", help="the side: legacy, rewritten, backend=NAME, "
                                                                        "KEY=VALUE, ... (as --a/--b)")
     parser.add_argument("--dir", required=True, help="where this side's records go (empty, or this run's own)")
-    parser.add_argument("--nproc", type=int, default=2, help="ranks per node for a .py COMMAND (default 2)")
+    parser.add_argument("--nproc", type=int, help="ranks per node for a .py COMMAND (default 2)")
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds the job may run before it is ended (default: no limit, as for any training job)")
     parser.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES")
@@ -143,13 +145,19 @@ def _record_parser() -> argparse.ArgumentParser:
 def record(argv: list[str]) -> int:
     """`ab record --side SPEC --dir DIR -- COMMAND`: one side, recorded for a later compare."""
     from ..cli import launch_option_error, launcher_arguments
-    from .runner import job_environment, job_log, record_side
+    from .runner import is_launch_command, job_environment, job_log, record_side
 
     try:
         args = _record_parser().parse_args(argv)
     except SystemExit as exit_:
         return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    given = (["--nproc"] if args.nproc is not None else []) + launcher_arguments(args)[::2]  # flags, not values
+    if command and is_launch_command(command) and given:
+        return _fail(f"ab record: {', '.join(given)} apply to a .py job only: {command[0]} is a launch command, run "
+                     "once as given, and starts the ranks itself; give them to it (torchrun --nproc-per-node ...), "
+                     "or give the .py job itself")
+    args.nproc = 2 if args.nproc is None else args.nproc
     args.timeout_optional = True
     problem = launch_option_error(args)
     if problem:
