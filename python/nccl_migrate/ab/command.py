@@ -18,6 +18,7 @@ from . import report
 from .compare import Comparison, compare
 from .html import render_html
 from .op_map import OpMap
+from .progress import Progress
 from .runner import SideRun, run_shadowed, run_side
 from .side_stats import SideStats
 from .sides import RecordError, load, missing_ranks, shadow_sides
@@ -57,6 +58,7 @@ def add_parser(sub) -> None:
                          "runs (per-run ids in object collectives, unseeded randomness) and no backend computed "
                          "differently from identical inputs")
     ab.add_argument("--format", choices=["text", "json"], default="text")
+    ab.add_argument("--quiet", action="store_true", help="no progress lines on stderr while a long comparison runs")
     ab.add_argument("--html", metavar="PATH", help="also write the HTML report (plots included) to PATH; it is "
                                                    "always written to the run directory as report.html")
     ab.add_argument("--run-dir", help="where records and the job's output go (default: a new temporary folder)")
@@ -233,11 +235,13 @@ def _compare_parser(outer: argparse.Namespace) -> argparse.ArgumentParser:
     parser.add_argument("--allow-job-nondeterminism", action="store_true", default=None,
                         help="exit 0 when every divergence traces back to inputs the job itself made differ")
     parser.add_argument("--format", choices=["text", "json"])
+    parser.add_argument("--quiet", action="store_true", default=None,
+                        help="no progress lines on stderr while a long comparison runs (they never go to stdout)")
     parser.add_argument("--html", metavar="PATH", help="also write the HTML report to PATH")
     parser.add_argument("--run-dir", help="where report.json and report.html go (default: not written)")
     # `ab [OPTIONS] compare ...` gave them before the word: they stand unless given again after it.
     parser.set_defaults(**{name: getattr(outer, name) for name in
-                           ("tolerance", "allow_job_nondeterminism", "format", "html", "run_dir")})
+                           ("tolerance", "allow_job_nondeterminism", "format", "quiet", "html", "run_dir")})
     return parser
 
 
@@ -282,7 +286,10 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
         exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unrecorded)
     else:
         try:
-            comparison = compare(data[0], data[1], args.tolerance, observers=[stats, ops])
+            progress = [] if args.quiet else [Progress(len(set(data[0].ranks()) | set(data[1].ranks())))]
+            comparison = compare(data[0], data[1], args.tolerance, observers=[stats, ops, *progress])
+            for observer in progress:
+                observer.finished()
             exit_code, verdict = judge(comparison, args.allow_job_nondeterminism)
         except RecordError as error:  # a damaged record met while streaming
             comparison, stats, ops = None, None, None
