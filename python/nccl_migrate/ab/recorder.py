@@ -86,8 +86,11 @@ class Recorder:
         self.pending: list[IssuedOp] = []
         self.hooked: dict[tuple[int, int], IssuedOp] = {}  # issued from C++, not yet complete
         self.count = 0
+        self.dropped = 0  # records that never reached a file (see write_failure)
         self.closed = False
         self.second_writer = False  # another process holds this rank's records: this one writes nothing
+        self.write_failure: str | None = None  # a rank file could not be written: the records are incomplete
+        self.unwritable = False  # this rank's record file could not be created: its records are dropped
         self.memory = MemorySampler(self.started)
         self.out = None  # opened at the first op: launchers (torchrun, nccl-migrate run) import
         # torch too, and must not overwrite their ranks' records.
@@ -161,9 +164,20 @@ class Recorder:
             name = f"r{self.rank}-g{group}-s{entry['seq']}.pt"
             os.makedirs(os.path.join(self.directory, "tensors"), exist_ok=True)
             kept = {"in": op.kept, "out": [t.detach().cpu().clone() for t in view.outputs]}
-            save_whole(os.path.join(self.directory, "tensors", name), functools.partial(torch.save, kept))
-            entry["kept"] = name
+            try:
+                save_whole(os.path.join(self.directory, "tensors", name), functools.partial(torch.save, kept))
+                entry["kept"] = name
+            except OSError as error:  # the job goes on; its op is compared by digest alone
+                self._failed(f"writing the kept tensors tensors/{name} failed", error)
         self.write(entry)
+
+    def _failed(self, what: str, error: OSError) -> None:
+        """A file of this rank's records could not be written: the first such failure is named in
+        the meta (the comparison reports the rank's records incomplete), the job goes on."""
+        if self.write_failure is None:
+            self.write_failure = f"{what}: {error.strerror or error}"
+            print(f"nccl-migrate ab: rank {self.rank}: {self.write_failure}; the comparison will report this rank's "
+                  "records incomplete", file=sys.stderr, flush=True)
 
     def write(self, entry: dict) -> None:
         with self.lock:
@@ -177,15 +191,24 @@ class Recorder:
     def _open_records(self) -> bool:
         """Claims this rank's record file; False (and a marker the comparison reports) when
         another process recorded the same rank first."""
-        os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, f"rank{self.rank}.jsonl")
-        fd = claim(path)
+        if self.unwritable:  # tried once already
+            self.dropped += 1
+            return False
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            fd = claim(path)
+        except OSError as error:  # the directory gone, read-only, or the disk full: the job goes on
+            self.unwritable = True
+            self._failed(f"creating {path} failed", error)
+            self.dropped += 1
+            return False
         if fd is None:
             self.second_writer = True
             mark_second_writer(path, self.rank)
             print(f"nccl-migrate ab: {second_writer_message(self.rank, path)}", file=sys.stderr)
             return False
-        self.out = RecordWriter(fd)
+        self.out = RecordWriter(fd, path)
         self.memory.start()
         return True
 
@@ -333,15 +356,24 @@ class Recorder:
         with self.lock:
             if self.out is not None:
                 self.out.close()
-        os.makedirs(self.directory, exist_ok=True)
         self.meta.update(ops=self.count, wall_seconds=time.monotonic() - self.started,
                          peak_rss_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                          memory=self.memory.samples)
         if self.shadow is not None:
             self.meta["shadow_backend"] = self.shadow.backend
+        failure = (self.out.failure if self.out is not None else None) or self.write_failure
+        if failure:
+            written = self.out.written if self.out is not None else 0
+            self.meta["incomplete"] = {"error": failure, "records_written": written,
+                                       "records_dropped": self.dropped + (self.out.dropped if self.out else 0)}
         path = os.path.join(self.directory, f"rank{self.rank}.meta.json")
-        if not write_whole(path, json.dumps(self.meta, indent=1), exclusive=True):
-            mark_second_writer(path, self.rank)
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            if not write_whole(path, json.dumps(self.meta, indent=1), exclusive=True):
+                mark_second_writer(path, self.rank)
+        except OSError as error:  # exit handlers must not fail the job: say what is lost instead
+            print(f"nccl-migrate ab: rank {self.rank}: writing {path} failed: {error.strerror or error}; the "
+                  "comparison will find this rank's process facts missing", file=sys.stderr, flush=True)
 
 
 def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = None, shadow=None) -> Recorder:

@@ -214,6 +214,21 @@ def clear(directory: str) -> list[str]:
     return removed
 
 
+def incomplete_records(data: SideData) -> list[str]:
+    """Why each rank whose records are incomplete is so (a write failed while the job ran: disk
+    full, a file-size limit, the directory removed or read-only), as its meta says."""
+    found = []
+    for rank, meta in sorted(data.metas.items()):
+        incomplete = meta.get("incomplete")
+        if incomplete is None:
+            continue
+        facts = incomplete if isinstance(incomplete, dict) else {"error": str(incomplete)}
+        found.append(f"rank {rank}'s records are incomplete: {facts.get('error')} "
+                     f"({facts.get('records_written', '?')} record(s) written, {facts.get('records_dropped', '?')} "
+                     f"dropped); free space or fix {data.directory}, then rerun the side")
+    return found
+
+
 def missing_ranks(data: SideData) -> list[int]:
     """Ranks the job had but that wrote no record at exit (the recorder did not run there)."""
     world = max((m.get("world_size", 1) for m in data.metas.values()), default=1)

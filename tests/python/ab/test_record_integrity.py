@@ -10,6 +10,7 @@ from test_ab_cli import CLI, HERE, ab
 from torch_support import requires_torch
 
 SPAWN_JOB = os.path.join(HERE, "spawn_job.py")
+FILE_SIZE_LIMIT_JOB = os.path.join(HERE, "file_size_limit_job.py")
 
 
 @requires_torch("backend_plugins")
@@ -133,3 +134,21 @@ def _compare_dirs(a, b):
     done = subprocess.run([CLI, "ab", "compare", str(a), str(b)], capture_output=True, text=True, timeout=120,
                           check=False)
     return done.returncode, done.stdout + done.stderr
+
+
+@requires_torch("backend_plugins")
+def test_a_record_file_that_cannot_grow_marks_the_rank_incomplete_and_the_job_goes_on(tmp_path):
+    """Rank 1 of side b hits a file-size limit partway (as a full disk would stop it): the job
+    finishes, no thread dies with a traceback, and the compare names the rank and the error."""
+    status, report, stderr = ab(tmp_path, "--b", "rewritten,LIMITED_RANK=1", "--", FILE_SIZE_LIMIT_JOB)
+    assert status == 2, stderr
+    assert report["sides"]["b"]["failure"] is None  # the job itself succeeded
+    verdict = report["verdict"]
+    assert "side b: rank 1's records are incomplete: writing " in verdict, verdict
+    assert "rank1.jsonl failed after" in verdict and "File too large (EFBIG)" in verdict
+    assert "side a" not in verdict and "rank 0" not in verdict
+    log = (tmp_path / "run" / "b" / "job.log").read_text()
+    assert "Traceback" not in log and "rank 1 finished" in log
+    meta = json.loads((tmp_path / "run" / "b" / "rank1.meta.json").read_text())
+    assert meta["incomplete"]["records_dropped"] > 0 and meta["ops"] == meta["incomplete"]["records_written"] + \
+        meta["incomplete"]["records_dropped"]

@@ -140,3 +140,25 @@ def test_two_writers_of_one_file_never_share_a_temporary_file(tmp_path):
         thread.join()
     assert errors == []
     assert open(path).read() in ('{"w": 1}', '{"w": 2}') and not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_write_that_fails_stops_the_writer_cleanly_and_names_the_error(tmp_path, capfd):
+    """A full disk (/dev/full refuses every write with ENOSPC): no thread traceback, no hang, every
+    record counted as dropped, and the failure names the file and the error."""
+    died = []
+    previous, threading.excepthook = threading.excepthook, died.append
+    try:
+        writer = RecordWriter(os.open("/dev/full", os.O_WRONLY), "/records/rank0.jsonl")
+        for seq in range(3):
+            writer.put({"seq": seq, "in": "a", "out": "b"})
+        time.sleep(recorder_threads.WRITE_INTERVAL * 4)
+        writer.put({"seq": 3, "in": "a", "out": "b"})
+        started = time.monotonic()
+        writer.close()
+        assert time.monotonic() - started < 3
+    finally:
+        threading.excepthook = previous
+    assert died == []
+    assert writer.failure == "writing /records/rank0.jsonl failed after 0 record(s): No space left on device (ENOSPC)"
+    assert (writer.written, writer.dropped) == (0, 4)
+    assert "later records are dropped" in capfd.readouterr().err
