@@ -21,7 +21,7 @@ from .op_map import OpMap
 from .progress import Progress
 from .runner import SideRun, run_shadowed, run_side
 from .side_stats import SideStats
-from .sides import RecordError, incomplete_records, load, missing_ranks, shadow_sides
+from .sides import RecordError, incomplete_records, load, missing_ranks, shadow_sides, unrecorded_message
 from .spec import SpecError, parse
 
 EXIT_IDENTICAL, EXIT_DIVERGENT, EXIT_FAILED = 0, 1, 2
@@ -279,8 +279,7 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
         data, not_shadowed = _read(runs, shadow)
     except RecordError as error:
         failures.append(f"records that cannot be compared: {error}")
-    unrecorded = [f"side {run.side.label}: rank {rank} recorded nothing (is nccl_migrate installed in the job's "
-                  "Python, and TORCH_DEVICE_BACKEND_AUTOLOAD not 0?)"
+    unrecorded = [f"side {run.side.label}: {unrecorded_message(d, rank)}"
                   for run, d in zip(jobs, data) if not failures for rank in missing_ranks(d)]
     unrecorded += [f"side {run.side.label}: {why}" for run, d in zip(jobs, data) if not failures
                    for why in incomplete_records(d)]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import atexit
 import functools
 import json
+import multiprocessing
+import multiprocessing.util
 import os
 import resource
 import socket
@@ -332,7 +334,7 @@ class Recorder:
         self.watch(c10d._get_default_group())
 
     def close(self) -> None:
-        if self.closed:
+        if self.closed or self.meta["pid"] != os.getpid():  # a forked child's copy: the child records anew
             return
         self.closed = True
         self.settle()
@@ -395,8 +397,34 @@ def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = 
             patch(function, wrap_object_collective(getattr(c10d, function)))
     patch("init_process_group", wrap_init_process_group(c10d.init_process_group))
     patch("new_group", wrap_new_group(c10d.new_group))
-    atexit.register(rec.close)
+    _close_at_exit(rec)
+    os.register_at_fork(after_in_child=_record_anew_in_forked_child)
+    multiprocessing.util.register_after_fork(_record_anew_in_forked_child, _close_at_multiprocessing_exit)
     return rec
+
+
+def _close_at_exit(rec: Recorder) -> None:
+    atexit.register(rec.close)
+    if multiprocessing.parent_process() is not None:
+        _close_at_multiprocessing_exit()
+
+
+def _close_at_multiprocessing_exit(_=None) -> None:
+    """multiprocessing's children (start methods fork and forkserver) end with os._exit, which runs
+    no atexit handler; multiprocessing's own finalizers do run. Registered again in each forked
+    child, after multiprocessing has cleared the ones it inherited."""
+    multiprocessing.util.Finalize(None, active.recorder.close, exitpriority=0)
+
+
+def _record_anew_in_forked_child() -> None:
+    """A process forked without exec (mp.spawn or multiprocessing with start method fork, os.fork)
+    is a process of its own, with its own rank: it records afresh. Its copy of the parent's
+    recorder holds the parent's rank, sequence numbers and file, and threads that do not run here."""
+    parent = active.recorder
+    if parent is None:
+        return
+    rec = active.recorder = Recorder(parent.directory, parent.keep_bytes, parent.perturb, parent.shadow)
+    atexit.register(rec.close)
 
 
 def install_from_environment() -> Recorder | None:

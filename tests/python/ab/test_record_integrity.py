@@ -11,6 +11,7 @@ from torch_support import requires_torch
 
 SPAWN_JOB = os.path.join(HERE, "spawn_job.py")
 FILE_SIZE_LIMIT_JOB = os.path.join(HERE, "file_size_limit_job.py")
+FORK_JOB = os.path.join(HERE, "fork_job.py")
 
 
 @requires_torch("backend_plugins")
@@ -27,6 +28,28 @@ def test_a_job_that_spawns_its_own_ranks_gets_intact_records_for_every_rank(tmp_
         # Each rank's communicator report under its own rank, not the parent's RANK=0 twice.
         assert sorted(report["sides"][side]["communicators"]) == ["0", "1"]
         assert not list(directory.glob("*.tmp")) and not list(directory.glob("*second-writer*"))
+
+
+@requires_torch("backend_plugins")
+def test_ranks_started_by_fork_record_their_ops_and_process_facts(tmp_path):
+    """mp.spawn-style ranks forked without exec: each records afresh (its own rank, pid and
+    numbering, not the parent's copy) and writes its meta although it ends with os._exit."""
+    status, report, stderr = ab(tmp_path, "--nproc", "1", "--", FORK_JOB)
+    assert status == 0, stderr
+    assert report["verdict"] == "identical" and report["ops_compared"] == 2 * (3 + 1)
+    for side in ("a", "b"):
+        metas = [json.loads((tmp_path / "run" / side / f"rank{rank}.meta.json").read_text()) for rank in (0, 1)]
+        assert [m["rank"] for m in metas] == [0, 1] and [m["ops"] for m in metas] == [4, 4]
+        assert len({m["pid"] for m in metas}) == 2
+
+
+@requires_torch("backend_plugins")
+def test_ranks_that_end_without_exit_handlers_are_named_with_what_happened(tmp_path):
+    status, report, stderr = ab(tmp_path, "--nproc", "1", "--", FORK_JOB, env={"FORK_WITH": "os_exit"})
+    assert status == 2, stderr
+    verdict = report["verdict"]
+    assert "side a: rank 0 recorded its ops (rank0.jsonl) but never wrote rank0.meta.json" in verdict, verdict
+    assert "os._exit" in verdict and "is nccl_migrate installed" not in verdict
 
 
 @requires_torch("backend_plugins")
