@@ -304,8 +304,7 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
         if comparison is not None and not_shadowed and not_shadowed["count"]:  # the verdict covers the shadowed only
             result["verdict"] = verdict = (f"{verdict}; {not_shadowed['count']} op(s) not shadowed, so not compared "
                                            f"(first: {not_shadowed['first']['reason']})")
-    page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None,
-                       comparison.classified if comparison else None)
+    page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None)
     targets = [args.html]
     if report_dir:
         os.makedirs(report_dir, exist_ok=True)

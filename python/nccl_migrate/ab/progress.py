@@ -31,6 +31,9 @@ class Progress:
         if self.pairs % CHECK_EVERY == 0 and self.clock() >= self.next_line:
             self._line()
 
+    def classified(self, key, position: int, cls: str) -> None:
+        pass
+
     def _line(self) -> None:
         now = self.clock()
         rate = self.pairs / max(now - self.started, 1e-9)
