@@ -122,16 +122,20 @@ class Recorder:
     def begin(self, spec: OpSpec, view: OpView, via: str | None = None) -> IssuedOp:
         if self.rank is None:  # joined a group without init_process_group's wrapper (installed later)
             self.joined(dist.get_rank())
-        group = channel(spec, self.group_name(view.group), self.rank, view.peer)
+        name = self.group_name(view.group)
+        group = channel(spec, name, self.rank, view.peer)
         with self.lock:
             seq = self.sequence.get(group, 0)
             self.sequence[group] = seq + 1
+            messages = [self._number_message(kind, name, peer) for kind, peer in view.messages]
         tensors = view.inputs + view.outputs
         entry = {"rank": self.rank, "group": group, "seq": seq, "op": spec.name,
                  "dtype": str(tensors[0].dtype).replace("torch.", "") if tensors else None,
                  "in_shapes": [list(t.shape) for t in view.inputs],
                  "out_shapes": [list(t.shape) for t in view.outputs],
                  "reduce_op": view.reduce_op, "peer": view.peer, "t": time.time(), "in": None}
+        if messages:
+            entry["messages"] = messages
         if via:
             entry["via"] = via
         if active.object_collective.name:
@@ -147,6 +151,14 @@ class Recorder:
         if self.keep_bytes and sum(t.numel() * t.element_size() for t in tensors) <= self.keep_bytes:
             kept = [t.detach().cpu().clone() for t in view.inputs]  # in-place ops overwrite them
         return IssuedOp(entry, view, kept, in_future)
+
+    def _number_message(self, kind: str, group: str, peer: int) -> list:
+        """[kind, channel, seq] of one message of a batch, numbered in its direction's count, which
+        its sends and recvs share with the lone ones (the lock is held)."""
+        direction = channel(BY_NAME[kind], group, self.rank, peer)
+        seq = self.sequence.get(direction, 0)
+        self.sequence[direction] = seq + 1
+        return [kind, direction, seq]
 
     def finish(self, op: IssuedOp, error: str | None = None) -> None:
         entry, view = op.entry, op.view
