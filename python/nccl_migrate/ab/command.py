@@ -188,9 +188,23 @@ def record(argv: list[str]) -> int:
     if run.failure:
         print(f"nccl-migrate ab record: {run.failure}\n--- last lines:\n{_tail(run.log)}", file=sys.stderr)
         return EXIT_FAILED
+    incomplete = _incomplete(directory)
+    if incomplete:
+        print(f"nccl-migrate ab record: the job succeeded but its records are not whole: {'; '.join(incomplete)}",
+              file=sys.stderr)
+        return EXIT_FAILED
     print(f"nccl-migrate ab record: recorded in {directory} ({run.seconds:.1f} s); compare with "
           f"nccl-migrate ab compare DIR_A DIR_B", file=sys.stderr)
     return EXIT_IDENTICAL
+
+
+def _incomplete(directory: str) -> list[str]:
+    """Why ranks' records in ``directory`` are not whole (a write failed while the job ran); what
+    else is wrong with them the comparison reports."""
+    try:
+        return incomplete_records(load(directory))
+    except RecordError:
+        return []
 
 
 def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, str]:

@@ -172,6 +172,10 @@ def test_a_record_file_that_cannot_grow_marks_the_rank_incomplete_and_the_job_go
     assert "side a" not in verdict and "rank 0" not in verdict
     log = (tmp_path / "run" / "b" / "job.log").read_text()
     assert "Traceback" not in log and "rank 1 finished" in log
+    done = subprocess.run([CLI, "ab", "record", "--side", "rewritten", "--dir", str(tmp_path / "recorded"), "--",
+                           FILE_SIZE_LIMIT_JOB], capture_output=True, text=True, timeout=240, check=False,
+                          env=dict(os.environ, LIMITED_RANK="0"))
+    assert done.returncode == 2 and "rank 0's records are incomplete" in done.stderr, done.stderr[-2000:]
     meta = json.loads((tmp_path / "run" / "b" / "rank1.meta.json").read_text())
     assert meta["incomplete"]["records_dropped"] > 0 and meta["ops"] == meta["incomplete"]["records_written"] + \
         meta["incomplete"]["records_dropped"]
