@@ -21,7 +21,14 @@ from .op_map import OpMap
 from .progress import Progress
 from .runner import SideRun, run_shadowed, run_side
 from .side_stats import SideStats
-from .sides import RecordError, incomplete_records, load, missing_ranks, shadow_sides, unrecorded_message
+from .sides import (
+    RecordError,
+    incomplete_records,
+    load,
+    missing_ranks,
+    shadow_sides,
+    unrecorded_message,
+)
 from .spec import SpecError, parse
 
 EXIT_IDENTICAL, EXIT_DIVERGENT, EXIT_FAILED = 0, 1, 2

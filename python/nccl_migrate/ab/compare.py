@@ -29,7 +29,7 @@ import torch
 
 from .digest import GPU_PREFIX
 from .divergences import CLASSES, Divergences
-from .sides import SideData
+from .sides import Key, SideData
 
 STATUSES = ("identical", "within_tolerance", "divergent", "missing_in_a", "missing_in_b")
 

@@ -181,8 +181,8 @@ class Recorder:
             try:
                 save_whole(os.path.join(self.directory, "tensors", name), functools.partial(torch.save, kept))
                 entry["kept"] = name
-            except OSError as error:  # the job goes on; its op is compared by digest alone
-                self._failed(f"writing the kept tensors tensors/{name} failed", error)
+            except OSError as failure:  # the job goes on; its op is compared by digest alone
+                self._failed(f"writing the kept tensors tensors/{name} failed", failure)
         self.write(entry)
 
     def _failed(self, what: str, error: OSError) -> None:

@@ -152,8 +152,8 @@ def _one_rank(directory, ops, output):
     directory.mkdir(parents=True)
     (directory / "rank0.meta.json").write_text(json.dumps({"rank": 0, "world_size": 1, "peak_rss_kib": 1}))
     with open(directory / "rank0.jsonl", "w") as out:
-        for seq in range(ops):
-            out.write(json.dumps(dict(entry(0, seq, f"i{seq}", output(seq), 1.0 + seq), group=str(seq % 7))) + "\n")
+        out.writelines(json.dumps(dict(entry(0, seq, f"i{seq}", output(seq), 1.0 + seq), group=str(seq % 7))) + "\n"
+                       for seq in range(ops))
 
 
 def _peak_python_memory(tmp_path, name, ops, output_b):
@@ -186,7 +186,7 @@ def test_memory_stays_bounded_however_many_ops_diverge(tmp_path):
 
 
 def test_a_rarer_class_is_sampled_even_when_the_earliest_listed_are_of_another(monkeypatch):
-    import nccl_migrate.ab.divergences as divergences
+    from nccl_migrate.ab import divergences
 
     monkeypatch.setattr(divergences, "LISTED", 2)
     # Rank 0's input differs from seq 0 on (job nondeterminism, then propagated); rank 1's seq 5 alone

@@ -139,7 +139,8 @@ def test_two_writers_of_one_file_never_share_a_temporary_file(tmp_path):
     for thread in threads:
         thread.join()
     assert errors == []
-    assert open(path).read() in ('{"w": 1}', '{"w": 2}') and not list(tmp_path.glob("*.tmp"))
+    with open(path) as f:
+        assert f.read() in ('{"w": 1}', '{"w": 2}') and not list(tmp_path.glob("*.tmp"))
 
 
 def test_a_write_that_fails_stops_the_writer_cleanly_and_names_the_error(tmp_path, capfd):
