@@ -197,3 +197,20 @@ def test_a_rarer_class_is_sampled_even_when_the_earliest_listed_are_of_another(m
     assert [d["class"] for d in result.divergences] == ["job_nondeterminism", "propagated"]
     assert [(d["rank"], d["seq"]) for d in result.samples["backend"]] == [(1, 5)]
     assert result.classes == {"backend": 1, "propagated": 5, "job_nondeterminism": 1, "not_compared": 0}
+
+
+def test_the_text_report_names_the_first_of_a_class_the_listed_ones_hide(monkeypatch):
+    from nccl_migrate.ab import divergences
+    from nccl_migrate.ab.report import render_text
+
+    monkeypatch.setattr(divergences, "LISTED", 1)
+    a = side(entry(0, 0, "i", "o", 1.0), entry(0, 1, "k", "p", 2.0), entry(1, 5, "j", "p", 6.5, group="9"))
+    b = side(entry(0, 0, "I", "O", 1.0), entry(0, 1, "K", "P", 2.0), entry(1, 5, "j", "X", 6.5, group="9"))
+    result = compare(a, b)
+    sides = {label: {"spec": label, "failure": None} for label in "ab"}
+    text = render_text({"verdict": "v", "ops_compared": 3, "identical": 0, "within_tolerance": 0, "divergent": 3,
+                        "missing_in_a": 0, "missing_in_b": 0, "first_divergence": result.first_divergence,
+                        "divergence_classes": result.classes, "divergence_samples": result.samples, "sides": sides})
+    assert "first divergence: rank 0, group 0, seq 0" in text
+    assert "first backend divergence: rank 1, group 9, seq 5: all_reduce" in text
+    assert "first propagated divergence: rank 0, group 0, seq 1" in text
