@@ -16,6 +16,7 @@ import tempfile
 from ..record_files import write_whole
 from . import report
 from .compare import Comparison, compare
+from .divergences import ScratchError
 from .html import render_html
 from .op_map import OpMap
 from .progress import Progress
@@ -316,6 +317,9 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
         except RecordError as error:  # a damaged record met while streaming
             comparison, stats, ops = None, None, None
             exit_code, verdict = EXIT_FAILED, f"could not compare: records that cannot be compared: {error}"
+        except ScratchError as error:
+            comparison, stats, ops = None, None, None
+            exit_code, verdict = EXIT_FAILED, f"could not compare: {error}"
     result = report.build(runs, data, comparison, exit_code, verdict, stats)
     result["run_dir"] = report_dir or None  # where report.json went; None: not written
     if shadow:

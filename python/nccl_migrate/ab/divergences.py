@@ -63,16 +63,32 @@ JOIN differed d ON d.grp = i.grp AND d.seq = i.seq ORDER BY d.rank
 """
 
 
+class ScratchError(RuntimeError):
+    """The database of divergent ops could not be written (the temporary directory full or
+    unwritable): names the cause and how to go on."""
+
+
+def _scratch_error(error: sqlite3.Error) -> ScratchError:
+    return ScratchError(f"the comparison's scratch database of divergent ops (in the temporary directory) could not "
+                        f"be written ({error}); give TMPDIR a directory with free space (a few hundred bytes per "
+                        "divergent op)")
+
+
 class Divergences:
     """Collects what differed while the comparison streams; ``conclude`` classifies every divergent
-    op and hands back the counts, the earliest ones and a sample per class."""
+    op and hands back the counts, the earliest ones and a sample per class. ScratchError when the
+    database cannot be written."""
 
     def __init__(self):
         self.db = sqlite3.connect("")  # "": a private temporary database on disk, gone when closed
-        self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-        self.db.execute("PRAGMA journal_mode = OFF")
-        self.db.execute("PRAGMA synchronous = OFF")
-        self.db.executescript(_SCHEMA)
+        try:
+            self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            self.db.execute("PRAGMA journal_mode = OFF")
+            self.db.execute("PRAGMA synchronous = OFF")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.Error as error:
+            self.db.close()
+            raise _scratch_error(error) from None
         self.first_on_rank: dict[int, float] = {}
         self.rows: dict[str, list[tuple]] = {"diverged": [], "received": [], "differed": []}
         self.next_id = 0
@@ -89,7 +105,10 @@ class Divergences:
     def _flush(self, table: str) -> None:
         rows = self.rows[table]
         if rows:
-            self.db.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+            try:
+                self.db.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+            except sqlite3.Error as error:
+                raise _scratch_error(error) from None
             rows.clear()
 
     def differed_before(self, rank: int, t: float) -> None:
@@ -115,9 +134,12 @@ class Divergences:
     def conclude(self) -> Classified:
         for table in self.rows:
             self._flush(table)
-        self.db.executemany("INSERT INTO first VALUES (?, ?)", self.first_on_rank.items())
-        self.db.executescript(_JUDGE_INPUTS)
-        self.db.executescript(_CLASSIFY)
+        try:
+            self.db.executemany("INSERT INTO first VALUES (?, ?)", self.first_on_rank.items())
+            self.db.executescript(_JUDGE_INPUTS)
+            self.db.executescript(_CLASSIFY)
+        except sqlite3.Error as error:
+            raise _scratch_error(error) from None
         return Classified(self.db)
 
 

@@ -214,3 +214,18 @@ def test_the_text_report_names_the_first_of_a_class_the_listed_ones_hide(monkeyp
     assert "first divergence: rank 0, group 0, seq 0" in text
     assert "first backend divergence: rank 1, group 9, seq 5: all_reduce" in text
     assert "first propagated divergence: rank 0, group 0, seq 1" in text
+
+
+def test_a_scratch_database_that_cannot_be_written_is_a_clear_error(tmp_path, monkeypatch):
+    """The temporary directory full or read-only: the comparison says so and how to go on."""
+    import sqlite3
+
+    import pytest
+    from nccl_migrate.ab import divergences
+
+    read_only = tmp_path / "scratch.db"
+    read_only.touch()
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda _: connect(f"file:{read_only}?mode=ro", uri=True))
+    with pytest.raises(divergences.ScratchError, match="give TMPDIR a directory with free space"):
+        compare(side(entry(0, 0, "i", "o", 1.0)), side(entry(0, 0, "i", "X", 1.0)))
