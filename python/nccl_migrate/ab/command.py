@@ -74,6 +74,19 @@ def add_parser(sub) -> None:
     ab.set_defaults(handler=main)
 
 
+def unwritable(directory: str, option: str) -> str | None:
+    """Why ``directory`` cannot take records or reports (created when missing), or None: found before
+    a job starts, not by its ranks."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        return (f"{option} {directory}: cannot be written ({error.strerror or error}); give a directory this user "
+                "can create and write (for a job on many nodes, on a filesystem they all share)")
+    return None
+
+
 def _fail(message: str) -> int:
     print(f"nccl-migrate ab: {message}", file=sys.stderr)
     return EXIT_FAILED
@@ -108,7 +121,9 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as error:
         return _fail(str(error))
     run_dir = args.run_dir or tempfile.mkdtemp(prefix="nccl-migrate-ab-")
-    os.makedirs(run_dir, exist_ok=True)
+    problem = unwritable(run_dir, "--run-dir")
+    if problem:
+        return _fail(problem)
 
     if args.shadow:
         print(f"nccl-migrate ab: one run, primary a ({sides[0].text}), shadow b ({sides[1].text}): "
@@ -183,6 +198,9 @@ def record(argv: list[str]) -> int:
         return EXIT_IDENTICAL
     if not command:
         return _fail("ab record: no command given; usage: nccl-migrate ab record --side SPEC --dir DIR -- COMMAND")
+    problem = unwritable(directory, "--dir")
+    if problem:
+        return _fail(f"ab record: {problem}")
     if args.max_restarts:
         # torch's agent otherwise hands every attempt's workers the store the rendezvous used, which
         # still holds the killed attempt's addresses: restarted ranks connect to dead peers.
@@ -275,6 +293,9 @@ def compare_recorded(outer: argparse.Namespace, argv: list[str]) -> int:
         return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
     if args.tolerance < 0:
         return _fail(f"ab compare: --tolerance {args.tolerance}: give 0 or more")
+    problem = unwritable(args.run_dir, "--run-dir") if args.run_dir else None
+    if problem:
+        return _fail(f"ab compare: {problem}")
     try:
         runs = [SideRun.recorded(directory, label) for directory, label in zip((args.dir_a, args.dir_b), "ab")]
     except RecordError as error:
@@ -331,12 +352,16 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
                                            f"(first: {not_shadowed['first']['reason']})")
     page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None)
     targets = [args.html]
-    if report_dir:
-        os.makedirs(report_dir, exist_ok=True)
-        write_whole(os.path.join(report_dir, "report.json"), json.dumps(result, indent=1))
-        targets.append(os.path.join(report_dir, "report.html"))
-    for path in filter(None, targets):
-        write_whole(path, page)
+    try:
+        if report_dir:
+            write_whole(os.path.join(report_dir, "report.json"), json.dumps(result, indent=1))
+            targets.append(os.path.join(report_dir, "report.html"))
+        for path in filter(None, targets):
+            write_whole(path, page)
+    except OSError as error:  # the verdict is still printed below; the exit status says a report is missing
+        print(f"nccl-migrate ab: the report could not be written: {error.filename}: {error.strerror or error}",
+              file=sys.stderr)
+        exit_code = result["exit_code"] = EXIT_FAILED
     for run in jobs:
         if run.failure and run.log:
             print(f"--- last lines of side {run.side.label}'s output ({run.log}):\n{_tail(run.log)}", file=sys.stderr)

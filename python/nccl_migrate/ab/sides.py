@@ -242,8 +242,9 @@ def unrecorded_message(data: SideData, rank: int) -> str:
     if rank in getattr(data, "paths", {}):
         return (f"rank {rank} recorded its ops (rank{rank}.jsonl) but never wrote rank{rank}.meta.json at exit: its "
                 "process ended without Python's exit handlers (os._exit, as a child forked without exec by os.fork "
-                "often ends; or it was killed), so its last records may be lost too; end such a process with "
-                "sys.exit, or start ranks with multiprocessing (mp.spawn, any start method) instead of os.fork")
+                "often ends; or it was killed), so its last records may be lost too, or it could not write the file "
+                "(its stderr, in the job's output, says so); end such a process with sys.exit, or start ranks with "
+                "multiprocessing (mp.spawn, any start method) instead of os.fork")
     return (f"rank {rank} recorded nothing (is nccl_migrate installed in the job's Python, and "
             "TORCH_DEVICE_BACKEND_AUTOLOAD not 0?)")
 
