@@ -1,6 +1,6 @@
-"""A job that starts its own ranks by fork, without exec: FORK_WITH=mp (default) uses
-torch.multiprocessing with start method fork (children end with os._exit, after multiprocessing's
-own exit handlers), FORK_WITH=os_exit forks with os.fork and ends each child with os._exit (no exit
+"""A job that starts its own ranks by fork, without exec: FORK_WITH=fork (default) or forkserver
+uses torch.multiprocessing with that start method (children end with os._exit, after
+multiprocessing's own exit handlers), FORK_WITH=os_exit forks with os.fork and ends each child with os._exit (no exit
 handler at all runs). The parent never joins a group."""
 
 import os
@@ -41,7 +41,8 @@ if __name__ == "__main__":
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         free_port = s.getsockname()[1]
-    if os.environ.get("FORK_WITH", "mp") == "os_exit":
+    method = os.environ.get("FORK_WITH", "fork")
+    if method == "os_exit":
         by_os_fork(free_port)
     else:
-        mp.start_processes(rank_main, args=(free_port,), nprocs=WORLD, start_method="fork")
+        mp.start_processes(rank_main, args=(free_port,), nprocs=WORLD, start_method=method)

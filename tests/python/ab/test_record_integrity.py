@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 
+import pytest
 from test_ab_cli import CLI, HERE, ab
 from torch_support import requires_torch
 
@@ -31,10 +32,11 @@ def test_a_job_that_spawns_its_own_ranks_gets_intact_records_for_every_rank(tmp_
 
 
 @requires_torch("backend_plugins")
-def test_ranks_started_by_fork_record_their_ops_and_process_facts(tmp_path):
+@pytest.mark.parametrize("start_method", ["fork", "forkserver"])
+def test_ranks_started_by_fork_record_their_ops_and_process_facts(tmp_path, start_method):
     """mp.spawn-style ranks forked without exec: each records afresh (its own rank, pid and
     numbering, not the parent's copy) and writes its meta although it ends with os._exit."""
-    status, report, stderr = ab(tmp_path, "--nproc", "1", "--", FORK_JOB)
+    status, report, stderr = ab(tmp_path, "--nproc", "1", "--", FORK_JOB, env={"FORK_WITH": start_method})
     assert status == 0, stderr
     assert report["verdict"] == "identical" and report["ops_compared"] == 2 * (3 + 1)
     for side in ("a", "b"):
