@@ -18,6 +18,9 @@ if(NCCL_MIGRATE_BUILD_LINT)
   endif()
   # Installed to the environment's bin/ as it is: no Python wrapper between the user and lint.
   install(TARGETS nccl-migrate RUNTIME DESTINATION "${SKBUILD_SCRIPTS_DIR}")
+  # The C/C++ frontends' module where the installed binary looks for it (lint/CMakeLists.txt),
+  # out of bin/, which pipx and others expose on the user's PATH.
+  install(TARGETS nccl_migrate_lint_cpp LIBRARY DESTINATION "${SKBUILD_DATA_DIR}/${NCCL_MIGRATE_LINT_CPP_MODULE_DIR}")
   install(DIRECTORY "${NCCL_MIGRATE_CLANG_RESOURCE_DIR}/include"
           DESTINATION "${SKBUILD_DATA_DIR}/share/nccl-migrate/clang")
 endif()

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Tests the wheel in dist/ as users meet it (tools/wheel.sh builds it; --build builds it first):
-#  1. a fresh venv without torch: `pip install` of the wheel alone; the binary's ldd shows only
-#     glibc, it asks for no newer glibc than the wheel's tag, and with /usr/lib/llvm-19 hidden
-#     (an empty tmpfs over it in a private mount namespace) `nccl-migrate lint examples/` gives the
-#     in-tree build's findings and exit 1, the AST tier reads Clang's builtin headers shipped in
-#     the wheel, and the torch-side commands say in one line what to install;
+#  1. a fresh venv without torch: `pip install` of the wheel alone; the ldd of the binary and of
+#     its C/C++ frontend module shows only glibc, neither asks for a newer glibc than the wheel's
+#     tag, the module exports only its entry point, and with /usr/lib/llvm-19 hidden (an empty
+#     tmpfs over it in a private mount namespace) `nccl-migrate lint examples/` loads the wheel's
+#     module and gives the in-tree build's findings and exit 1, the AST tier reads Clang's builtin
+#     headers shipped in the wheel, and the torch-side commands say in one line what to install;
 #  2. a fresh venv with the [torch] extra, torch 2.15.0 taken from .venv without downloading or
 #     copying it (a .pth names a folder of links to torch and its dependencies, so pip sees them
 #     installed): `nccl-migrate doctor`, a two-rank CPU `ab` of the example job, and the message
@@ -39,15 +40,23 @@ cli=$work/lint/bin/nccl-migrate
 [[ -x $cli && ! -L $cli ]] || fail "$cli is not the installed binary"
 head -c 4 "$cli" | grep -q ELF || fail "$cli is not a native binary (a wrapper script adds interpreter start-up)"
 
-say "ldd $cli:"
-ldd "$cli" | sed 's/^/    /'
-unexpected=$(ldd "$cli" | awk '{print $1}' | grep -v -E '^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|/lib64/ld-linux-x86-64\.so\.2)$' || true)
-[[ -z $unexpected ]] || fail "the binary needs libraries beyond glibc: $unexpected"
+# The C/C++ frontends' module, loaded by runs with C/C++ files (lint/CMakeLists.txt says where).
+module=$work/lint/lib/nccl-migrate/libnccl_migrate_lint_cpp.so
+[[ -f $module ]] || fail "the wheel did not install the C/C++ frontend module at $module"
 tag_glibc=$(basename "$wheel" | sed -E 's/.*manylinux_([0-9]+)_([0-9]+)_.*/\1.\2/')
-needed=$(objdump -T "$cli" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
-[[ $(printf '%s\n%s\n' "$needed" "$tag_glibc" | sort -V | tail -1) == "$tag_glibc" ]] ||
-  fail "the binary needs glibc $needed, newer than its tag's $tag_glibc"
-say "glibc symbols up to $needed (tag manylinux_${tag_glibc/./_})"
+for native in "$cli" "$module"; do
+  say "ldd $native:"
+  ldd "$native" | sed 's/^/    /'
+  unexpected=$(ldd "$native" | awk '{print $1}' | grep -v -E '^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|/lib64/ld-linux-x86-64\.so\.2)$' || true)
+  [[ -z $unexpected ]] || fail "$native needs libraries beyond glibc: $unexpected"
+  needed=$(objdump -T "$native" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
+  [[ $(printf '%s\n%s\n' "$needed" "$tag_glibc" | sort -V | tail -1) == "$tag_glibc" ]] ||
+    fail "$native needs glibc $needed, newer than its tag's $tag_glibc"
+  say "glibc symbols up to $needed (tag manylinux_${tag_glibc/./_})"
+done
+# The module keeps Clang's, LLVM's and the C++ runtime's symbols to itself.
+exported=$(nm -D --defined-only "$module" | awk '$2 ~ /[TDBRVW]/ {print $3}' | grep -v -E '^(nccl_migrate_lint_cpp_frontend|_init|_fini|_edata|_end|__bss_start)$' | head -3 || true)
+[[ -z $exported ]] || fail "the module exports more than its entry point: $exported"
 
 # LLVM hidden: an empty tmpfs over /usr/lib/llvm-19, no LD_LIBRARY_PATH, a PATH of the venv and
 # the system's bin only; LD_DEBUG=libs lists every library the loader opened.
@@ -62,6 +71,7 @@ set -e
 [[ $status -eq 1 ]] || fail "lint examples/ with LLVM hidden exited $status, wanted 1 (findings)"
 grep -h "calling init:" "$work"/ld.* | sed 's/.*calling init: /    loaded: /' | sort -u
 ! grep -q llvm "$work"/ld.* || fail "the binary loaded something from LLVM: $(grep -h llvm "$work"/ld.* | head -3)"
+grep -q "calling init: $module" "$work"/ld.* || fail "lint examples/ (with C/C++ files) did not load $module"
 if [[ -x build/migrate/nccl-migrate ]]; then
   set +e
   build/migrate/nccl-migrate lint --format json examples/ > "$work/tree.json"

@@ -13,15 +13,15 @@
 #include <thread>
 #include <tuple>
 
-#include <llvm/Support/ConvertUTF.h>
-
 #include "engine/file_discovery.h"
 #include "engine/cpp_aliases.h"
 #include "engine/file_result.h"
 #include "engine/group_wrappers.h"
 #include "engine/isolation.h"
 #include "engine/prefilter.h"
+#include "engine/python_regions.h"
 #include "engine/suppressions.h"
+#include "frontends/cpp_module.h"
 #include "frontends/frontends.h"
 #include "rules/registry.h"
 
@@ -31,40 +31,35 @@ namespace {
 
 constexpr size_t kLanguages = 5;
 
-// Configured group wrappers stand for torch.distributed.new_group (the frontend names their calls
-// so), so a trigger on new_group also fires on their names, wherever they come from.
-void addWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<std::string>& wrappers) {
-  if (wrappers.empty()) return;
+// Facts about the whole run that single files cannot see.
+struct ProjectTables {
+  std::set<std::string> groupWrappers;       // inferred group-creating functions
+  std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
+};
+
+// Names that stand for `word` in the code (group wrappers, configured or inferred, for new_group;
+// the aliases the tree's headers give ProcessGroupNCCL) fire every trigger that `word` fires, and
+// count as its words where regions are chosen. They need no module mention: a wrapper's callers
+// need not name torch.distributed.
+void addStandInTriggers(std::vector<Trigger>& triggers, const std::string& word, const std::vector<std::string>& standIns) {
+  if (standIns.empty()) return;
   std::vector<Trigger> added;
   for (const Trigger& t : triggers) {
-    if (std::find(t.anyOf.begin(), t.anyOf.end(), "new_group") == t.anyOf.end()) continue;
-    Trigger byWrapper{{}, t.andAnyOf, ""};
-    for (const std::string& w : wrappers) byWrapper.anyOf.push_back(w.substr(w.rfind('.') + 1));
-    added.push_back(std::move(byWrapper));
+    if (std::find(t.anyOf.begin(), t.anyOf.end(), word) == t.anyOf.end()) continue;
+    added.push_back(Trigger{standIns, t.andAnyOf, ""});
   }
   triggers.insert(triggers.end(), added.begin(), added.end());
+}
+
+// The names a call of a group wrapper is spelled with: the last name of a configured one.
+std::vector<std::string> groupWrapperNames(const LintConfig& config, const std::set<std::string>& inferred) {
+  std::vector<std::string> names(inferred.begin(), inferred.end());
+  for (const std::string& w : config.groupWrappers) names.push_back(w.substr(w.rfind('.') + 1));
+  return names;
 }
 
 // The rules a run uses, per language, each behind the prefilter that decides which of them a
 // file needs.
-// Facts about the whole run that single files cannot see.
-struct ProjectTables {
-  std::set<std::string> groupWrappers;       // inferred group-creating functions
-  std::set<fs::path> callWrappers;           // the files that call one of them
-  std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
-};
-
-// A header's alias of the legacy class stands for it in the C++ files that include the header.
-void addAliasTriggers(std::vector<Trigger>& triggers, const std::set<std::string>& aliases) {
-  if (aliases.empty()) return;
-  std::vector<Trigger> added;
-  for (const Trigger& t : triggers) {
-    if (std::find(t.anyOf.begin(), t.anyOf.end(), "ProcessGroupNCCL") == t.anyOf.end()) continue;
-    added.push_back(Trigger{std::vector<std::string>(aliases.begin(), aliases.end()), t.andAnyOf, t.module});
-  }
-  triggers.insert(triggers.end(), added.begin(), added.end());
-}
-
 struct RulePlan {
   std::vector<Prefilter> prefilters;
   bool reportUnused = false;
@@ -75,8 +70,9 @@ struct RulePlan {
     reportUnused = ruleEnabled(config, unused.info().code, unused.info().slug, unused.info().enabledByDefault);
     names.modules = config.equivalentModules;
     names.groupWrappers = config.groupWrappers;
+    std::vector<std::string> wrappers = groupWrapperNames(config, tables.groupWrappers);
+    std::vector<std::string> aliases(tables.legacyClassAliases.begin(), tables.legacyClassAliases.end());
     names.inferredGroupWrappers = std::move(tables.groupWrappers);
-    wrapperCallers = std::move(tables.callWrappers);
     std::vector<const Rule*> enabled;
     for (const Rule* rule : allRules()) {
       const RuleInfo& info = rule->info();
@@ -91,10 +87,10 @@ struct RulePlan {
     std::array<std::vector<RuleTriggers>, kLanguages> perLanguage;
     for (const Rule* rule : enabled) {
       RuleTriggers r{rule, rule == &unused ? std::vector<Trigger>{suppressionWords} : rule->info().triggers};
-      addWrapperTriggers(r.triggers, config.groupWrappers);
+      addStandInTriggers(r.triggers, "new_group", wrappers);
       for (Language language : rule->info().languages) {
         RuleTriggers forLanguage = r;
-        if (language == Language::Cpp) addAliasTriggers(forLanguage.triggers, tables.legacyClassAliases);
+        if (language == Language::Cpp) addStandInTriggers(forLanguage.triggers, "ProcessGroupNCCL", aliases);
         perLanguage[static_cast<size_t>(language)].push_back(std::move(forLanguage));
       }
     }
@@ -102,117 +98,24 @@ struct RulePlan {
   }
 
   const Prefilter& prefilter(Language language) const { return prefilters[static_cast<size_t>(language)]; }
-
-  // The rules a file needs: what its text triggers, and NM401 where it calls an inferred wrapper
-  // (known from the project tables, so the wrappers' names need not be words of the prefilter).
-  std::vector<const Rule*> rulesFor(const fs::path& path, Language language, std::string_view text) const {
-    std::vector<const Rule*> rules = prefilter(language).triggeredRules(text);
-    if (language != Language::Python || !wrapperCallers.contains(path)) return rules;
-    const Rule* eager = findRule("NM401");
-    if (std::find(rules.begin(), rules.end(), eager) == rules.end()) rules.push_back(eager);
-    return rules;
-  }
-
-  std::set<fs::path> wrapperCallers;
 };
 
-// A statement that is only a string (a module docstring, a string used as a comment).
-bool isBareString(const std::string& text, const ParseRegion& block) {
-  size_t at = block.begin;
-  while (at < block.end && std::strchr("rRbBuUfF", text[at]) && text[at] != '\0') ++at;
-  return at < block.end && (text[at] == '"' || text[at] == '\'') && at - block.begin <= 2;
-}
-
-// A `class` statement, decorated or not.
-bool isClassBlock(const std::string& text, const ParseRegion& block) {
-  for (size_t start = block.begin; start < block.end;) {
-    size_t end = std::min(text.find('\n', start), block.end);
-    std::string_view line(text.data() + start, end - start);
-    if (line.starts_with("class ")) return true;
-    if (!line.starts_with("@") && !line.empty()) return false;
-    start = end + 1;
-  }
-  return false;
-}
-
-// Whether a word ends inside (begin, end]; `ends` sorted.
-bool holdsWord(const std::vector<size_t>& ends, size_t begin, size_t end) {
-  auto it = std::upper_bound(ends.begin(), ends.end(), begin);
-  return it != ends.end() && *it <= end;
-}
-
-void appendRegion(std::vector<ParseRegion>& kept, const ParseRegion& block) {
-  if (!kept.empty() && kept.back().end == block.begin) {
-    kept.back().end = block.end;
-    kept.back().endRow = block.endRow;
-    kept.back().endColumn = block.endColumn;
-  } else {
-    kept.push_back(block);
-  }
-}
-
-// The indentation of a class's body: that of its first indented code line.
-size_t bodyIndent(const std::string& text, const ParseRegion& block) {
-  for (size_t start = text.find('\n', block.begin); start != std::string::npos && start + 1 < block.end;
-       start = text.find('\n', start + 1)) {
-    size_t lead = text.find_first_not_of(" \t", start + 1);
-    if (lead == std::string::npos || lead >= block.end) break;
-    if (text[lead] != '\n' && text[lead] != '\r' && text[lead] != '#' && lead > start + 1) return lead - start - 1;
-  }
-  return 0;
-}
-
-// A class a rule needs: its header and class-level statements, and the members that hold a word
-// (all of it when none does, so that its body stays a body).
-void keepClass(const std::string& text, const ParseRegion& block, const std::vector<size_t>& ends,
-               std::vector<ParseRegion>& kept) {
-  size_t indent = bodyIndent(text, block);
-  std::vector<ParseRegion> members = indent ? pythonStatements(text, block, indent) : std::vector<ParseRegion>{};
-  std::vector<ParseRegion> needed;
-  bool anyMember = false;
-  for (const ParseRegion& member : members) {
-    bool word = holdsWord(ends, member.begin, member.end);
-    if (member.definition && !word) continue;
-    anyMember |= member.definition;
-    needed.push_back(member);
-  }
-  if (!anyMember) return appendRegion(kept, block);
-  for (const ParseRegion& member : needed) appendRegion(kept, member);
-}
-
-// The parts of a Python file the rules need: every top-level statement, and the definitions (in a
-// class, the members) that hold a word of one of `rules`. Empty: the whole file (nothing to leave
-// out, or a file that calls an inferred wrapper, whose name is no prefilter word). `leftOut`
-// receives the top-level definitions left out.
-std::vector<ParseRegion> pythonRegions(const fs::path& path, const std::string& text, const RulePlan& plan,
-                                       const std::vector<const Rule*>& rules, std::vector<ParseRegion>& leftOut) {
-  constexpr size_t kWorthSplitting = 4 * 1024;  // smaller files parse faster than they split
-  if (text.size() < kWorthSplitting || plan.wrapperCallers.contains(path)) return {};
-  std::vector<size_t> ends = plan.prefilter(Language::Python).wordEnds(text, rules);
-  std::vector<ParseRegion> kept;
-  for (const ParseRegion& block : pythonTopLevelBlocks(text)) {
-    bool word = holdsWord(ends, block.begin, block.end);
-    if (!word && isBareString(text, block)) continue;  // a docstring binds nothing
-    if (block.definition && !word) {
-      leftOut.push_back(block);
-    } else if (block.definition && isClassBlock(text, block)) {
-      keepClass(text, block, ends, kept);
-    } else {
-      appendRegion(kept, block);
-    }
-  }
-  if (kept.size() == 1 && kept.front().begin == 0 && kept.front().end == text.size()) return {};
-  if (kept.empty()) kept.push_back({0, 0, 0, 0, 0, false, ""});  // nothing to parse
-  return kept;
+// The parts of a Python file the rules need (python_regions.h), from the words its scan found.
+// Empty: the whole file, as for small files, which parse faster than they split.
+std::vector<ParseRegion> regionsToParse(const std::string& text, const Prefilter& prefilter, const PrefilterMatches& matches,
+                                        const std::vector<const Rule*>& rules, std::vector<ParseRegion>& leftOut) {
+  constexpr size_t kWorthSplitting = 4 * 1024;
+  if (text.size() < kWorthSplitting) return {};
+  return pythonRegions(text, prefilter.wordEnds(matches, rules), leftOut);
 }
 
 SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan,
-                  const std::vector<const Rule*>& rules) {
+                  const PrefilterMatches& matches, const std::vector<const Rule*>& rules) {
   std::string name = path.string();
   switch (language) {
     case Language::Python: {
       std::vector<ParseRegion> leftOut;
-      std::vector<ParseRegion> regions = pythonRegions(path, text, plan, rules, leftOut);
+      std::vector<ParseRegion> regions = regionsToParse(text, plan.prefilter(language), matches, rules, leftOut);
       return parsePython(name, text, plan.names, regions, leftOut);
     }
     case Language::Cpp: return lexCpp(name, text);
@@ -294,12 +197,16 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
                     const RulePlan& plan) {
   FileResult result;
   result.scanned = true;
-  std::vector<const Rule*> rules = plan.rulesFor(path, language, text);
+  PrefilterMatches matches = plan.prefilter(language).scan(text);
+  std::vector<const Rule*> rules = plan.prefilter(language).triggeredRules(matches);
   if (rules.empty()) return result;
   result.parsed = true;
   SourceModel model;
   try {
-    model = parse(path, text, language, plan, rules);
+    model = parse(path, text, language, plan, matches, rules);
+  } catch (const CppFrontendMissing& e) {
+    result.warnings.push_back(path.string() + ": skipped: " + e.what());
+    return result;
   } catch (const std::exception& e) {
     result.warnings.push_back(path.string() + ": skipped: " + e.what() + "; fix the file or --exclude it");
     return result;
@@ -357,11 +264,33 @@ FileResult lintText(const fs::path& path, const std::string& text, Language lang
   return lintCode(path, text, language, options, plan);
 }
 
-// Replaces each invalid UTF-8 sequence with U+FFFD, as Python's errors="replace" does, and returns
-// how many there were. ASCII goes eight bytes at a time; LLVM checks each multi-byte sequence.
+// The length (2 to 4) of the well-formed UTF-8 sequence that starts at `p`, else 0: no overlong
+// form, surrogate or value above U+10FFFF (Unicode's table 3-7).
+size_t utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
+  unsigned char lead = p[0], low = 0x80, high = 0xBF;
+  size_t length = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  }
+  if (length == 0 || static_cast<size_t>(end - p) < length || p[1] < low || p[1] > high) return 0;
+  for (size_t i = 2; i < length; ++i)
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  return length;
+}
+
+// Replaces each invalid UTF-8 byte with U+FFFD, as Python's errors="replace" does, and returns how
+// many there were. ASCII goes eight bytes at a time.
 size_t replaceInvalidUtf8(std::string& text) {
   static constexpr char kReplacement[] = "\xEF\xBF\xBD";
-  const auto* begin = reinterpret_cast<const llvm::UTF8*>(text.data());
+  const auto* begin = reinterpret_cast<const unsigned char*>(text.data());
   const auto* p = begin;
   const auto* end = p + text.size();
   std::string out;
@@ -379,8 +308,7 @@ size_t replaceInvalidUtf8(std::string& text) {
       ++p;
       continue;
     }
-    unsigned length = llvm::getNumBytesForUTF8(*p);
-    if (length <= static_cast<size_t>(end - p) && llvm::isLegalUTF8Sequence(p, p + length)) {
+    if (size_t length = utf8SequenceLength(p, end)) {
       p += length;
       continue;
     }
@@ -463,10 +391,20 @@ bool ruleOn(const LintConfig& config, const char* code) {
   return rule && ruleEnabled(config, rule->info().code, rule->info().slug, rule->info().enabledByDefault);
 }
 
+// A notebook's code cells, joined: the Python it defines functions in. A notebook that is no
+// notebook JSON defines none here (its lint pass says why).
+std::string notebookPython(const std::string& text) {
+  try {
+    return notebookCode(text).code;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 // What the run's files tell about each other, gathered before any file is linted: the project's
-// group-creating functions (when NM401 runs) and the aliases its C++ headers give the legacy class
-// (when NM201 or NM204 runs). One read of the Python files and the headers, on `jobs` threads
-// that end before the workers are forked; no parse.
+// group-creating functions, in Python files and notebooks (when NM401 runs), and the aliases its
+// C++ headers give the legacy class (when NM201 or NM204 runs). One read of the Python files,
+// notebooks and headers, on `jobs` threads that end before the workers are forked; no parse.
 // The Python texts it reads stay in `preread` for the workers, which then need not read them again.
 ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig& config, unsigned jobs,
                             std::vector<std::optional<SourceRead>>& preread) {
@@ -475,11 +413,12 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   std::vector<size_t> wanted;
   for (size_t i = 0; i < files.size(); ++i) {
     std::optional<Language> language = languageByName(files[i]);
-    bool python = language == Language::Python && files[i].extension() != ".ipynb";
+    bool python = language == Language::Python;
     bool header = language == Language::Cpp && isCppHeader(files[i].filename().string());
     if ((wrappers && python) || (aliases && header)) wanted.push_back(i);
   }
-  std::vector<std::string> texts(wanted.size());
+  std::vector<std::string_view> texts(wanted.size());  // into `preread`, or `notebooks`
+  std::vector<std::string> notebooks(wanted.size());
   std::vector<std::set<std::string>> found(wanted.size());
   std::atomic<size_t> next{0};
   auto read = [&] {
@@ -491,8 +430,10 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
       if (languageByName(path) == Language::Cpp) {
         found[k] = aliasesOf(*text, "ProcessGroupNCCL");
       } else {
-        texts[k] = *text;
         preread[wanted[k]] = SourceRead{std::move(text), std::move(warning)};
+        const std::string& kept = *preread[wanted[k]]->text;
+        if (path.extension() == ".ipynb") notebooks[k] = notebookPython(kept);
+        texts[k] = path.extension() == ".ipynb" ? std::string_view(notebooks[k]) : std::string_view(kept);
       }
     }
   };
@@ -502,13 +443,15 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   for (std::thread& t : threads) t.join();
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
-  if (wrappers) {
-    GroupWrappers inferred = inferGroupWrappers(texts, jobs);
-    tables.groupWrappers = std::move(inferred.names);
-    for (size_t k = 0; k < wanted.size(); ++k)
-      if (inferred.callsWrapper[k]) tables.callWrappers.insert(files[wanted[k]]);
-  }
+  if (wrappers) tables.groupWrappers = inferGroupWrappers(texts, jobs);
   return tables;
+}
+
+// Loaded once here, before the workers are forked, rather than in each of them; only when the run
+// has C/C++ files. Without it none of them could be linted: the run stops (CppFrontendMissing).
+void loadCppFrontendForWorkers(const std::vector<fs::path>& files) {
+  bool cpp = std::any_of(files.begin(), files.end(), [](const fs::path& f) { return languageByName(f) == Language::Cpp; });
+  if (cpp) cppFrontendModule();
 }
 
 LintReport merge(std::vector<FileResult>& results) {
@@ -531,6 +474,7 @@ std::optional<Language> languageOf(const fs::path& path) { return languageByName
 LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& options) {
   validateSelectors(options.config);
   std::vector<fs::path> files = discoverFiles(paths, options.config);
+  loadCppFrontendForWorkers(files);
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::optional<SourceRead>> preread(files.size());
   RulePlan plan(options.config, projectTables(files, options.config, jobs, preread));

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
+import threading
 
 SECOND_WRITER = ".second-writer."  # <path>.second-writer.<host>.<pid>: a process found <path> taken
 RESTART_VARIABLE = "TORCHELASTIC_RESTART_COUNT"  # torch's launcher numbers each restart of the workers
@@ -33,8 +35,10 @@ def last_attempt(directory: str) -> tuple[str, int]:
 
 
 def _private(path: str) -> str:
-    # Unique per process: two processes never write the same temporary file.
-    return f"{path}.{socket.gethostname()}.{os.getpid()}.tmp"
+    # Unique per writer: host and pid tell processes apart only where pids are not shared (two
+    # containers on one shared filesystem may share host name and pid), the thread tells a
+    # process's threads apart, and the random token covers the rest.
+    return f"{path}.{socket.gethostname()}.{os.getpid()}.{threading.get_ident():x}.{secrets.token_hex(8)}.tmp"
 
 
 def claim(path: str) -> int | None:

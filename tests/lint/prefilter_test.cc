@@ -2,6 +2,8 @@
 // (which files get parsed, and that skipping them changes no finding).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/prefilter.h"
 #include "nccl_migrate/lint/linter.h"
 
@@ -84,6 +86,33 @@ TEST(Prefilter, ReportsEveryTriggeredRuleInTheOrderGiven) {
   std::vector<Trigger> triggers = {{.anyOf = {"b_word"}}, {.anyOf = {"a_word", "c_word"}}, {.anyOf = {"absent"}}};
   EXPECT_EQ(triggered(triggers, "c_word then b_word"), (std::vector<std::string>{"R0", "R1"}));
   EXPECT_TRUE(triggered(triggers, "").empty());
+}
+
+// The scan runs a text as four stretches side by side: a word is found once wherever it lies
+// against their borders, with its token boundaries checked across them, and its end is reported
+// in text order.
+TEST(Prefilter, WordsAcrossTheScansStretchesAreFoundOnce) {
+  StubRule rule("R0");
+  Prefilter prefilter({{&rule, {{.anyOf = {"new_group", "ProcessGroupNCCL"}}}}}, {});
+  for (size_t size : {std::string("new_group").size(), size_t{37}, size_t{400}}) {
+    for (size_t at = 0; at + 9 <= size; ++at) {
+      std::string text = std::string(size, ' ');
+      text.replace(at, 9, "new_group");
+      if (at >= 1) text[at - 1] = '.';
+      EXPECT_EQ(prefilter.wordEnds(prefilter.scan(text), {&rule}), (std::vector<size_t>{at + 9})) << size << " " << at;
+      // Glued to an identifier character on either side it is no word.
+      std::string glued = text;
+      if (at + 9 < size) glued[at + 9] = 's';
+      else if (at >= 1) glued[at - 1] = 'x';
+      else continue;
+      EXPECT_TRUE(prefilter.wordEnds(prefilter.scan(glued), {&rule}).empty()) << size << " " << at;
+    }
+  }
+  std::string many = "ProcessGroupNCCL new_group ";
+  for (int i = 0; i < 6; ++i) many += many;
+  std::vector<size_t> ends = prefilter.wordEnds(prefilter.scan(many), {&rule});
+  EXPECT_EQ(ends.size(), 128u);
+  EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
 }
 
 TEST(PrefilterInTheEngine, FilesNoRuleCanReportInAreNotParsed) {

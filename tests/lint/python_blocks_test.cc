@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "engine/python_regions.h"
 #include "frontends/frontends.h"
 #include "nccl_migrate/lint/linter.h"
 
@@ -76,7 +77,7 @@ int lineOf(const std::string& source, const std::string& needle) {
 // definition still shadows the name it defines from where it stands; facts a rule reads elsewhere
 // in the file (the process selecting its GPU) are parsed with it. The file is large enough to be
 // split.
-TEST(PythonRegions, LeavingDefinitionsOutChangesNoFinding) {
+std::string trainerSource(const std::string& indent) {
   std::string filler;
   for (int i = 0; i < 200; ++i) filler += "def unrelated" + std::to_string(i) + "(a):\n    \"\"\"Doc\nat column 0\n\"\"\"\n    return [a,\n  1]\n";
   const std::string source =
@@ -97,10 +98,78 @@ TEST(PythonRegions, LeavingDefinitionsOutChangesNoFinding) {
       "    return False\n"
       "def later(pg):\n"
       "    return isinstance(pg, dist.ProcessGroupNCCL)  # shadowed\n";
+  if (indent.empty()) return source;
+  // The imports first, then the rest indented under the `if`.
+  std::string imports, body;
+  for (size_t start = 0; start < source.size();) {
+    size_t end = source.find('\n', start) + 1;
+    std::string line = source.substr(start, end - start);
+    if (line.starts_with("import ") || line.starts_with("from ")) imports += line;
+    else body += indent + line;
+    start = end;
+  }
+  return imports + "if dist.is_available():\n" + body + "else:\n" + indent + "pass\n";
+}
+
+TEST(PythonRegions, LeavingDefinitionsOutChangesNoFinding) {
+  const std::string source = trainerSource("");
   ASSERT_GT(source.size(), 16u * 1024);
   // The method's check is found; the one after `def isinstance` is no builtin isinstance; the DDP
   // is fine because setup() selects the device.
   EXPECT_EQ(found(source), (std::vector<std::string>{std::to_string(lineOf(source, "# method")) + ":NM201"}));
+}
+
+// The same module under `if dist.is_available():`, as modules that stub themselves out are
+// written: the same findings.
+TEST(PythonRegions, LeavingDefinitionsOutOfACompoundStatementChangesNoFinding) {
+  const std::string source = trainerSource("    ");
+  EXPECT_EQ(found(source), (std::vector<std::string>{std::to_string(lineOf(source, "# method")) + ":NM201"}));
+}
+
+// A compound statement's body is split like the module: its header and the statements that bind,
+// without the definitions no rule's word is in; a clause whose body would be left empty is kept
+// whole.
+TEST(PythonRegions, CompoundStatementsAreSplitLikeTheModule) {
+  const std::string source =
+      "import x\n"
+      "if ok:\n"
+      "    def unused(a):\n"
+      "        return a\n"
+      "    def needed():\n"
+      "        WORD()\n"
+      "    y = 1\n"
+      "else:\n"
+      "    def other():\n"
+      "        pass\n";
+  std::vector<size_t> ends = {source.find("WORD") + 4};
+  std::vector<ParseRegion> leftOut;
+  std::vector<ParseRegion> regions = pythonRegions(source, ends, leftOut);
+  EXPECT_EQ(texts(source, regions),
+            (std::vector<std::string>{"import x\nif ok:\n",
+                                      "    def needed():\n        WORD()\n    y = 1\nelse:\n    def other():\n        pass\n"}));
+  ASSERT_EQ(leftOut.size(), 1u);
+  EXPECT_EQ(leftOut[0].name, "unused");
+}
+
+// A statement that is only a string is left out even when it holds a rule's word (the frontend
+// never looks inside one); a string that starts an expression is kept, and so is one followed by
+// a comment (a suppression must be seen).
+TEST(PythonRegions, StringStatementsAreLeftOutWhateverWordsTheyHold) {
+  const std::string source =
+      "\"\"\"Run with new_group(...)\nper stage.\"\"\"\n"
+      "import x\n"
+      "\", \".join(new_group(r))\n"
+      "r'''new_group''' # noqa: NM401\n"
+      "'new_group'\n"
+      "def f():\n"
+      "    \"\"\"Calls new_group.\"\"\"\n";
+  std::vector<size_t> ends;
+  for (size_t at = source.find("new_group"); at != std::string::npos; at = source.find("new_group", at + 1)) ends.push_back(at + 9);
+  std::vector<ParseRegion> leftOut;
+  std::vector<ParseRegion> regions = pythonRegions(source, ends, leftOut);
+  EXPECT_EQ(texts(source, regions),
+            (std::vector<std::string>{"import x\n\", \".join(new_group(r))\nr'''new_group''' # noqa: NM401\n",
+                                      "def f():\n    \"\"\"Calls new_group.\"\"\"\n"}));
 }
 
 }  // namespace

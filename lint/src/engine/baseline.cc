@@ -5,7 +5,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include <llvm/Support/JSON.h>
+#include <nlohmann/json.hpp>
 
 namespace nccl_migrate::lint {
 
@@ -15,23 +15,22 @@ int applyBaseline(LintReport& report, const std::filesystem::path& baselineFile)
                              "`nccl-migrate lint --format json PATH > " + baselineFile.string() + "`");
   std::stringstream text;
   text << in.rdbuf();
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text.str());
-  if (!json) {
-    std::string why = llvm::toString(json.takeError());
-    throw ConfigError(baselineFile.string() + ": baseline is not JSON (" + why + "); it must be the output of "
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(baselineFile.string() + ": baseline is not JSON (" + e.what() + "); it must be the output of "
                       "`nccl-migrate lint --format json`");
   }
-  const llvm::json::Object* root = json->getAsObject();
-  const llvm::json::Array* findings = root ? root->getArray("findings") : nullptr;
-  if (!findings) throw ConfigError(baselineFile.string() + ": baseline has no \"findings\" list; it must be the output "
+  auto findings = json.is_object() ? json.find("findings") : json.end();
+  if (findings == json.end() || !findings->is_array()) throw ConfigError(baselineFile.string() + ": baseline has no \"findings\" list; it must be the output "
                                    "of `nccl-migrate lint --format json`");
   std::unordered_map<std::string, int> known;
-  for (const llvm::json::Value& f : *findings) {
-    const llvm::json::Object* o = f.getAsObject();
-    auto fp = o ? o->getString("fingerprint") : std::nullopt;
-    if (!fp) throw ConfigError(baselineFile.string() + ": a baseline finding has no \"fingerprint\"; regenerate the "
+  for (const nlohmann::json& f : *findings) {
+    auto fp = f.is_object() ? f.find("fingerprint") : f.end();
+    if (fp == f.end() || !fp->is_string()) throw ConfigError(baselineFile.string() + ": a baseline finding has no \"fingerprint\"; regenerate the "
                                "baseline with this version of nccl-migrate");
-    ++known[fp->str()];
+    ++known[fp->get<std::string>()];
   }
   size_t before = report.findings.size();
   std::erase_if(report.findings, [&](const Finding& f) {

@@ -80,6 +80,7 @@ std::string_view definedName(std::string_view code) {
 // their own `def` lines.
 std::vector<size_t> callsOf(std::string_view source, const std::unordered_set<std::string_view>& names) {
   std::vector<size_t> hits;
+  if (source.empty()) return hits;  // a view of nothing may have no data at all, which memchr may not see
   for (const char* p = static_cast<const char*>(std::memchr(source.data(), '(', source.size())); p;
        p = static_cast<const char*>(std::memchr(p + 1, '(', source.data() + source.size() - p - 1))) {
     size_t open = static_cast<size_t>(p - source.data());
@@ -145,22 +146,18 @@ std::set<std::string> functionsCalling(std::string_view source, const std::set<s
   return found;
 }
 
-GroupWrappers inferGroupWrappers(const std::vector<std::string>& texts, unsigned threads) {
+std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& texts, unsigned threads) {
   const std::set<std::string> creators = {"new_group", "split_group", "new_subgroups", "new_subgroups_by_enumeration"};
-  GroupWrappers result;
-  result.callsWrapper.assign(texts.size(), false);
+  std::set<std::string> wrappers;
   std::set<std::string> searching = creators;
   for (int round = 0; round < kMaxRounds && !searching.empty(); ++round) {
     std::unordered_set<std::string_view> names(searching.begin(), searching.end());
     std::vector<std::set<std::string>> found(texts.size());
-    std::vector<char> calls(texts.size(), 0);
     std::atomic<size_t> next{0};
     auto scan = [&] {
       for (size_t i = next++; i < texts.size(); i = next++) {
         std::vector<size_t> hits = callsOf(texts[i], names);
-        if (hits.empty()) continue;
-        calls[i] = 1;
-        found[i] = enclosingFunctions(texts[i], hits);
+        if (!hits.empty()) found[i] = enclosingFunctions(texts[i], hits);
       }
     };
     std::vector<std::thread> workers;
@@ -168,15 +165,14 @@ GroupWrappers inferGroupWrappers(const std::vector<std::string>& texts, unsigned
     scan();
     for (std::thread& w : workers) w.join();
     std::set<std::string> fresh;
-    for (size_t i = 0; i < texts.size(); ++i) {
-      if (round > 0 && calls[i]) result.callsWrapper[i] = true;
-      for (const std::string& name : found[i]) {
-        if (isTrackable(name) && !creators.contains(name) && result.names.insert(name).second) fresh.insert(name);
+    for (const std::set<std::string>& names : found) {
+      for (const std::string& name : names) {
+        if (isTrackable(name) && !creators.contains(name) && wrappers.insert(name).second) fresh.insert(name);
       }
     }
     searching = std::move(fresh);
   }
-  return result;
+  return wrappers;
 }
 
 }  // namespace nccl_migrate::lint

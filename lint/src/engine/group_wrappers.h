@@ -9,7 +9,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-#include <vector>
 
 namespace nccl_migrate::lint {
 
@@ -17,13 +16,8 @@ namespace nccl_migrate::lint {
 // call names no backend other than an eager NCCL one. Exposed for tests and the fuzzer.
 std::set<std::string> functionsCalling(std::string_view source, const std::set<std::string>& creators);
 
-struct GroupWrappers {
-  std::set<std::string> names;     // bare names of the wrapper functions
-  std::vector<bool> callsWrapper;  // per source: calls one of them outside its own `def` line
-};
-
-// The wrappers defined in `texts` (Python sources), to the fixed point; each round scans the
-// sources on up to `threads` threads.
-GroupWrappers inferGroupWrappers(const std::vector<std::string>& texts, unsigned threads = 1);
+// The bare names of the wrappers defined in `texts` (Python sources), to the fixed point; each
+// round scans the sources on up to `threads` threads.
+std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& texts, unsigned threads = 1);
 
 }  // namespace nccl_migrate::lint

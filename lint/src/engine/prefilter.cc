@@ -1,9 +1,12 @@
 // The prefilter's automaton: every trigger word of a run, with `#` expanded to the ten digits,
 // compiled once into a dense Aho-Corasick automaton over the bytes that occur in them, then run
-// once over each file; token boundaries are checked only where a word matched.
+// once over each file; token boundaries are checked only where a word matched. Each byte's step
+// waits on the one before, so a file is run as four stretches side by side.
 #include "prefilter.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 
 #include <cctype>
 #include <deque>
@@ -89,6 +92,7 @@ uint32_t Prefilter::wordId(const std::string& spelling) {
 }
 
 void Prefilter::addPattern(const std::string& text, uint32_t word, bool checkStart, bool checkEnd) {
+  longestPattern_ = std::max(longestPattern_, text.size());
   patterns_.push_back({word, static_cast<uint32_t>(text.size()), checkStart, checkEnd});
   patternTexts_.push_back(text);
 }
@@ -154,32 +158,78 @@ bool Prefilter::matches(const CompiledTrigger& trigger, const std::vector<uint8_
          (trigger.module.empty() || any(trigger.module));
 }
 
-template <class Found>
-void Prefilter::scan(std::string_view text, Found&& found) const {
-  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-  size_t size = text.size();
+// One stretch of a text: bytes [next, stop) are stepped through; words that end after
+// `reportFrom` are its own (the bytes before it only bring the automaton into the right state).
+struct Prefilter::Lane {
+  size_t next = 0, stop = 0, reportFrom = 0;
   uint32_t offset = 0;
-  for (size_t i = 0; i < size; ++i) {
-    uint32_t edge = next_[offset + byteClass_[bytes[i]]];
-    offset = edge & ~kHasOutput;
-    if (!(edge & kHasOutput)) continue;
-    for (uint32_t p : output_[offset / classes_]) {
-      const Pattern& pattern = patterns_[p];
-      size_t start = i + 1 - pattern.length;
-      if (pattern.checkStart && start > 0 && isIdentifierByte(bytes[start - 1])) continue;
-      if (pattern.checkEnd && i + 1 < size && isIdentifierByte(bytes[i + 1])) continue;
-      found(pattern.word, i + 1);
-    }
+  std::vector<std::pair<size_t, uint32_t>> ends;
+};
+
+// The words that end at byte i in the state the lane reached, boundaries checked (rare: kept out of
+// the loop's way).
+[[gnu::noinline]] void Prefilter::report(Lane& lane, size_t i, const unsigned char* bytes, size_t size) const {
+  if (i < lane.reportFrom) return;
+  for (uint32_t p : output_[lane.offset / classes_]) {
+    const Pattern& pattern = patterns_[p];
+    size_t start = i + 1 - pattern.length;
+    if (pattern.checkStart && start > 0 && isIdentifierByte(bytes[start - 1])) continue;
+    if (pattern.checkEnd && i + 1 < size && isIdentifierByte(bytes[i + 1])) continue;
+    lane.ends.emplace_back(i + 1, pattern.word);
   }
 }
 
-std::vector<const Rule*> Prefilter::triggeredRules(std::string_view text) const {
-  std::vector<uint8_t> found(words_.size(), 0);
-  scan(text, [&](uint32_t word, size_t) { found[word] = 1; });
+PrefilterMatches Prefilter::scan(std::string_view text) const {
+  constexpr size_t kLanes = 4;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  const uint32_t* next = next_.data();
+  const uint8_t* byteClass = byteClass_;
+  size_t size = text.size();
+  size_t stretch = size / kLanes, warmUp = longestPattern_ ? longestPattern_ - 1 : 0;
+  // A word that ends in a stretch starts at most warmUp bytes before it.
+  std::array<Lane, kLanes> lanes;
+  for (size_t k = 0; k < kLanes; ++k) {
+    size_t from = k * stretch;
+    lanes[k].reportFrom = from;
+    lanes[k].next = from > warmUp ? from - warmUp : 0;
+    lanes[k].stop = k + 1 == kLanes ? size : from + stretch;
+  }
+  size_t together = SIZE_MAX;
+  for (const Lane& lane : lanes) together = std::min(together, lane.stop - lane.next);
+  // The lanes' states in locals, so that the four chains of loads stay in registers.
+  std::array<uint32_t, kLanes> offset{};
+  for (size_t n = 0; n < together; ++n) {
+    for (size_t k = 0; k < kLanes; ++k) {
+      size_t i = lanes[k].next + n;
+      uint32_t edge = next[offset[k] + byteClass[bytes[i]]];
+      offset[k] = edge & ~kHasOutput;
+      if (edge & kHasOutput) [[unlikely]] {
+        lanes[k].offset = offset[k];
+        report(lanes[k], i, bytes, size);
+      }
+    }
+  }
+  PrefilterMatches matches;
+  matches.found.assign(words_.size(), 0);
+  for (size_t k = 0; k < kLanes; ++k) {
+    Lane& lane = lanes[k];
+    lane.offset = offset[k];
+    for (size_t i = lane.next + together; i < lane.stop; ++i) {
+      uint32_t edge = next[lane.offset + byteClass[bytes[i]]];
+      lane.offset = edge & ~kHasOutput;
+      if (edge & kHasOutput) report(lane, i, bytes, size);
+    }
+    for (const auto& [end, word] : lane.ends) matches.found[word] = 1;
+    matches.ends.insert(matches.ends.end(), lane.ends.begin(), lane.ends.end());
+  }
+  return matches;
+}
+
+std::vector<const Rule*> Prefilter::triggeredRules(const PrefilterMatches& matches) const {
   std::vector<const Rule*> triggered;
   for (size_t r = 0; r < rules_.size(); ++r) {
     for (const CompiledTrigger& trigger : triggers_[r]) {
-      if (!matches(trigger, found)) continue;
+      if (!this->matches(trigger, matches.found)) continue;
       triggered.push_back(rules_[r]);
       break;
     }
@@ -187,16 +237,16 @@ std::vector<const Rule*> Prefilter::triggeredRules(std::string_view text) const 
   return triggered;
 }
 
-std::vector<size_t> Prefilter::wordEnds(std::string_view text, const std::vector<const Rule*>& rules) const {
+std::vector<size_t> Prefilter::wordEnds(const PrefilterMatches& matches, const std::vector<const Rule*>& rules) const {
   std::vector<uint8_t> wanted(words_.size(), 0);
   for (size_t r = 0; r < rules_.size(); ++r) {
     if (std::find(rules.begin(), rules.end(), rules_[r]) == rules.end()) continue;
     for (uint32_t word : regionWords_[r]) wanted[word] = 1;
   }
   std::vector<size_t> ends;
-  scan(text, [&](uint32_t word, size_t end) {
+  for (const auto& [end, word] : matches.ends) {
     if (wanted[word]) ends.push_back(end);
-  });
+  }
   return ends;
 }
 

@@ -19,17 +19,27 @@ struct RuleTriggers {
   std::vector<Trigger> triggers;
 };
 
+// What one scan of a text found: which words occur, and where each occurrence ends.
+struct PrefilterMatches {
+  std::vector<uint8_t> found;                    // per word
+  std::vector<std::pair<size_t, uint32_t>> ends;  // (one past the end, word), in text order
+};
+
 class Prefilter {
  public:
   // `equivalentModules` (configuration) name modules that stand for a trigger's module.
   Prefilter(std::vector<RuleTriggers> rules, const std::map<std::string, std::string>& equivalentModules);
 
-  // The rules, in the order given, with a trigger that matches `text`.
-  std::vector<const Rule*> triggeredRules(std::string_view text) const;
+  // Every word of the run in `text`, in one pass.
+  PrefilterMatches scan(std::string_view text) const;
+
+  // The rules, in the order given, with a trigger that matches.
+  std::vector<const Rule*> triggeredRules(const PrefilterMatches& matches) const;
+  std::vector<const Rule*> triggeredRules(std::string_view text) const { return triggeredRules(scan(text)); }
 
   // Where (one past the end) the words of `rules` (their triggers' words, not their module
-  // mentions, and their context words) occur in `text`, in order.
-  std::vector<size_t> wordEnds(std::string_view text, const std::vector<const Rule*>& rules) const;
+  // mentions, and their context words) occur, in order.
+  std::vector<size_t> wordEnds(const PrefilterMatches& matches, const std::vector<const Rule*>& rules) const;
 
  private:
   struct CompiledTrigger {
@@ -48,9 +58,8 @@ class Prefilter {
   void addPattern(const std::string& text, uint32_t word, bool checkStart, bool checkEnd);
   void build();
   bool matches(const CompiledTrigger& trigger, const std::vector<uint8_t>& found) const;
-  // Calls found(word, end) for each word occurring in `text`.
-  template <class Found>
-  void scan(std::string_view text, Found&& found) const;
+  struct Lane;
+  void report(Lane& lane, size_t i, const unsigned char* bytes, size_t size) const;
 
   std::vector<const Rule*> rules_;
   std::vector<std::vector<CompiledTrigger>> triggers_;  // per rule
@@ -63,6 +72,7 @@ class Prefilter {
   uint32_t classes_ = 1;
   std::vector<uint32_t> next_;                // state * classes_ + class -> state
   std::vector<std::vector<uint32_t>> output_;  // state -> patterns ending there
+  size_t longestPattern_ = 0;
 };
 
 }  // namespace nccl_migrate::lint

@@ -23,7 +23,7 @@
 #include <llvm/Support/Path.h>
 
 #include "clang_resource_dir.h"
-#include "frontends.h"
+#include "cpp_module.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -171,7 +171,7 @@ std::unique_ptr<clang::tooling::CompilationDatabase> databaseFor(const CppAstOpt
 
 }  // namespace
 
-std::string addCppAstFacts(SourceModel& model, const std::string& text, const CppAstOptions& options) {
+std::string clangAddCppAstFacts(SourceModel& model, const std::string& text, const CppAstOptions& options) {
   std::string error;
   auto db = databaseFor(options, error);
   if (!db) return options.compileCommandsDir.string() + ": " + error;

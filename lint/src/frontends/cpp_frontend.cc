@@ -19,7 +19,7 @@
 #include <clang/Lex/Lexer.h>
 #include <llvm/Support/MemoryBuffer.h>
 
-#include "frontends.h"
+#include "cpp_module.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -403,7 +403,7 @@ class TreeHeaders {
 
 }  // namespace
 
-SourceModel lexCpp(const std::string& path, const std::string& text) {
+SourceModel clangLexCpp(const std::string& path, const std::string& text) {
   SourceModel model;
   model.path = path;
   model.language = Language::Cpp;

@@ -5,23 +5,33 @@
 #include <stdexcept>
 #include <string>
 
-#include <llvm/Support/JSON.h>
+#include <nlohmann/json.hpp>
 
 #include "frontends.h"
 
 namespace nccl_migrate::lint {
 namespace {
 
-std::string cellSource(const llvm::json::Value* source) {
-  if (!source) return "";
-  if (auto s = source->getAsString()) return s->str();
+using Json = nlohmann::json;
+
+// A cell's source: one string, or a list of lines (anything else: none).
+std::string cellSource(const Json& cell) {
+  auto source = cell.find("source");
+  if (source == cell.end()) return "";
+  if (source->is_string()) return source->get<std::string>();
   std::string joined;
-  if (const llvm::json::Array* lines = source->getAsArray()) {
-    for (const llvm::json::Value& line : *lines) {
-      if (auto s = line.getAsString()) joined += s->str();
+  if (source->is_array()) {
+    for (const Json& line : *source) {
+      if (line.is_string()) joined += line.get_ref<const std::string&>();
     }
   }
   return joined;
+}
+
+bool isCodeCell(const Json& cell) {
+  if (!cell.is_object()) return false;
+  auto type = cell.find("cell_type");
+  return type != cell.end() && type->is_string() && type->get_ref<const std::string&>() == "code";
 }
 
 // The cell's lines, each ending in a newline, with magics commented out; returns the line count.
@@ -44,20 +54,20 @@ int appendBlankingMagics(const std::string& cell, std::string& out) {
 }  // namespace
 
 NotebookCode notebookCode(const std::string& text) {
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
-  if (!json) {
-    std::string message = llvm::toString(json.takeError());
-    throw std::runtime_error("not notebook JSON (" + message + ")");
+  Json json;
+  try {
+    json = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw std::runtime_error(std::string("not notebook JSON (") + e.what() + ")");
   }
-  const llvm::json::Object* root = json->getAsObject();
-  const llvm::json::Array* cells = root ? root->getArray("cells") : nullptr;
-  if (!cells) throw std::runtime_error("not a notebook: no \"cells\" list");
+  auto cells = json.is_object() ? json.find("cells") : json.end();
+  if (cells == json.end() || !cells->is_array()) throw std::runtime_error("not a notebook: no \"cells\" list");
   NotebookCode out;
   int nextLine = 1;
   for (size_t i = 0; i < cells->size(); ++i) {
-    const llvm::json::Object* c = (*cells)[i].getAsObject();
-    if (!c || c->getString("cell_type").value_or("") != "code") continue;
-    int lines = appendBlankingMagics(cellSource(c->get("source")), out.code);
+    const Json& cell = (*cells)[i];
+    if (!isCodeCell(cell)) continue;
+    int lines = appendBlankingMagics(cellSource(cell), out.code);
     if (lines == 0) continue;
     out.cells.push_back({static_cast<int>(i) + 1, nextLine});
     nextLine += lines;

@@ -3,9 +3,7 @@
 #include <filesystem>
 #include <ostream>
 
-#include <llvm/Support/JSON.h>
-#include <llvm/Support/raw_ostream.h>
-
+#include "json_document.h"
 #include "nccl_migrate/lint/report_format.h"
 
 namespace nccl_migrate::lint {
@@ -23,25 +21,15 @@ std::string projectPath(const std::string& path) {
 }  // namespace
 
 void writeGitlab(const LintReport& report, std::ostream& out) {
-  std::string buffer;
-  llvm::raw_string_ostream stream(buffer);
-  llvm::json::OStream json(stream, 2);
-  json.array([&] {
-    for (const Finding& f : report.findings) {
-      json.object([&] {
-        json.attribute("description", f.code + " " + f.message);
-        json.attribute("check_name", f.code);
-        json.attribute("fingerprint", f.fingerprint);
-        json.attribute("severity", "major");
-        json.attributeObject("location", [&] {
-          json.attribute("path", projectPath(f.path));
-          json.attributeObject("lines", [&] { json.attribute("begin", f.where.line); });
-        });
-      });
-    }
-  });
-  stream.flush();
-  out << buffer << '\n';
+  Json issues = Json::array();
+  for (const Finding& f : report.findings) {
+    issues.push_back({{"description", f.code + " " + f.message},
+                      {"check_name", f.code},
+                      {"fingerprint", f.fingerprint},
+                      {"severity", "major"},
+                      {"location", {{"path", projectPath(f.path)}, {"lines", {{"begin", f.where.line}}}}}});
+  }
+  writeJsonDocument(issues, out);
 }
 
 }  // namespace nccl_migrate::lint

@@ -1,9 +1,7 @@
 // The JSON format; it is also the baseline file format.
 #include <ostream>
 
-#include <llvm/Support/JSON.h>
-#include <llvm/Support/raw_ostream.h>
-
+#include "json_document.h"
 #include "nccl_migrate/lint/report_format.h"
 
 namespace nccl_migrate::lint {
@@ -18,47 +16,39 @@ const char* fixSafetyName(FixSafety safety) {
 }
 
 void writeJson(const LintReport& report, std::ostream& out) {
-  std::string buffer;
-  llvm::raw_string_ostream stream(buffer);
-  llvm::json::OStream json(stream, /*IndentSize=*/2);
-  json.object([&] {
-    json.attributeArray("findings", [&] {
-      for (const Finding& f : report.findings) {
-        const Rule* rule = findRule(f.code);
-        json.object([&] {
-          json.attribute("path", f.path);
-          if (f.where.cell) json.attribute("cell", f.where.cell);
-          json.attribute("line", f.where.line);
-          json.attribute("column", f.where.column);
-          json.attribute("code", f.code);
-          json.attribute("slug", rule ? rule->info().slug : "");
-          json.attribute("message", f.message);
-          json.attribute("fingerprint", f.fingerprint);
-          if (!f.fix) return json.attribute("fix", nullptr);
-          json.attributeObject("fix", [&] {
-            json.attribute("title", f.fix->title);
-            json.attribute("applicability", fixSafetyName(f.fix->safety));
-            json.attributeArray("edits", [&] {
-              for (const Edit& e : f.fix->edits) {
-                json.object([&] {
-                  json.attribute("begin_offset", static_cast<int64_t>(e.range.begin));
-                  json.attribute("end_offset", static_cast<int64_t>(e.range.end));
-                  json.attribute("replacement", e.replacement);
-                });
-              }
-            });
-          });
-        });
+  Json findings = Json::array();
+  for (const Finding& f : report.findings) {
+    const Rule* rule = findRule(f.code);
+    Json finding = {{"path", f.path}};
+    if (f.where.cell) finding["cell"] = f.where.cell;
+    finding["line"] = f.where.line;
+    finding["column"] = f.where.column;
+    finding["code"] = f.code;
+    finding["slug"] = rule ? rule->info().slug : "";
+    finding["message"] = f.message;
+    finding["fingerprint"] = f.fingerprint;
+    finding["fix"] = nullptr;
+    if (f.fix) {
+      Json edits = Json::array();
+      for (const Edit& e : f.fix->edits) {
+        edits.push_back({{"begin_offset", static_cast<int64_t>(e.range.begin)},
+                         {"end_offset", static_cast<int64_t>(e.range.end)},
+                         {"replacement", e.replacement}});
       }
-    });
-    json.attributeArray("warnings", [&] {
-      for (const std::string& w : report.warnings) json.value(w);
-    });
-    json.attribute("files_scanned", report.filesScanned);
-    json.attribute("files_parsed", report.filesParsed);
-  });
-  stream.flush();
-  out << buffer << '\n';
+      finding["fix"] = {{"title", f.fix->title}, {"applicability", fixSafetyName(f.fix->safety)}, {"edits", std::move(edits)}};
+    }
+    findings.push_back(std::move(finding));
+  }
+  Json root = {{"findings", std::move(findings)},
+               {"warnings", report.warnings},
+               {"files_scanned", report.filesScanned},
+               {"files_parsed", report.filesParsed}};
+  writeJsonDocument(root, out);
+}
+
+void writeJsonDocument(const Json& document, std::ostream& out) {
+  // Text that was not UTF-8 was repaired when read; anything else is replaced, never thrown on.
+  out << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace nccl_migrate::lint

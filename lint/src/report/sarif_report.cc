@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <ostream>
 
-#include <llvm/Support/JSON.h>
-#include <llvm/Support/raw_ostream.h>
+#include <algorithm>
 
+#include "json_document.h"
 #include "nccl_migrate/lint/report_format.h"
 
 namespace nccl_migrate::lint {
@@ -70,75 +70,39 @@ int ruleIndex(const std::string& code) {
 }  // namespace
 
 void writeSarif(const LintReport& report, const std::string& toolVersion, std::ostream& out) {
-  std::string buffer;
-  llvm::raw_string_ostream stream(buffer);
-  llvm::json::OStream json(stream, 2);
-  json.object([&] {
-    json.attribute("$schema", "https://json.schemastore.org/sarif-2.1.0.json");
-    json.attribute("version", "2.1.0");
-    json.attributeArray("runs", [&] {
-      json.object([&] {
-        json.attributeObject("tool", [&] {
-          json.attributeObject("driver", [&] {
-            json.attribute("name", "nccl-migrate");
-            json.attribute("version", toolVersion);
-            json.attribute("semanticVersion", toolVersion);
-            json.attributeArray("rules", [&] {
-              for (const Rule* rule : allRules()) {
-                const RuleInfo& info = rule->info();
-                json.object([&] {
-                  json.attribute("id", info.code);
-                  json.attribute("name", info.slug);
-                  json.attributeObject("shortDescription", [&] { json.attribute("text", info.summary); });
-                  json.attributeObject("fullDescription", [&] { json.attribute("text", info.rationale); });
-                  json.attribute("helpUri", helpUri(info));
-                  json.attributeObject("help", [&] {
-                    json.attribute("text", info.fix);
-                    json.attribute("markdown", ruleMarkdown(*rule));
-                  });
-                  json.attributeObject("defaultConfiguration", [&] {
-                    json.attribute("level", "warning");
-                    json.attribute("enabled", info.enabledByDefault);
-                  });
-                });
-              }
-            });
-          });
-        });
-        json.attributeObject("originalUriBaseIds", [&] {
-          json.attributeObject("%SRCROOT%", [&] { json.attribute("uri", sourceRootUri()); });
-        });
-        json.attributeArray("results", [&] {
-          for (const Finding& f : report.findings) {
-            json.object([&] {
-              json.attribute("ruleId", f.code);
-              if (int index = ruleIndex(f.code); index >= 0) json.attribute("ruleIndex", index);
-              json.attribute("level", "warning");
-              json.attributeObject("message", [&] { json.attribute("text", f.message); });
-              json.attributeArray("locations", [&] {
-                json.object([&] {
-                  json.attributeObject("physicalLocation", [&] {
-                    json.attributeObject("artifactLocation", [&] {
-                      ArtifactUri artifact = artifactUri(f.path);
-                      json.attribute("uri", artifact.uri);
-                      if (artifact.underSourceRoot) json.attribute("uriBaseId", "%SRCROOT%");
-                    });
-                    json.attributeObject("region", [&] {
-                      json.attribute("startLine", f.where.line);
-                      json.attribute("startColumn", std::max(1, f.where.column));
-                    });
-                  });
-                });
-              });
-              json.attributeObject("partialFingerprints", [&] { json.attribute("nccl-migrate/v1", f.fingerprint); });
-            });
-          }
-        });
-      });
-    });
-  });
-  stream.flush();
-  out << buffer << '\n';
+  Json rules = Json::array();
+  for (const Rule* rule : allRules()) {
+    const RuleInfo& info = rule->info();
+    rules.push_back({{"id", info.code},
+                     {"name", info.slug},
+                     {"shortDescription", {{"text", info.summary}}},
+                     {"fullDescription", {{"text", info.rationale}}},
+                     {"helpUri", helpUri(info)},
+                     {"help", {{"text", info.fix}, {"markdown", ruleMarkdown(*rule)}}},
+                     {"defaultConfiguration", {{"level", "warning"}, {"enabled", info.enabledByDefault}}}});
+  }
+  Json results = Json::array();
+  for (const Finding& f : report.findings) {
+    Json result = {{"ruleId", f.code}};
+    if (int index = ruleIndex(f.code); index >= 0) result["ruleIndex"] = index;
+    result["level"] = "warning";
+    result["message"] = {{"text", f.message}};
+    Json region = {{"startLine", f.where.line}, {"startColumn", std::max(1, f.where.column)}};
+    ArtifactUri uri = artifactUri(f.path);
+    Json artifact = {{"uri", uri.uri}};
+    if (uri.underSourceRoot) artifact["uriBaseId"] = "%SRCROOT%";
+    result["locations"] = Json::array({{{"physicalLocation", {{"artifactLocation", std::move(artifact)}, {"region", std::move(region)}}}}});
+    result["partialFingerprints"] = {{"nccl-migrate/v1", f.fingerprint}};
+    results.push_back(std::move(result));
+  }
+  Json driver = {{"name", "nccl-migrate"}, {"version", toolVersion}, {"semanticVersion", toolVersion}, {"rules", std::move(rules)}};
+  Json run = {{"tool", {{"driver", std::move(driver)}}},
+              {"originalUriBaseIds", {{"%SRCROOT%", {{"uri", sourceRootUri()}}}}},
+              {"results", std::move(results)}};
+  Json root = {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+               {"version", "2.1.0"},
+               {"runs", Json::array({std::move(run)})}};
+  writeJsonDocument(root, out);
 }
 
 }  // namespace nccl_migrate::lint

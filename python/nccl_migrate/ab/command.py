@@ -16,11 +16,20 @@ import tempfile
 from ..record_files import write_whole
 from . import report
 from .compare import Comparison, compare
+from .divergences import ScratchError
 from .html import render_html
 from .op_map import OpMap
+from .progress import Progress
 from .runner import SideRun, run_shadowed, run_side
 from .side_stats import SideStats
-from .sides import RecordError, load, missing_ranks, shadow_sides
+from .sides import (
+    RecordError,
+    incomplete_records,
+    load,
+    missing_ranks,
+    shadow_sides,
+    unrecorded_message,
+)
 from .spec import SpecError, parse
 
 EXIT_IDENTICAL, EXIT_DIVERGENT, EXIT_FAILED = 0, 1, 2
@@ -57,11 +66,25 @@ def add_parser(sub) -> None:
                          "runs (per-run ids in object collectives, unseeded randomness) and no backend computed "
                          "differently from identical inputs")
     ab.add_argument("--format", choices=["text", "json"], default="text")
+    ab.add_argument("--quiet", action="store_true", help="no progress lines on stderr while a long comparison runs")
     ab.add_argument("--html", metavar="PATH", help="also write the HTML report (plots included) to PATH; it is "
                                                    "always written to the run directory as report.html")
     ab.add_argument("--run-dir", help="where records and the job's output go (default: a new temporary folder)")
     ab.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...] (a .py file runs with this Python)")
     ab.set_defaults(handler=main)
+
+
+def unwritable(directory: str, option: str) -> str | None:
+    """Why ``directory`` cannot take records or reports (created when missing), or None: found before
+    a job starts, not by its ranks."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        return (f"{option} {directory}: cannot be written ({error.strerror or error}); give a directory this user "
+                "can create and write (for a job on many nodes, on a filesystem they all share)")
+    return None
 
 
 def _fail(message: str) -> int:
@@ -98,7 +121,9 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as error:
         return _fail(str(error))
     run_dir = args.run_dir or tempfile.mkdtemp(prefix="nccl-migrate-ab-")
-    os.makedirs(run_dir, exist_ok=True)
+    problem = unwritable(run_dir, "--run-dir")
+    if problem:
+        return _fail(problem)
 
     if args.shadow:
         print(f"nccl-migrate ab: one run, primary a ({sides[0].text}), shadow b ({sides[1].text}): "
@@ -122,14 +147,16 @@ def _record_parser() -> argparse.ArgumentParser:
         prog="nccl-migrate ab record",
         description="Runs COMMAND as one side of an A/B run, recording every rank's ops into DIR (a folder all "
                     "nodes share); run it on every node of the side, then `nccl-migrate ab compare DIR_A DIR_B`. "
-                    "A .py COMMAND runs through torch's launcher (--nproc per node, --nnodes and --rdzv-* for many "
-                    "nodes); a torchrun COMMAND runs as it is. With --print-env, prints the environment that "
+                    "A .py COMMAND (job.py ARGS) runs through torch's launcher (--nproc per node, --nnodes and "
+                    "--rdzv-* for many nodes); any other COMMAND is a launch command (torchrun ..., srun python "
+                    "job.py, a shell script, python -m ...) and runs once, as given: it starts the ranks, and the "
+                    "launcher options do not apply. With --print-env, prints the environment that "
                     "records a job instead, for jobs started by SLURM or Kubernetes. Exit 0 when the job "
                     "succeeded, 2 otherwise.")
     parser.add_argument("--side", required=True, metavar="SPEC", help="the side: legacy, rewritten, backend=NAME, "
                                                                        "KEY=VALUE, ... (as --a/--b)")
     parser.add_argument("--dir", required=True, help="where this side's records go (empty, or this run's own)")
-    parser.add_argument("--nproc", type=int, default=2, help="ranks per node for a .py COMMAND (default 2)")
+    parser.add_argument("--nproc", type=int, help="ranks per node for a .py COMMAND (default 2)")
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds the job may run before it is ended (default: no limit, as for any training job)")
     parser.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES")
@@ -143,13 +170,19 @@ def _record_parser() -> argparse.ArgumentParser:
 def record(argv: list[str]) -> int:
     """`ab record --side SPEC --dir DIR -- COMMAND`: one side, recorded for a later compare."""
     from ..cli import launch_option_error, launcher_arguments
-    from .runner import job_environment, job_log, record_side
+    from .runner import is_launch_command, job_environment, job_log, record_side
 
     try:
         args = _record_parser().parse_args(argv)
     except SystemExit as exit_:
         return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    given = (["--nproc"] if args.nproc is not None else []) + launcher_arguments(args)[::2]  # flags, not values
+    if command and is_launch_command(command) and given:
+        return _fail(f"ab record: {', '.join(given)} apply to a .py job only: {command[0]} is a launch command, run "
+                     "once as given, and starts the ranks itself; give them to it (torchrun --nproc-per-node ...), "
+                     "or give the .py job itself")
+    args.nproc = 2 if args.nproc is None else args.nproc
     args.timeout_optional = True
     problem = launch_option_error(args)
     if problem:
@@ -165,6 +198,9 @@ def record(argv: list[str]) -> int:
         return EXIT_IDENTICAL
     if not command:
         return _fail("ab record: no command given; usage: nccl-migrate ab record --side SPEC --dir DIR -- COMMAND")
+    problem = unwritable(directory, "--dir")
+    if problem:
+        return _fail(f"ab record: {problem}")
     if args.max_restarts:
         # torch's agent otherwise hands every attempt's workers the store the rendezvous used, which
         # still holds the killed attempt's addresses: restarted ranks connect to dead peers.
@@ -178,9 +214,23 @@ def record(argv: list[str]) -> int:
     if run.failure:
         print(f"nccl-migrate ab record: {run.failure}\n--- last lines:\n{_tail(run.log)}", file=sys.stderr)
         return EXIT_FAILED
+    incomplete = _incomplete(directory)
+    if incomplete:
+        print(f"nccl-migrate ab record: the job succeeded but its records are not whole: {'; '.join(incomplete)}",
+              file=sys.stderr)
+        return EXIT_FAILED
     print(f"nccl-migrate ab record: recorded in {directory} ({run.seconds:.1f} s); compare with "
           f"nccl-migrate ab compare DIR_A DIR_B", file=sys.stderr)
     return EXIT_IDENTICAL
+
+
+def _incomplete(directory: str) -> list[str]:
+    """Why ranks' records in ``directory`` are not whole (a write failed while the job ran); what
+    else is wrong with them the comparison reports."""
+    try:
+        return incomplete_records(load(directory))
+    except RecordError:
+        return []
 
 
 def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, str]:
@@ -225,11 +275,13 @@ def _compare_parser(outer: argparse.Namespace) -> argparse.ArgumentParser:
     parser.add_argument("--allow-job-nondeterminism", action="store_true", default=None,
                         help="exit 0 when every divergence traces back to inputs the job itself made differ")
     parser.add_argument("--format", choices=["text", "json"])
+    parser.add_argument("--quiet", action="store_true", default=None,
+                        help="no progress lines on stderr while a long comparison runs (they never go to stdout)")
     parser.add_argument("--html", metavar="PATH", help="also write the HTML report to PATH")
     parser.add_argument("--run-dir", help="where report.json and report.html go (default: not written)")
     # `ab [OPTIONS] compare ...` gave them before the word: they stand unless given again after it.
     parser.set_defaults(**{name: getattr(outer, name) for name in
-                           ("tolerance", "allow_job_nondeterminism", "format", "html", "run_dir")})
+                           ("tolerance", "allow_job_nondeterminism", "format", "quiet", "html", "run_dir")})
     return parser
 
 
@@ -241,6 +293,9 @@ def compare_recorded(outer: argparse.Namespace, argv: list[str]) -> int:
         return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
     if args.tolerance < 0:
         return _fail(f"ab compare: --tolerance {args.tolerance}: give 0 or more")
+    problem = unwritable(args.run_dir, "--run-dir") if args.run_dir else None
+    if problem:
+        return _fail(f"ab compare: {problem}")
     try:
         runs = [SideRun.recorded(directory, label) for directory, label in zip((args.dir_a, args.dir_b), "ab")]
     except RecordError as error:
@@ -267,18 +322,25 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
         data, not_shadowed = _read(runs, shadow)
     except RecordError as error:
         failures.append(f"records that cannot be compared: {error}")
-    unrecorded = [f"side {run.side.label}: rank {rank} recorded nothing (is nccl_migrate installed in the job's "
-                  "Python, and TORCH_DEVICE_BACKEND_AUTOLOAD not 0?)"
+    unrecorded = [f"side {run.side.label}: {unrecorded_message(d, rank)}"
                   for run, d in zip(jobs, data) if not failures for rank in missing_ranks(d)]
+    unrecorded += [f"side {run.side.label}: {why}" for run, d in zip(jobs, data) if not failures
+                   for why in incomplete_records(d)]
     if failures or unrecorded:
         exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unrecorded)
     else:
         try:
-            comparison = compare(data[0], data[1], args.tolerance, observers=[stats, ops])
+            progress = [] if args.quiet else [Progress(len(set(data[0].ranks()) | set(data[1].ranks())))]
+            comparison = compare(data[0], data[1], args.tolerance, observers=[stats, ops, *progress])
+            for observer in progress:
+                observer.finished()
             exit_code, verdict = judge(comparison, args.allow_job_nondeterminism)
         except RecordError as error:  # a damaged record met while streaming
             comparison, stats, ops = None, None, None
             exit_code, verdict = EXIT_FAILED, f"could not compare: records that cannot be compared: {error}"
+        except ScratchError as error:
+            comparison, stats, ops = None, None, None
+            exit_code, verdict = EXIT_FAILED, f"could not compare: {error}"
     result = report.build(runs, data, comparison, exit_code, verdict, stats)
     result["run_dir"] = report_dir or None  # where report.json went; None: not written
     if shadow:
@@ -288,15 +350,18 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
         if comparison is not None and not_shadowed and not_shadowed["count"]:  # the verdict covers the shadowed only
             result["verdict"] = verdict = (f"{verdict}; {not_shadowed['count']} op(s) not shadowed, so not compared "
                                            f"(first: {not_shadowed['first']['reason']})")
-    page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None,
-                       comparison.classified if comparison else None)
+    page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None)
     targets = [args.html]
-    if report_dir:
-        os.makedirs(report_dir, exist_ok=True)
-        write_whole(os.path.join(report_dir, "report.json"), json.dumps(result, indent=1))
-        targets.append(os.path.join(report_dir, "report.html"))
-    for path in filter(None, targets):
-        write_whole(path, page)
+    try:
+        if report_dir:
+            write_whole(os.path.join(report_dir, "report.json"), json.dumps(result, indent=1))
+            targets.append(os.path.join(report_dir, "report.html"))
+        for path in filter(None, targets):
+            write_whole(path, page)
+    except OSError as error:  # the verdict is still printed below; the exit status says a report is missing
+        print(f"nccl-migrate ab: the report could not be written: {error.filename}: {error.strerror or error}",
+              file=sys.stderr)
+        exit_code = result["exit_code"] = EXIT_FAILED
     for run in jobs:
         if run.failure and run.log:
             print(f"--- last lines of side {run.side.label}'s output ({run.log}):\n{_tail(run.log)}", file=sys.stderr)

@@ -3,7 +3,9 @@ layout, and decides for each op: identical, equal within tolerance, divergent, o
 side. Each divergent op is classified by what differed going in:
 
 - backend: every rank's input to the op was identical on both sides; the outputs differ (a recv's
-  input is its peer's send: both share one (group, seq), the p2p direction's, see op_table.channel);
+  input is its peer's send: both share one (group, seq), the p2p direction's, see op_table.channel;
+  a batch of sends and recvs has its own sent tensors and the messages it received, each its
+  sender's (channel, seq), for inputs);
 - propagated: some rank's input differed, and that rank had a divergent op before it;
 - job nondeterminism: some rank's input differed with no divergence before it on that rank (the
   job's own inputs differ between runs: per-run ids pickled into object collectives, unseeded
@@ -15,28 +17,21 @@ An op equal within tolerance counts as an earlier difference on its rank: inputs
 it follow from it.
 
 One pass, rank by rank: each rank's two record streams are paired as they come, so only ops one
-side has and the other has not yet reached are held (the window), with compact facts of ops that
-differ; observers see every record once (the report's statistics and plots)."""
+side has and the other has not yet reached are held (the window); the facts of ops that differ go
+to disk (divergences.py) and are classified once every rank is read, so memory does not grow with
+the number of divergences; observers see every record once (the report's statistics and plots)."""
 
 from __future__ import annotations
 
-import heapq
-import math
 from dataclasses import dataclass, field
 
 import torch
 
 from .digest import GPU_PREFIX
+from .divergences import CLASSES, Divergences
 from .sides import Key, SideData
 
 STATUSES = ("identical", "within_tolerance", "divergent", "missing_in_a", "missing_in_b")
-CLASSES = ("backend", "propagated", "job_nondeterminism", "not_compared")
-CAUSES = {"backend": "only outputs differ (the backends computed differently)",
-          "propagated": "inputs already differed (an earlier op diverged)",
-          "job_nondeterminism": "inputs already differed (the job's own inputs differ between runs, with no "
-                                "divergence before)",
-          "not_compared": "values not compared (device digests on one side, host digests on the other)"}
-LISTED = 100  # divergences listed in full, earliest first; all are counted
 
 
 @dataclass
@@ -45,9 +40,9 @@ class Comparison:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
     classes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))
     divergences: list[dict] = field(default_factory=list)  # the first LISTED, earliest first
+    samples: dict[str, list[dict]] = field(default_factory=dict)  # per class, the first SAMPLED
     object_collectives: dict[str, int] = field(default_factory=dict)  # divergent ops inside them, by function
     first_missing: dict | None = None
-    classified: dict[Key, str] = field(default_factory=dict)  # each divergent op's class
 
     @property
     def first_divergence(self) -> dict | None:
@@ -160,66 +155,33 @@ def pairs(records_a, records_b):
         yield key, None, entry
 
 
-class _Divergences:
-    """Compact facts of the ops that differ, enough to classify them all once every rank is seen;
-    full descriptions only for the LISTED earliest."""
-
-    def __init__(self):
-        self.ops: list[tuple[float, Key, str | None]] = []  # (issue time, key, object collective)
-        self.earliest: list = []  # a max-heap by time of the LISTED earliest descriptions
-        self.inputs_differed: dict[tuple[str, int], dict[int, float]] = {}  # (group, seq) -> {rank: time}
-        self.first_on_rank: dict[int, float] = {}
-        self.not_compared: set[Key] = set()  # digests from a device on one side, the host on the other
-
-    def differed_before(self, rank: int, t: float) -> None:
-        """An op of ``rank`` at ``t`` differed (divergent or within tolerance): later inputs of that
-        rank that differ may follow from it."""
-        self.first_on_rank[rank] = min(t, self.first_on_rank.get(rank, math.inf))
-
-    def input_differed(self, key: Key, t: float) -> None:
-        self.inputs_differed.setdefault(key[1:], {})[key[0]] = t
-
-    def add(self, key: Key, t: float, description) -> None:
-        self.ops.append((t, key, description.get("object_collective") if isinstance(description, dict) else None))
-        self.differed_before(key[0], t)
-        item = (-t, -key[2], key, description)
-        if len(self.earliest) < LISTED:
-            heapq.heappush(self.earliest, item)
-        elif item > self.earliest[0]:
-            heapq.heapreplace(self.earliest, item)
-
-    def class_of(self, key: Key) -> str:
-        if key in self.not_compared:
-            return "not_compared"
-        differed = self.inputs_differed.get(key[1:], {})
-        if not differed:
-            return "backend"
-        if any(self.first_on_rank.get(rank, math.inf) < t for rank, t in differed.items()):
-            return "propagated"
-        return "job_nondeterminism"
-
-    def conclude(self, result: Comparison) -> None:
-        for _, key, collective in self.ops:
-            cls = result.classified[key] = self.class_of(key)
-            result.classes[cls] += 1
-            if collective:
-                result.object_collectives[collective] = result.object_collectives.get(collective, 0) + 1
-        listed = sorted(self.earliest, key=lambda item: (-item[0], -item[1], item[2]))
-        for _, _, key, description in listed:
-            cls = result.classified[key]
-            description.update({"class": cls}, cause=CAUSES[cls],
-                               inputs_differed_on_ranks=sorted(self.inputs_differed.get(key[1:], {})))
-            result.divergences.append(description)
-
-
 def compare(a, b, tolerance: float = 0.0, observers=()) -> Comparison:
     """Compares two sides (SideData, or records streamed from their directories); ``observers``
-    see each record (``seen(label, entry)``) and each paired op (``paired(key, status)``)."""
+    see each record (``seen(label, entry)``), each paired op (``paired(key, status)``) and, once
+    every rank is read, each divergent op's class (``classified(key, position, class)``, position:
+    its index among its rank's paired ops)."""
     result = Comparison(tolerance)
-    divergences = _Divergences()
+    divergences = Divergences()
+    try:
+        result.first_missing = _pair_all(a, b, tolerance, observers, result, divergences)
+        classified = divergences.conclude()
+        result.classes = classified.counts()
+        result.object_collectives = classified.object_collectives()
+        result.divergences = classified.earliest()
+        result.samples = classified.samples()
+        for key, position, cls in classified.each():
+            for observer in observers:
+                observer.classified(key, position, cls)
+    finally:
+        divergences.close()
+    return result
+
+
+def _pair_all(a, b, tolerance: float, observers, result: Comparison, divergences: Divergences) -> dict | None:
+    """Pairs and judges every op, rank by rank; returns the first op missing on one side."""
     first_missing = None
     for rank in sorted(set(a.ranks()) | set(b.ranks())):
-        for key, ea, eb in pairs(a.records(rank), b.records(rank)):
+        for position, (key, ea, eb) in enumerate(pairs(a.records(rank), b.records(rank))):
             for label, entry in (("a", ea), ("b", eb)):
                 if entry is not None:
                     for observer in observers:
@@ -231,23 +193,38 @@ def compare(a, b, tolerance: float = 0.0, observers=()) -> Comparison:
                     first_missing = ((present["t"], key[2]), dict(_describe(key, present),
                                                                    missing_on="a" if ea is None else "b"))
             else:
-                status, facts = _judge(ea, eb, a, b, tolerance)
-                comparable = _hashed_on_gpu(ea) == _hashed_on_gpu(eb)
-                inputs_differed = ea.get("in") != eb.get("in") if comparable else facts.pop("inputs_differed", None)
-                if inputs_differed:
-                    divergences.input_differed(key, ea["t"])
-                if status == "within_tolerance":
-                    divergences.differed_before(key[0], ea["t"])
-                if status == "divergent" and inputs_differed is None:
-                    divergences.not_compared.add(key)
-                if status == "divergent":
-                    description = dict(_describe(key, ea), **facts)
-                    if ea.get("object_collective"):
-                        description["object_collective"] = ea["object_collective"]
-                    divergences.add(key, ea["t"], description)
+                status = _judged(key, ea, eb, a, b, tolerance, position, divergences)
             result.counts[status] += 1
             for observer in observers:
                 observer.paired(key, status)
-    divergences.conclude(result)
-    result.first_missing = first_missing[1] if first_missing else None
-    return result
+    return first_missing[1] if first_missing else None
+
+
+def _judged(key, ea: dict, eb: dict, a, b, tolerance: float, position: int, divergences: Divergences) -> str:
+    """One op present on both sides: its status, and what the classification needs of it."""
+    status, facts = _judge(ea, eb, a, b, tolerance)
+    comparable = _hashed_on_gpu(ea) == _hashed_on_gpu(eb)
+    inputs_differed = ea.get("in") != eb.get("in") if comparable else facts.pop("inputs_differed", None)
+    if inputs_differed:
+        divergences.input_differed(key, ea["t"])
+        for channel, seq in sent_messages(ea):  # a batch's sends are its receivers' inputs
+            divergences.input_differed((key[0], channel, seq), ea["t"])
+    if status == "within_tolerance":
+        divergences.differed_before(key[0], ea["t"])
+    if status == "divergent":
+        description = dict(_describe(key, ea), **facts)
+        if ea.get("object_collective"):
+            description["object_collective"] = ea["object_collective"]
+        divergences.add(key, ea["t"], position, description, not_compared=inputs_differed is None,
+                        received=received_messages(ea))
+    return status
+
+
+def sent_messages(entry: dict) -> list[tuple[str, int]]:
+    """The (channel, seq) of each message a batch of sends and recvs sent (none for other ops)."""
+    return [(channel, seq) for kind, channel, seq in entry.get("messages", ()) if kind == "send"]
+
+
+def received_messages(entry: dict) -> list[tuple[str, int]]:
+    """The (channel, seq) of each message a batch of sends and recvs received: its senders' inputs."""
+    return [(channel, seq) for kind, channel, seq in entry.get("messages", ()) if kind == "recv"]

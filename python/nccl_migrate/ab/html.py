@@ -227,7 +227,7 @@ def _cost_rows(report: dict) -> list[list]:
     return rows
 
 
-def render_html(report: dict, data: dict[str, SideData | None], stats=None, ops=None, classified=None) -> str:
+def render_html(report: dict, data: dict[str, SideData | None], stats=None, ops=None) -> str:
     """The whole report; ``data`` holds each side's records (None for a side that could not be read)."""
     verdict = (f"<h1>nccl-migrate ab</h1><p class='verdict-{report['exit_code']}'><b>{_e(report['verdict'])}</b> "
                f"(exit status {report['exit_code']})</p>")
@@ -248,7 +248,7 @@ def render_html(report: dict, data: dict[str, SideData | None], stats=None, ops=
     if report.get("first_missing"):
         body.append("<h2>First missing op</h2>" + _table(_op_rows(report["first_missing"])))
     if ops is not None and "ops_compared" in report:
-        body.append("<h2>Ranks by op sequence</h2>" + op_map(ops.grid(classified or {}), ops.steps(), ops.counts()))
+        body.append("<h2>Ranks by op sequence</h2>" + op_map(ops.grid(), ops.steps(), ops.counts()))
     body.append("<h2>Side by side</h2>" + _table(_cost_rows(report), ["", "a: " + report["sides"]["a"]["spec"],
                                                                     "b: " + report["sides"]["b"]["spec"]]))
     body.append("<h2>Latency per op type</h2>" + _legend(report) + latency_bars(report))

@@ -1,8 +1,8 @@
 """The report's first picture: ranks by op sequence, each cell coloured by what the comparison
 found there (identical, within tolerance, a divergence by its class, missing). Gathered while the
 comparison streams, in bounded memory: each rank keeps at most COLUMNS cells, two neighbours
-merging (the worse one kept) whenever a rank outgrows them; divergent ops are kept by position
-until their class is known."""
+merging (the worse one kept) whenever a rank outgrows them; a divergent op is coloured by its
+class once the comparison knows it (by its position on its rank, nothing held until then)."""
 
 from __future__ import annotations
 
@@ -41,24 +41,23 @@ class OpMap:
 
     def __init__(self):
         self.rows: dict[int, _Row] = {}
-        self.divergent: list[tuple[int, int, tuple]] = []  # (rank, op index, key): classed at the end
 
     def seen(self, label: str, entry: dict) -> None:
         pass
 
     def paired(self, key, status: str) -> None:
-        row = self.rows.setdefault(key[0], _Row())
-        index = row.add("identical" if status == "divergent" else status)
-        if status == "divergent":
-            self.divergent.append((key[0], index, key))
+        # A divergent op's colour waits for its class (``classified``); its cell keeps the others' worst.
+        self.rows.setdefault(key[0], _Row()).add("identical" if status == "divergent" else status)
 
-    def grid(self, classified: dict) -> dict[int, list[str]]:
-        """Each rank's cells, divergent ops coloured by their class (``classified``: key -> class)."""
-        for rank, index, key in self.divergent:
-            row = self.rows[rank]
-            cell = index // row.step
-            row.cells[cell] = max(row.cells[cell], classified.get(key, "backend"), key=SEVERITY.__getitem__)
-        self.divergent = []
+    def classified(self, key, position: int, cls: str) -> None:
+        """A divergent op's class, once every rank is read: ``position`` is its index among its
+        rank's ops, so its cell is found however often the row has merged since."""
+        row = self.rows[key[0]]
+        cell = position // row.step
+        row.cells[cell] = max(row.cells[cell], cls, key=SEVERITY.__getitem__)
+
+    def grid(self) -> dict[int, list[str]]:
+        """Each rank's cells."""
         return {rank: row.cells for rank, row in sorted(self.rows.items())}
 
     def steps(self) -> dict[int, int]:

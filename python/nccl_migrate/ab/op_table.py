@@ -23,6 +23,10 @@ class OpView:
     outputs: list = field(default_factory=list)
     reduce_op: str | None = None
     peer: int | None = None  # global rank of the other side of a p2p op, or the root
+    # A batch of sends and recvs: ("send" or "recv", peer's global rank) per message, in its order,
+    # each numbered in its direction as a send or recv would be, so a receiver's records name the
+    # sender's message (and the comparison the sender's input) it got.
+    messages: list = field(default_factory=list)
 
 
 def _group(args: dict):
@@ -137,7 +141,8 @@ def batch_isend_irecv(a):
     # The recorder's isend keeps torch's name (functools.wraps), so either one is recognised.
     is_send = [getattr(op.op, "__name__", "") == "isend" for op in ops]
     return OpView(group, [op.tensor for op, s in zip(ops, is_send) if s],
-                  [op.tensor for op, s in zip(ops, is_send) if not s])
+                  [op.tensor for op, s in zip(ops, is_send) if not s],
+                  messages=[("send" if s else "recv", op.peer) for op, s in zip(ops, is_send)])
 
 
 def barrier(a):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import atexit
 import functools
 import json
+import multiprocessing
+import multiprocessing.util
 import os
 import resource
 import socket
@@ -86,8 +88,11 @@ class Recorder:
         self.pending: list[IssuedOp] = []
         self.hooked: dict[tuple[int, int], IssuedOp] = {}  # issued from C++, not yet complete
         self.count = 0
+        self.dropped = 0  # records that never reached a file (see write_failure)
         self.closed = False
         self.second_writer = False  # another process holds this rank's records: this one writes nothing
+        self.write_failure: str | None = None  # a rank file could not be written: the records are incomplete
+        self.unwritable = False  # this rank's record file could not be created: its records are dropped
         self.memory = MemorySampler(self.started)
         self.out = None  # opened at the first op: launchers (torchrun, nccl-migrate run) import
         # torch too, and must not overwrite their ranks' records.
@@ -117,16 +122,20 @@ class Recorder:
     def begin(self, spec: OpSpec, view: OpView, via: str | None = None) -> IssuedOp:
         if self.rank is None:  # joined a group without init_process_group's wrapper (installed later)
             self.joined(dist.get_rank())
-        group = channel(spec, self.group_name(view.group), self.rank, view.peer)
+        name = self.group_name(view.group)
+        group = channel(spec, name, self.rank, view.peer)
         with self.lock:
             seq = self.sequence.get(group, 0)
             self.sequence[group] = seq + 1
+            messages = [self._number_message(kind, name, peer) for kind, peer in view.messages]
         tensors = view.inputs + view.outputs
         entry = {"rank": self.rank, "group": group, "seq": seq, "op": spec.name,
                  "dtype": str(tensors[0].dtype).replace("torch.", "") if tensors else None,
                  "in_shapes": [list(t.shape) for t in view.inputs],
                  "out_shapes": [list(t.shape) for t in view.outputs],
                  "reduce_op": view.reduce_op, "peer": view.peer, "t": time.time(), "in": None}
+        if messages:
+            entry["messages"] = messages
         if via:
             entry["via"] = via
         if active.object_collective.name:
@@ -142,6 +151,14 @@ class Recorder:
         if self.keep_bytes and sum(t.numel() * t.element_size() for t in tensors) <= self.keep_bytes:
             kept = [t.detach().cpu().clone() for t in view.inputs]  # in-place ops overwrite them
         return IssuedOp(entry, view, kept, in_future)
+
+    def _number_message(self, kind: str, group: str, peer: int) -> list:
+        """[kind, channel, seq] of one message of a batch, numbered in its direction's count, which
+        its sends and recvs share with the lone ones (the lock is held)."""
+        direction = channel(BY_NAME[kind], group, self.rank, peer)
+        seq = self.sequence.get(direction, 0)
+        self.sequence[direction] = seq + 1
+        return [kind, direction, seq]
 
     def finish(self, op: IssuedOp, error: str | None = None) -> None:
         entry, view = op.entry, op.view
@@ -161,9 +178,20 @@ class Recorder:
             name = f"r{self.rank}-g{group}-s{entry['seq']}.pt"
             os.makedirs(os.path.join(self.directory, "tensors"), exist_ok=True)
             kept = {"in": op.kept, "out": [t.detach().cpu().clone() for t in view.outputs]}
-            save_whole(os.path.join(self.directory, "tensors", name), functools.partial(torch.save, kept))
-            entry["kept"] = name
+            try:
+                save_whole(os.path.join(self.directory, "tensors", name), functools.partial(torch.save, kept))
+                entry["kept"] = name
+            except OSError as failure:  # the job goes on; its op is compared by digest alone
+                self._failed(f"writing the kept tensors tensors/{name} failed", failure)
         self.write(entry)
+
+    def _failed(self, what: str, error: OSError) -> None:
+        """A file of this rank's records could not be written: the first such failure is named in
+        the meta (the comparison reports the rank's records incomplete), the job goes on."""
+        if self.write_failure is None:
+            self.write_failure = f"{what}: {error.strerror or error}"
+            print(f"nccl-migrate ab: rank {self.rank}: {self.write_failure}; the comparison will report this rank's "
+                  "records incomplete", file=sys.stderr, flush=True)
 
     def write(self, entry: dict) -> None:
         with self.lock:
@@ -177,15 +205,24 @@ class Recorder:
     def _open_records(self) -> bool:
         """Claims this rank's record file; False (and a marker the comparison reports) when
         another process recorded the same rank first."""
-        os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, f"rank{self.rank}.jsonl")
-        fd = claim(path)
+        if self.unwritable:  # tried once already
+            self.dropped += 1
+            return False
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            fd = claim(path)
+        except OSError as error:  # the directory gone, read-only, or the disk full: the job goes on
+            self.unwritable = True
+            self._failed(f"creating {path} failed", error)
+            self.dropped += 1
+            return False
         if fd is None:
             self.second_writer = True
             mark_second_writer(path, self.rank)
             print(f"nccl-migrate ab: {second_writer_message(self.rank, path)}", file=sys.stderr)
             return False
-        self.out = RecordWriter(fd)
+        self.out = RecordWriter(fd, path)
         self.memory.start()
         return True
 
@@ -309,7 +346,7 @@ class Recorder:
         self.watch(c10d._get_default_group())
 
     def close(self) -> None:
-        if self.closed:
+        if self.closed or self.meta["pid"] != os.getpid():  # a forked child's copy: the child records anew
             return
         self.closed = True
         self.settle()
@@ -333,15 +370,24 @@ class Recorder:
         with self.lock:
             if self.out is not None:
                 self.out.close()
-        os.makedirs(self.directory, exist_ok=True)
         self.meta.update(ops=self.count, wall_seconds=time.monotonic() - self.started,
                          peak_rss_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                          memory=self.memory.samples)
         if self.shadow is not None:
             self.meta["shadow_backend"] = self.shadow.backend
+        failure = (self.out.failure if self.out is not None else None) or self.write_failure
+        if failure:
+            written = self.out.written if self.out is not None else 0
+            self.meta["incomplete"] = {"error": failure, "records_written": written,
+                                       "records_dropped": self.dropped + (self.out.dropped if self.out else 0)}
         path = os.path.join(self.directory, f"rank{self.rank}.meta.json")
-        if not write_whole(path, json.dumps(self.meta, indent=1), exclusive=True):
-            mark_second_writer(path, self.rank)
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            if not write_whole(path, json.dumps(self.meta, indent=1), exclusive=True):
+                mark_second_writer(path, self.rank)
+        except OSError as error:  # exit handlers must not fail the job: say what is lost instead
+            print(f"nccl-migrate ab: rank {self.rank}: writing {path} failed: {error.strerror or error}; the "
+                  "comparison will find this rank's process facts missing", file=sys.stderr, flush=True)
 
 
 def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = None, shadow=None) -> Recorder:
@@ -363,8 +409,34 @@ def install(directory: str, keep_bytes: int = 0, perturb: Perturbation | None = 
             patch(function, wrap_object_collective(getattr(c10d, function)))
     patch("init_process_group", wrap_init_process_group(c10d.init_process_group))
     patch("new_group", wrap_new_group(c10d.new_group))
-    atexit.register(rec.close)
+    _close_at_exit(rec)
+    os.register_at_fork(after_in_child=_record_anew_in_forked_child)
+    multiprocessing.util.register_after_fork(_record_anew_in_forked_child, _close_at_multiprocessing_exit)
     return rec
+
+
+def _close_at_exit(rec: Recorder) -> None:
+    atexit.register(rec.close)
+    if multiprocessing.parent_process() is not None:
+        _close_at_multiprocessing_exit()
+
+
+def _close_at_multiprocessing_exit(_=None) -> None:
+    """multiprocessing's children (start methods fork and forkserver) end with os._exit, which runs
+    no atexit handler; multiprocessing's own finalizers do run. Registered again in each forked
+    child, after multiprocessing has cleared the ones it inherited."""
+    multiprocessing.util.Finalize(None, active.recorder.close, exitpriority=0)
+
+
+def _record_anew_in_forked_child() -> None:
+    """A process forked without exec (mp.spawn or multiprocessing with start method fork, os.fork)
+    is a process of its own, with its own rank: it records afresh. Its copy of the parent's
+    recorder holds the parent's rank, sequence numbers and file, and threads that do not run here."""
+    parent = active.recorder
+    if parent is None:
+        return
+    rec = active.recorder = Recorder(parent.directory, parent.keep_bytes, parent.perturb, parent.shadow)
+    atexit.register(rec.close)
 
 
 def install_from_environment() -> Recorder | None:

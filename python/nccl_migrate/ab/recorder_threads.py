@@ -4,9 +4,11 @@ plot, one writes finished records as JSON lines, so neither costs the op being r
 from __future__ import annotations
 
 import collections
+import errno
 import json
 import os
 import resource
+import sys
 import threading
 import time
 
@@ -57,10 +59,14 @@ class RecordWriter(threading.Thread):
     a GPU is still computing holds back those after it, for GPU_DIGEST_PATIENCE seconds at most
     (a stream stuck behind a hung op must not keep the records that explain the hang off disk)."""
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int, path: str = "the record file"):
         super().__init__(name="ab-records", daemon=True)
-        self.fd, self.pending = fd, collections.deque()
+        self.fd, self.path, self.pending = fd, path, collections.deque()
         self.stopped = threading.Event()
+        # Why writing stopped (disk full, file-size limit, the directory gone), or None: the records
+        # after it are counted and dropped, and the rank's meta names its records incomplete.
+        self.failure: str | None = None
+        self.written = self.dropped = 0
         self.start()
 
     def put(self, entry: dict) -> None:
@@ -72,6 +78,10 @@ class RecordWriter(threading.Thread):
         digests they lack."""
         last_wait = time.monotonic() + GPU_DIGEST_PATIENCE
         while self.pending:
+            if self.failure is not None:  # nothing more reaches the file: count what is lost, hold nothing
+                self.pending.popleft()
+                self.dropped += 1
+                continue
             put_at, entry = self.pending[0]
             waiting = _waiting_digests(entry)
             deadline = max(put_at + GPU_DIGEST_PATIENCE, last_wait if final else 0.0)
@@ -84,7 +94,20 @@ class RecordWriter(threading.Thread):
                 _lacks(entry, key, None)
             # One write per line, unbuffered: a side killed for hanging (SIGTERM runs no exit
             # handlers) keeps every record written so far, and never half of one.
-            write_line(self.fd, json.dumps(self.pending.popleft()[1]))
+            line = json.dumps(self.pending.popleft()[1])
+            try:
+                write_line(self.fd, line)
+            except OSError as error:
+                self._failed(error)
+                self.dropped += 1
+                continue
+            self.written += 1
+
+    def _failed(self, error: OSError) -> None:
+        code = errno.errorcode.get(error.errno, str(error.errno))
+        self.failure = f"writing {self.path} failed after {self.written} record(s): {error.strerror or error} ({code})"
+        print(f"nccl-migrate ab: {self.failure}; later records are dropped and the comparison will report this "
+              "rank's records incomplete", file=sys.stderr, flush=True)
 
     def run(self) -> None:
         try:

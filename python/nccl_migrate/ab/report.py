@@ -39,7 +39,7 @@ def build(runs: list[SideRun], data: list, comparison: Comparison | None, exit_c
                       backend_implicated=comparison.backend_implicated, divergence_classes=comparison.classes,
                       object_collectives=comparison.object_collectives,
                       first_divergence=comparison.first_divergence, divergences=comparison.divergences,
-                      first_missing=comparison.first_missing)
+                      divergence_samples=comparison.samples, first_missing=comparison.first_missing)
     return report
 
 
@@ -80,6 +80,9 @@ def render_text(report: dict) -> str:
             lines.append(f"    max abs error {first['max_abs_error']}, max rel error {first['max_rel_error']}")
         if first.get("reason"):
             lines.append(f"    {first['reason']}")
+        for cls, sample in report.get("divergence_samples", {}).items():  # a rarer class behind the first
+            if sample and cls != first["class"]:
+                lines.append(f"  first {cls.replace('_', ' ')} divergence: {_op_line(sample[0])}")
     if report.get("first_missing"):
         missing = report["first_missing"]
         lines.append(f"  first op missing on side {missing['missing_on']}: {_op_line(missing)}")

@@ -94,13 +94,27 @@ def _run(side: Side, command: list[str], nproc: int, timeout: float, directory: 
 
 def _launch(side: Side, command: list[str], nproc: int, timeout: float, directory: str, env: dict, log: str,
             launcher_args: list[str] | None) -> SideRun:
+    if starts_own_ranks(command):
+        return _started_once(side, command, timeout, directory, env, log)
     # torch's launcher tees each rank's output to this process's sys.stdout and sys.stderr.
     with open(log, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        if starts_own_ranks(command):
-            job = run_launcher(command, env=env, timeout=timeout)
-        else:
-            job = run_job(command, nproc, env=env, timeout=timeout, launcher_args=launcher_args)
+        job = run_job(command, nproc, env=env, timeout=timeout, launcher_args=launcher_args)
     return SideRun.finished(side, directory, log, job)
+
+
+def _started_once(side: Side, command: list[str], timeout: float | None, directory: str, env: dict,
+                  log: str) -> SideRun:
+    """A launch command (torchrun, srun, a shell script) run once, as given: it starts the ranks."""
+    with open(log, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        job = run_launcher(command, env=env, timeout=timeout)
+    return SideRun.finished(side, directory, log, job)
+
+
+def is_launch_command(command: list[str]) -> bool:
+    """For ``ab record``: whether ``command`` launches the job itself (torchrun, ``srun python
+    job.py``, a shell script, ``python -m ...``), and so runs once, as given; only a .py job is
+    started through torch's launcher, as --nproc ranks per node."""
+    return not command[0].endswith(".py")
 
 
 def job_log(directory: str) -> str:
@@ -115,8 +129,10 @@ def record_side(side: Side, command: list[str], nproc: int, timeout: float | Non
     is reported when compared). ``timeout`` None: no limit."""
     os.makedirs(directory, exist_ok=True)
     log = log or job_log(directory)
-    return _launch(side, command, nproc, timeout, directory, job_environment(side, directory, keep_bytes), log,
-                   launcher_args)
+    env = job_environment(side, directory, keep_bytes)
+    if is_launch_command(command):
+        return _started_once(side, command, timeout, directory, env, log)
+    return _launch(side, command, nproc, timeout, directory, env, log, launcher_args)
 
 
 def run_side(side: Side, command: list[str], nproc: int, timeout: float, run_dir: str, keep_bytes: int) -> SideRun:

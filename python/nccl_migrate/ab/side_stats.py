@@ -69,6 +69,9 @@ class SideStats:
     def paired(self, key, status: str) -> None:
         pass
 
+    def classified(self, key, position: int, cls: str) -> None:
+        pass
+
     def op_counts(self, label: str) -> dict[str, int]:
         return dict(sorted(self.counts[label].items()))
 

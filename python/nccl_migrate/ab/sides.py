@@ -214,10 +214,39 @@ def clear(directory: str) -> list[str]:
     return removed
 
 
+def incomplete_records(data: SideData) -> list[str]:
+    """Why each rank whose records are incomplete is so (a write failed while the job ran: disk
+    full, a file-size limit, the directory removed or read-only), as its meta says."""
+    found = []
+    for rank, meta in sorted(data.metas.items()):
+        incomplete = meta.get("incomplete")
+        if incomplete is None:
+            continue
+        facts = incomplete if isinstance(incomplete, dict) else {"error": str(incomplete)}
+        found.append(f"rank {rank}'s records are incomplete: {facts.get('error')} "
+                     f"({facts.get('records_written', '?')} record(s) written, {facts.get('records_dropped', '?')} "
+                     f"dropped); free space or fix {data.directory}, then rerun the side")
+    return found
+
+
 def missing_ranks(data: SideData) -> list[int]:
-    """Ranks the job had but that wrote no record at exit (the recorder did not run there)."""
+    """Ranks the job had whose process facts (rank{R}.meta.json, written at exit) are missing."""
     world = max((m.get("world_size", 1) for m in data.metas.values()), default=1)
-    return [r for r in range(world) if r not in data.metas] if data.metas else [0]
+    recorded = set(getattr(data, "paths", {}))
+    ranks = (set(range(world)) if data.metas else {0}) | recorded
+    return sorted(ranks - set(data.metas))
+
+
+def unrecorded_message(data: SideData, rank: int) -> str:
+    """What a rank without process facts means, and what to do."""
+    if rank in getattr(data, "paths", {}):
+        return (f"rank {rank} recorded its ops (rank{rank}.jsonl) but never wrote rank{rank}.meta.json at exit: its "
+                "process ended without Python's exit handlers (os._exit, as a child forked without exec by os.fork "
+                "often ends; or it was killed), so its last records may be lost too, or it could not write the file "
+                "(its stderr, in the job's output, says so); end such a process with sys.exit, or start ranks with "
+                "multiprocessing (mp.spawn, any start method) instead of os.fork")
+    return (f"rank {rank} recorded nothing (is nccl_migrate installed in the job's Python, and "
+            "TORCH_DEVICE_BACKEND_AUTOLOAD not 0?)")
 
 
 def shadow_sides(data: RecordedSide) -> tuple[RecordedSide, RecordedSide, dict]:

@@ -143,3 +143,18 @@ def test_ab_record_has_no_timeout_unless_given_and_says_where_the_output_goes(tm
     assert done.returncode == 0, done.stderr
     logs = list((tmp_path / "a").glob("job.*.log"))
     assert len(logs) == 1 and str(logs[0]) in done.stderr.splitlines()[0] + done.stderr.splitlines()[1]
+
+
+def test_a_directory_that_cannot_be_written_is_refused_before_the_job_starts(tmp_path):
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    for args, option in ((["ab", "record", "--side", "legacy", "--dir", str(not_a_directory / "a"), "--", TINY_JOB],
+                          "--dir"),
+                         (["ab", "--run-dir", str(not_a_directory / "run"), "--", TINY_JOB], "--run-dir"),
+                         (["ab", "compare", str(tmp_path), str(tmp_path), "--run-dir", str(not_a_directory / "r")],
+                          "--run-dir")):
+        done = _cli(*args)
+        assert done.returncode == 2 and f"{option} {not_a_directory}/" in done.stderr, done.stderr[-2000:]
+        assert "cannot be written (Not a directory)" in done.stderr and "Traceback" not in done.stderr
+    html = _cli("ab", "compare", str(tmp_path), str(tmp_path), "--html", str(not_a_directory / "r.html"))
+    assert html.returncode == 2 and "the report could not be written" in html.stderr and "Traceback" not in html.stderr

@@ -129,3 +129,24 @@ def test_a_side_whose_other_node_never_comes_records_its_failure(tmp_path):
     assert len(sides) == 1 and "ran past its timeout" in json.loads(sides[0].read_text())["failure"]
     status, report, _ = ab(tmp_path, "compare", str(tmp_path / "a"), str(tmp_path / "a"))
     assert status == 2 and "ran past its timeout" in report["verdict"]
+
+
+def test_a_launch_command_is_run_once_as_given(tmp_path):
+    """`ab record -- srun python job.py` or a shell script: the command starts the ranks itself, so
+    it runs once, with the side's environment; torch's launcher starting it --nproc times would
+    start every rank that many times over."""
+    starts = tmp_path / "starts"
+    script = tmp_path / "launch.sh"
+    script.write_text(f'#!/bin/sh\necho "$NCCL_MIGRATE_AB_RECORD" >> {starts}\n')
+    script.chmod(0o755)
+    done = subprocess.run([CLI, "ab", "record", "--side", "legacy", "--dir", str(tmp_path / "a"), "--", "sh",
+                           str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert starts.read_text().splitlines() == [str(tmp_path / "a")]  # once, recording into the side's directory
+
+
+def test_launcher_options_with_a_launch_command_are_refused(tmp_path):
+    done = subprocess.run([CLI, "ab", "record", "--side", "legacy", "--dir", str(tmp_path / "a"), "--nproc", "4",
+                           "--", "srun", "python", "job.py"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "--nproc apply to a .py job only: srun is a launch command" in done.stderr
+    assert not (tmp_path / "a").exists()  # nothing started

@@ -9,6 +9,7 @@ from torch_support import requires_torch
 
 CHECKPOINT_JOB = os.path.join(HERE, "checkpoint_job.py")
 PIPELINE_JOB = os.path.join(HERE, "pipeline_job.py")
+BATCH_JOB = os.path.join(HERE, "batch_job.py")
 
 
 @requires_torch("backend_plugins")
@@ -39,6 +40,30 @@ def test_p2p_between_some_ranks_is_classified_by_the_send_it_received(tmp_path):
     assert by_op[(1, "all_reduce")] == "propagated" and (2, "recv") not in by_op, by_op
     assert report["verdict"].startswith("job nondeterminism only")
     assert report["missing_in_a"] == report["missing_in_b"] == 0
+
+
+@requires_torch("backend_plugins")
+def test_a_batch_of_sends_and_recvs_is_judged_by_what_its_senders_sent(tmp_path):
+    """A ring exchange by batch_isend_irecv: rank 0's tensor differs by the job's own doing, so
+    rank 1's batch receives different data from identical inputs of its own; the data came from
+    rank 0's send, so the backend that delivered it is not blamed."""
+    status, report, stderr = ab(tmp_path, "--b", "rewritten,BATCH_RANDOM=1", "--", BATCH_JOB)
+    assert status == 1, stderr
+    by_op = {(d["rank"], d["op"]): d for d in report["divergences"]}
+    assert by_op[(0, "batch_isend_irecv")]["class"] == "job_nondeterminism", by_op
+    assert by_op[(1, "batch_isend_irecv")]["class"] == "job_nondeterminism", by_op
+    assert by_op[(1, "batch_isend_irecv")]["inputs_differed_on_ranks"] == [0]
+    assert report["divergence_classes"]["backend"] == 0 and report["verdict"].startswith("job nondeterminism only")
+
+
+@requires_torch("backend_plugins")
+def test_a_batch_whose_senders_sent_the_same_and_received_differently_is_the_backends(tmp_path):
+    perturb = '"NCCL_MIGRATE_AB_PERTURB=rank=1,group=0/batch 1,seq=0"'  # rank 1's received tensor
+    status, report, stderr = ab(tmp_path, "--b", f"rewritten,{perturb}", "--", BATCH_JOB)
+    assert status == 1, stderr
+    first = report["first_divergence"]
+    assert (first["rank"], first["op"], first["class"]) == (1, "batch_isend_irecv", "backend"), first
+    assert report["backend_implicated"]
 
 
 @requires_torch("backend_plugins")

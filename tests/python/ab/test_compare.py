@@ -16,6 +16,22 @@ def side(*entries):
     return data
 
 
+class Classes:
+    """An observer that notes each divergent op's class."""
+
+    def __init__(self):
+        self.of = {}
+
+    def seen(self, label, entry):
+        pass
+
+    def paired(self, key, status):
+        pass
+
+    def classified(self, key, position, cls):
+        self.of[key] = cls
+
+
 def test_alignment_ignores_timing_and_finds_the_earliest_divergence():
     a = side(entry(0, 0, "i", "o", 1.0), entry(1, 0, "j", "o", 1.0), entry(0, 1, "k", "p", 2.0))
     b = side(entry(0, 0, "i", "o", 9.0), entry(1, 0, "j", "o", 9.0), entry(0, 1, "k", "X", 9.5))
@@ -61,8 +77,9 @@ def test_divergences_are_classified_by_what_differed_going_in():
              entry(1, 1, "k", "p", 2.0), entry(0, 0, "u", "v", 0.5, group="1"), entry(1, 0, "w", "v", 0.5, group="1"))
     b = side(entry(0, 0, "i", "o", 1.0), entry(1, 0, "i", "X", 1.0), entry(0, 1, "k", "Y", 2.0),
              entry(1, 1, "K", "Y", 2.0), entry(0, 0, "U", "V", 0.5, group="1"), entry(1, 0, "w", "V", 0.5, group="1"))
-    result = compare(a, b)
-    assert result.classified == {(1, "0", 0): "backend", (0, "0", 1): "propagated", (1, "0", 1): "propagated",
+    classes = Classes()
+    result = compare(a, b, observers=[classes])
+    assert classes.of == {(1, "0", 0): "backend", (0, "0", 1): "propagated", (1, "0", 1): "propagated",
                                  (0, "1", 0): "job_nondeterminism", (1, "1", 0): "job_nondeterminism"}
     assert result.classes == {"backend": 1, "propagated": 2, "job_nondeterminism": 2, "not_compared": 0} and result.backend_implicated
     assert [(d["rank"], d["group"], d["seq"]) for d in result.divergences] == [
@@ -126,3 +143,89 @@ def test_nothing_compared_is_never_called_identical():
 
     status, verdict = judge(compare(side(), side()), allow_job_nondeterminism=True)
     assert status == EXIT_FAILED and verdict.startswith("nothing compared")
+
+
+def _one_rank(directory, ops, output):
+    """One rank's records; ``output(seq)`` names each op's output digest."""
+    import json
+
+    directory.mkdir(parents=True)
+    (directory / "rank0.meta.json").write_text(json.dumps({"rank": 0, "world_size": 1, "peak_rss_kib": 1}))
+    with open(directory / "rank0.jsonl", "w") as out:
+        out.writelines(json.dumps(dict(entry(0, seq, f"i{seq}", output(seq), 1.0 + seq), group=str(seq % 7))) + "\n"
+                       for seq in range(ops))
+
+
+def _peak_python_memory(tmp_path, name, ops, output_b):
+    import tracemalloc
+
+    from nccl_migrate.ab.op_map import OpMap
+    from nccl_migrate.ab.sides import load
+
+    _one_rank(tmp_path / name / "a", ops, lambda seq: f"o{seq}")
+    _one_rank(tmp_path / name / "b", ops, output_b)
+    tracemalloc.start()
+    try:
+        result = compare(load(str(tmp_path / name / "a")), load(str(tmp_path / name / "b")), observers=[OpMap()])
+        return tracemalloc.get_traced_memory()[1], result
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_stays_bounded_however_many_ops_diverge(tmp_path):
+    """Every one of 40,000 ops diverges: the comparison's peak Python memory is that of comparing
+    the same ops all identical (one rank's keys, the window), not 40,000 divergences more (their
+    facts go to disk)."""
+    ops = 40_000
+    identical, result = _peak_python_memory(tmp_path, "identical", ops, lambda seq: f"o{seq}")
+    assert result.counts["identical"] == ops
+    divergent, result = _peak_python_memory(tmp_path, "divergent", ops, lambda seq: f"X{seq}")
+    assert result.counts["divergent"] == result.classes["backend"] == ops
+    assert divergent < identical + (2 << 20), (identical, divergent)  # a bounded buffer, whatever the count
+    assert len(result.divergences) == 100 and len(result.samples["backend"]) == 10
+
+
+def test_a_rarer_class_is_sampled_even_when_the_earliest_listed_are_of_another(monkeypatch):
+    from nccl_migrate.ab import divergences
+
+    monkeypatch.setattr(divergences, "LISTED", 2)
+    # Rank 0's input differs from seq 0 on (job nondeterminism, then propagated); rank 1's seq 5 alone
+    # differs from identical inputs (backend), later than the listed ones.
+    a = side(*[entry(0, s, f"i{s}", f"o{s}", 1.0 + s) for s in range(6)], entry(1, 5, "j", "p", 6.5, group="9"))
+    b = side(*[entry(0, s, f"I{s}", f"O{s}", 1.0 + s) for s in range(6)], entry(1, 5, "j", "X", 6.5, group="9"))
+    result = compare(a, b)
+    assert [d["class"] for d in result.divergences] == ["job_nondeterminism", "propagated"]
+    assert [(d["rank"], d["seq"]) for d in result.samples["backend"]] == [(1, 5)]
+    assert result.classes == {"backend": 1, "propagated": 5, "job_nondeterminism": 1, "not_compared": 0}
+
+
+def test_the_text_report_names_the_first_of_a_class_the_listed_ones_hide(monkeypatch):
+    from nccl_migrate.ab import divergences
+    from nccl_migrate.ab.report import render_text
+
+    monkeypatch.setattr(divergences, "LISTED", 1)
+    a = side(entry(0, 0, "i", "o", 1.0), entry(0, 1, "k", "p", 2.0), entry(1, 5, "j", "p", 6.5, group="9"))
+    b = side(entry(0, 0, "I", "O", 1.0), entry(0, 1, "K", "P", 2.0), entry(1, 5, "j", "X", 6.5, group="9"))
+    result = compare(a, b)
+    sides = {label: {"spec": label, "failure": None} for label in "ab"}
+    text = render_text({"verdict": "v", "ops_compared": 3, "identical": 0, "within_tolerance": 0, "divergent": 3,
+                        "missing_in_a": 0, "missing_in_b": 0, "first_divergence": result.first_divergence,
+                        "divergence_classes": result.classes, "divergence_samples": result.samples, "sides": sides})
+    assert "first divergence: rank 0, group 0, seq 0" in text
+    assert "first backend divergence: rank 1, group 9, seq 5: all_reduce" in text
+    assert "first propagated divergence: rank 0, group 0, seq 1" in text
+
+
+def test_a_scratch_database_that_cannot_be_written_is_a_clear_error(tmp_path, monkeypatch):
+    """The temporary directory full or read-only: the comparison says so and how to go on."""
+    import sqlite3
+
+    import pytest
+    from nccl_migrate.ab import divergences
+
+    read_only = tmp_path / "scratch.db"
+    read_only.touch()
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda _: connect(f"file:{read_only}?mode=ro", uri=True))
+    with pytest.raises(divergences.ScratchError, match="give TMPDIR a directory with free space"):
+        compare(side(entry(0, 0, "i", "o", 1.0)), side(entry(0, 0, "i", "X", 1.0)))

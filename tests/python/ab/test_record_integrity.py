@@ -6,10 +6,13 @@ import json
 import os
 import subprocess
 
+import pytest
 from test_ab_cli import CLI, HERE, ab
 from torch_support import requires_torch
 
 SPAWN_JOB = os.path.join(HERE, "spawn_job.py")
+FILE_SIZE_LIMIT_JOB = os.path.join(HERE, "file_size_limit_job.py")
+FORK_JOB = os.path.join(HERE, "fork_job.py")
 
 
 @requires_torch("backend_plugins")
@@ -26,6 +29,29 @@ def test_a_job_that_spawns_its_own_ranks_gets_intact_records_for_every_rank(tmp_
         # Each rank's communicator report under its own rank, not the parent's RANK=0 twice.
         assert sorted(report["sides"][side]["communicators"]) == ["0", "1"]
         assert not list(directory.glob("*.tmp")) and not list(directory.glob("*second-writer*"))
+
+
+@requires_torch("backend_plugins")
+@pytest.mark.parametrize("start_method", ["fork", "forkserver"])
+def test_ranks_started_by_fork_record_their_ops_and_process_facts(tmp_path, start_method):
+    """mp.spawn-style ranks forked without exec: each records afresh (its own rank, pid and
+    numbering, not the parent's copy) and writes its meta although it ends with os._exit."""
+    status, report, stderr = ab(tmp_path, "--nproc", "1", "--", FORK_JOB, env={"FORK_WITH": start_method})
+    assert status == 0, stderr
+    assert report["verdict"] == "identical" and report["ops_compared"] == 2 * (3 + 1)
+    for side in ("a", "b"):
+        metas = [json.loads((tmp_path / "run" / side / f"rank{rank}.meta.json").read_text()) for rank in (0, 1)]
+        assert [m["rank"] for m in metas] == [0, 1] and [m["ops"] for m in metas] == [4, 4]
+        assert len({m["pid"] for m in metas}) == 2
+
+
+@requires_torch("backend_plugins")
+def test_ranks_that_end_without_exit_handlers_are_named_with_what_happened(tmp_path):
+    status, report, stderr = ab(tmp_path, "--nproc", "1", "--", FORK_JOB, env={"FORK_WITH": "os_exit"})
+    assert status == 2, stderr
+    verdict = report["verdict"]
+    assert "side a: rank 0 recorded its ops (rank0.jsonl) but never wrote rank0.meta.json" in verdict, verdict
+    assert "os._exit" in verdict and "is nccl_migrate installed" not in verdict
 
 
 @requires_torch("backend_plugins")
@@ -133,3 +159,25 @@ def _compare_dirs(a, b):
     done = subprocess.run([CLI, "ab", "compare", str(a), str(b)], capture_output=True, text=True, timeout=120,
                           check=False)
     return done.returncode, done.stdout + done.stderr
+
+
+@requires_torch("backend_plugins")
+def test_a_record_file_that_cannot_grow_marks_the_rank_incomplete_and_the_job_goes_on(tmp_path):
+    """Rank 1 of side b hits a file-size limit partway (as a full disk would stop it): the job
+    finishes, no thread dies with a traceback, and the compare names the rank and the error."""
+    status, report, stderr = ab(tmp_path, "--b", "rewritten,LIMITED_RANK=1", "--", FILE_SIZE_LIMIT_JOB)
+    assert status == 2, stderr
+    assert report["sides"]["b"]["failure"] is None  # the job itself succeeded
+    verdict = report["verdict"]
+    assert "side b: rank 1's records are incomplete: writing " in verdict, verdict
+    assert "rank1.jsonl failed after" in verdict and "File too large (EFBIG)" in verdict
+    assert "side a" not in verdict and "rank 0" not in verdict
+    log = (tmp_path / "run" / "b" / "job.log").read_text()
+    assert "Traceback" not in log and "rank 1 finished" in log
+    done = subprocess.run([CLI, "ab", "record", "--side", "rewritten", "--dir", str(tmp_path / "recorded"), "--",
+                           FILE_SIZE_LIMIT_JOB], capture_output=True, text=True, timeout=240, check=False,
+                          env=dict(os.environ, LIMITED_RANK="0"))
+    assert done.returncode == 2 and "rank 0's records are incomplete" in done.stderr, done.stderr[-2000:]
+    meta = json.loads((tmp_path / "run" / "b" / "rank1.meta.json").read_text())
+    assert meta["incomplete"]["records_dropped"] > 0 and meta["ops"] == meta["incomplete"]["records_written"] + \
+        meta["incomplete"]["records_dropped"]

@@ -110,3 +110,56 @@ def test_an_exclusive_whole_file_is_written_where_hard_links_are_refused(tmp_pat
     assert path.read_text() == '{"rank": 0}' and not list(tmp_path.glob("*.tmp"))
     assert not write_whole(str(path), '{"rank": 0, "second": true}', exclusive=True)
     assert path.read_text() == '{"rank": 0}'
+
+
+def test_two_writers_of_one_file_never_share_a_temporary_file(tmp_path):
+    """Two threads (or two containers sharing a host name and pid on a shared filesystem) writing
+    one whole file at once: each writes its own temporary file, so neither renames or removes the
+    other's, and the file ends as one writer's text."""
+    from nccl_migrate.record_files import save_whole
+
+    path = str(tmp_path / "rank0.meta.json")
+    both_written = threading.Barrier(2, timeout=10)
+    errors = []
+
+    def writer(text):
+        def save(private):
+            with open(private, "w") as f:
+                f.write(text)
+            both_written.wait()  # both temporary files exist before either is renamed into place
+
+        try:
+            save_whole(path, save)
+        except Exception as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(text,)) for text in ('{"w": 1}', '{"w": 2}')]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with open(path) as f:
+        assert f.read() in ('{"w": 1}', '{"w": 2}') and not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_write_that_fails_stops_the_writer_cleanly_and_names_the_error(tmp_path, capfd):
+    """A full disk (/dev/full refuses every write with ENOSPC): no thread traceback, no hang, every
+    record counted as dropped, and the failure names the file and the error."""
+    died = []
+    previous, threading.excepthook = threading.excepthook, died.append
+    try:
+        writer = RecordWriter(os.open("/dev/full", os.O_WRONLY), "/records/rank0.jsonl")
+        for seq in range(3):
+            writer.put({"seq": seq, "in": "a", "out": "b"})
+        time.sleep(recorder_threads.WRITE_INTERVAL * 4)
+        writer.put({"seq": 3, "in": "a", "out": "b"})
+        started = time.monotonic()
+        writer.close()
+        assert time.monotonic() - started < 3
+    finally:
+        threading.excepthook = previous
+    assert died == []
+    assert writer.failure == "writing /records/rank0.jsonl failed after 0 record(s): No space left on device (ENOSPC)"
+    assert (writer.written, writer.dropped) == (0, 4)
+    assert "later records are dropped" in capfd.readouterr().err

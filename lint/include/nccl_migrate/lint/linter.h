@@ -48,7 +48,9 @@ std::optional<Language> languageOf(const std::filesystem::path& path);
 
 // Lints files and directories (recursively; hidden and build directories, .gitignore'd and
 // excluded paths are skipped), each file in a worker process so that one file's crash or timeout
-// costs only that file's findings. Call it while the process runs no other threads. Throws std::invalid_argument naming the path when one does not exist.
+// costs only that file's findings. Call it while the process runs no other threads. Throws std::invalid_argument naming the path when one does not exist,
+// and std::runtime_error naming where it looked when the run has C/C++ files and the C/C++
+// frontend module cannot be loaded.
 LintReport lintPaths(const std::vector<std::filesystem::path>& paths, const LintOptions& options = {});
 
 // Lints one in-memory source; the path only names it and picks the language.

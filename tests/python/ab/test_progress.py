@@ -1,0 +1,65 @@
+"""Progress of a long comparison: on stderr only, rate-limited, none for a quick one, none with
+--quiet, and never in the JSON report on stdout."""
+
+import io
+import json
+import subprocess
+import sys
+
+from nccl_migrate.ab import progress
+from nccl_migrate.ab.progress import Progress
+from test_record_integrity import _side
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def _pairs(observer, clock, ranks, per_rank, seconds_per_pair):
+    for rank in range(ranks):
+        for seq in range(per_rank):
+            clock.now += seconds_per_pair
+            observer.paired((rank, "0", seq), "identical")
+
+
+def test_progress_is_rate_limited_and_names_the_rank_and_rate(monkeypatch):
+    monkeypatch.setattr(progress, "CHECK_EVERY", 1)
+    clock, out = Clock(), io.StringIO()
+    observer = Progress(4, stream=out, clock=clock)
+    _pairs(observer, clock, ranks=4, per_rank=1000, seconds_per_pair=1 / 64)  # 62.5 s of comparing
+    observer.finished()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 62.5 // progress.INTERVAL + 1  # one per INTERVAL, and the last
+    assert lines[0] == "nccl-migrate ab: comparing: 320 ops, rank 0 (1 of 4), 64 ops/s"
+    assert "rank 3 (4 of 4)" in lines[-2] and lines[-1] == "nccl-migrate ab: compared 4,000 ops of 4 ranks in 62.5 s"
+
+
+def test_a_quick_comparison_prints_nothing(monkeypatch):
+    monkeypatch.setattr(progress, "CHECK_EVERY", 1)
+    clock, out = Clock(), io.StringIO()
+    observer = Progress(2, stream=out, clock=clock)
+    _pairs(observer, clock, ranks=2, per_rank=100, seconds_per_pair=0.001)
+    observer.finished()
+    assert out.getvalue() == ""
+
+
+COMPARE_NOW = ("import sys; from nccl_migrate.ab import progress; progress.INTERVAL = 0.0; progress.CHECK_EVERY = 1; "
+               "from nccl_migrate.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def test_progress_goes_to_stderr_never_into_the_json_report_and_quiet_silences_it(tmp_path):
+    a, b = _side(tmp_path / "a", ops_per_rank=5), _side(tmp_path / "b", ops_per_rank=5)
+    for quiet in ([], ["--quiet"]):
+        done = subprocess.run([sys.executable, "-c", COMPARE_NOW, "ab", "compare", str(a), str(b), "--format", "json",
+                               *quiet], capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["ops_compared"] == 10  # stdout is the report alone
+        progress_lines = [line for line in done.stderr.splitlines() if "nccl-migrate ab: compar" in line]
+        if quiet:
+            assert progress_lines == []
+        else:
+            assert len(progress_lines) == 11 and progress_lines[-1].startswith("nccl-migrate ab: compared 10 ops")
