@@ -59,7 +59,7 @@ class DeviceCommunicatorFactory final : public CommunicatorFactory {
                                                  const CommunicatorRequest& request) {
 #if NCCL_MIGRATE_HAVE_NCCL
     return NcclCommunicator::create(store_, prefix, std::move(info), groupName_, request.futureOrder, deviceOptions_,
-                                    *seams_);
+                                    *seams_, timeout_);
 #else
     (void)prefix, (void)info, (void)request;
     TORCH_CHECK(false, "this nccl_migrate build has no NCCL");

@@ -10,7 +10,18 @@
 namespace nccl_migrate::backends {
 namespace {
 
-// torch.distributed.DistBackendError on the Python side, like torch's own backends raise.
+std::vector<c10::Device> cudaDevicesOf(const std::vector<at::Tensor>& tensors) {
+  std::vector<c10::Device> devices;
+  for (const at::Tensor& t : tensors) {
+    if (t.defined() && t.is_cuda() && std::find(devices.begin(), devices.end(), t.device()) == devices.end()) {
+      devices.push_back(t.device());
+    }
+  }
+  return devices;
+}
+
+}  // namespace
+
 std::exception_ptr backendError(const std::string& message) {
   return std::make_exception_ptr(
       c10::DistBackendError(c10::SourceLocation{"EngineWork", __FILE__, static_cast<uint32_t>(__LINE__)}, message));
@@ -27,18 +38,6 @@ std::string messageOf(const std::exception_ptr& error) {
     return "unknown error";
   }
 }
-
-std::vector<c10::Device> cudaDevicesOf(const std::vector<at::Tensor>& tensors) {
-  std::vector<c10::Device> devices;
-  for (const at::Tensor& t : tensors) {
-    if (t.defined() && t.is_cuda() && std::find(devices.begin(), devices.end(), t.device()) == devices.end()) {
-      devices.push_back(t.device());
-    }
-  }
-  return devices;
-}
-
-}  // namespace
 
 void notifySettled(const SettleListeners& listeners, const std::exception_ptr& error) noexcept {
   for (const auto& [observer, token] : listeners) {
@@ -82,7 +81,7 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
   if (error) inFlight_->giveUp();
   notifySettled(identity_.settleListeners, error);
   if (!error) return;
-  if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, inFlight_->onDevice(), messageOf(exception()));
+  if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, messageOf(exception()));
 }
 
 bool EngineWork::isCompleted() {

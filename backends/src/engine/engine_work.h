@@ -17,6 +17,11 @@
 
 namespace nccl_migrate::backends {
 
+// torch.distributed.DistBackendError on the Python side, like torch's own backends raise.
+std::exception_ptr backendError(const std::string& message);
+// An error's text without torch's C++ backtrace.
+std::string messageOf(const std::exception_ptr& error);
+
 class EngineWork final : public c10d::Work {
  public:
   struct Identity {

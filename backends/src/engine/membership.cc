@@ -50,6 +50,22 @@ std::vector<std::string> membersInRankOrder(const c10d::ReconfigureOptions& opts
 
 }  // namespace
 
+// The survivors meet through the group's store. When the process hosting it died (rank 0 of a
+// job that rendezvoused with env:// or tcp://), no child can connect: say so before the parent
+// is touched, instead of failing inside the child's connect with the socket's own words.
+void MigrateBackend::requireReachableStore() const {
+  try {
+    store_->check({"nccl_migrate/shrink/reachable"});
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(DistStoreError,
+                    "shrink of group '" + options_.groupName + "' needs the group's store to connect the survivors, "
+                    "and the store cannot be reached (" + messageOf(std::current_exception()) +
+                    "): the process hosting it is gone (with env:// or tcp:// rendezvous, rank 0 hosts it). Host the "
+                    "store outside the ranks (torchrun's agent does) so a group can be shrunk after any rank's death, "
+                    "or re-form the job with init_process_group on a new store.");
+  }
+}
+
 c10::intrusive_ptr<c10d::Backend> MigrateBackend::shrink(const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
                                                          const c10::intrusive_ptr<c10d::Backend::Options>& optsOverride) {
   TORCH_CHECK_VALUE(!ranksToExclude.empty(), "ranks_to_exclude cannot be empty");
@@ -65,6 +81,7 @@ c10::intrusive_ptr<c10d::Backend> MigrateBackend::shrink(const std::vector<int64
   TORCH_CHECK(!excluded.count(rank_), "An excluded rank must not call ProcessGroupNCCL::shrink");
   TORCH_CHECK(!batch_, "shrink inside a coalescing batch of group '", options_.groupName, "'; end the batch first");
   TORCH_CHECK(store_, "group '", options_.groupName, "' was destroyed; shrink a live group");
+  requireReachableStore();
 
   if (shrinkFlags == kShrinkAbort) {
     abort();  // outstanding ops of the parent fail now; the parent is not used again

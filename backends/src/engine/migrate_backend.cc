@@ -34,7 +34,7 @@ void applyNcclEnvironment(GroupOptions& options) {
   auto env = shim::ncclEnvironment(shim::settingsFromEnvironment());
   TORCH_CHECK_VALUE(env.ok(), env.ok() ? "" : env.error());
   options.blockingWait = env.value().blockingWait;
-  options.abortOnDeviceError = env.value().asyncErrorHandling != 0;
+  options.abortOnFailure = env.value().asyncErrorHandling != 0;
   if (env.value().commNonblocking && !options.deviceComms.blocking) options.deviceComms.blocking = 0;
 }
 
@@ -120,8 +120,11 @@ std::string MigrateBackend::policyName() const { return policy_->policyName(); }
 void MigrateBackend::checkUsable() const {
   TORCH_CHECK(!awaitingReconfigure_, "ProcessGroupNCCL has not been initialized. Call reconfigure() before issuing "
               "collectives when enable_reconfigure=True. (group '", options_.groupName, "', backend ", backendName_, ")");
-  TORCH_CHECK(!aborted_, "process group '", options_.groupName, "' (", backendName_,
-              ") was aborted; create a new group to communicate again");
+  if (aborted_) {
+    C10_THROW_ERROR(DistBackendError, "process group '" + options_.groupName + "' (" + backendName_ +
+                                          ") was aborted after a failed op or an abort; shrink it or create a new "
+                                          "group to communicate again");
+  }
 }
 
 Communicator& MigrateBackend::communicatorFor(const CommunicatorRequest& request) {
@@ -149,14 +152,13 @@ std::string MigrateBackend::describeOp(const std::string& op, uint64_t seq) cons
 c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRequest& where, const Run& run) {
   // Inside a batch every op joins the batch's communicator, whatever the policy would pick alone.
   CommunicatorRequest target = batch_ ? policy_->forCollective(op.device) : where;
-  Communicator& comm = batch_ && batch_->communicator ? *batch_->communicator : communicatorFor(target);
-  if (batch_ && !batch_->communicator) {
-    comm.beginBatch();
-    batch_->communicator = &comm;
-    batch_->key = target.key;
+  TORCH_CHECK_VALUE(!batch_ || !batch_->communicator || batch_->key == target.key,
+                    "all ops of a coalescing batch must use one device; ", op.name, " on ", op.device.str(),
+                    " joined a batch on ", batch_ ? batch_->key : "");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    checkUsable();
   }
-  TORCH_CHECK_VALUE(!batch_ || batch_->key == target.key, "all ops of a coalescing batch must use one device; ",
-                    op.name, " on ", op.device.str(), " joined a batch on ", batch_ ? batch_->key : "");
 
   uint64_t seq, p2pSeq, opId;
   {
@@ -178,9 +180,29 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
 
   uint64_t shownSeq = op.isP2P ? p2pSeq : seq;
   std::string description = describeOp(op.name, shownSeq);
+  // A lazy communicator is created by the op that first needs it, meeting its peers: a peer that
+  // died or never comes fails this op like a transfer to it would (DistBackendError naming the
+  // op, abort hooks, flight-recorder dump, the group aborted), not with the store's own error.
+  Communicator* comm = batch_ && batch_->communicator ? batch_->communicator : nullptr;
+  if (!comm) {
+    try {
+      comm = &communicatorFor(target);
+    } catch (const std::exception& e) {
+      notifySettled(observed, std::current_exception());
+      std::string what = description + " failed: its communicator ('" + target.key +
+                         "') could not be created with its peers: " + messageOf(std::current_exception());
+      onOpFailure(/*timedOut=*/false, what);
+      std::rethrow_exception(backendError(what));
+    }
+  }
+  if (batch_ && !batch_->communicator) {
+    comm->beginBatch();
+    batch_->communicator = comm;
+    batch_->key = target.key;
+  }
   std::unique_ptr<InFlight> inFlight;
   try {
-    inFlight = run(comm, target);
+    inFlight = run(*comm, target);
   } catch (const c10::Error&) {
     notifySettled(observed, std::current_exception());  // an op that never ran has settled
     throw;  // argument errors keep torch's type and text
@@ -316,19 +338,19 @@ void MigrateBackend::runAbortHooks() {
   }
 }
 
-void MigrateBackend::onOpFailure(bool timedOut, bool onDevice, const std::string& what) {
+void MigrateBackend::onOpFailure(bool timedOut, const std::string& what) {
   int expected = static_cast<int>(c10d::ErrorType::SUCCESS);
   error_.compare_exchange_strong(expected, static_cast<int>(timedOut ? c10d::ErrorType::TIMEOUT
                                                                      : c10d::ErrorType::COMM_ERROR));
   // Hooks and dumps may take seconds (torch's FlightRecorderHook writes its own trace); the
   // thread that saw the failure raises now and the watchdog does the rest.
   auto self = c10::weak_intrusive_ptr<MigrateBackend>(c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this));
-  services_->watchdog->post([self, timedOut, onDevice, what] {
-    if (auto backend = self.lock()) backend->handleFailure(timedOut, onDevice, what);
+  services_->watchdog->post([self, timedOut, what] {
+    if (auto backend = self.lock()) backend->handleFailure(timedOut, what);
   });
 }
 
-void MigrateBackend::handleFailure(bool timedOut, bool onDevice, const std::string& what) {
+void MigrateBackend::handleFailure(bool timedOut, const std::string& what) {
   runAbortHooks();
   if (!dumped_.exchange(true) && services_->flightRecorder->enabled()) {
     try {
@@ -338,10 +360,10 @@ void MigrateBackend::handleFailure(bool timedOut, bool onDevice, const std::stri
       LOG(ERROR) << "[nccl_migrate] " << what << "; the flight recorder dump failed: " << e.what();
     }
   }
-  // A timed-out op, or NCCL's asynchronous error, leaves the communicator in an unknown state
-  // (its stream may never get past the op): abort the group so that every other pending op
-  // fails now instead of hanging behind it.
-  if (timedOut || (onDevice && options_.abortOnDeviceError)) abort();
+  // A timed-out op, NCCL's asynchronous error or a transport that lost its peer leaves the
+  // communicator in an unknown state (its stream may never get past the op): abort the group so
+  // that every other pending op fails now instead of hanging behind it.
+  if (timedOut || options_.abortOnFailure) abort();
 }
 
 c10::intrusive_ptr<c10d::Backend> MigrateBackend::split(const c10::intrusive_ptr<c10d::Store>& store,

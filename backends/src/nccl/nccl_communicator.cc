@@ -39,6 +39,27 @@ struct NcclCommunicator::OpenBatch {
 
 namespace {
 
+// Every member of a communicator about to be created sets its key and waits for the others' within
+// the group's timeout; the error names the members that never came.
+void meetMembers(c10d::Store& store, const std::string& prefix, const CommunicatorInfo& info,
+                 const std::string& groupName, std::chrono::milliseconds timeout) {
+  store.set(prefix + "/member/" + std::to_string(info.rank), std::vector<uint8_t>{1});
+  std::vector<std::string> keys;
+  for (int r = 0; r < info.size; ++r) keys.push_back(prefix + "/member/" + std::to_string(r));
+  try {
+    store.wait(keys, timeout);
+  } catch (const c10::DistStoreError&) {
+    std::string missing;
+    for (int r = 0; r < info.size; ++r) {
+      int groupRank = r < static_cast<int>(info.groupRanks.size()) ? info.groupRanks[r] : r;
+      if (!store.check({keys[r]})) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
+    }
+    C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName + "': group rank(s) " +
+                                          missing + " did not arrive within " + std::to_string(timeout.count()) +
+                                          " ms to create it (dead, or not running this op)");
+  }
+}
+
 ncclDataType_t ncclTypeOf(at::ScalarType type) {
   switch (type) {
     case at::kFloat: return ncclFloat32;
@@ -135,7 +156,8 @@ NcclCommunicator::~NcclCommunicator() = default;
 std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_ptr<c10d::Store>& store,
                                                            const std::string& storePrefix, CommunicatorInfo info,
                                                            const std::string& groupName, FutureOrder futureOrder,
-                                                           const DeviceCommOptions& options, NcclSeams seams) {
+                                                           const DeviceCommOptions& options, NcclSeams seams,
+                                                           std::chrono::milliseconds timeout) {
   nccl::CallSite site{"communicator init", groupName, info.rank};
   nccl::NcclApi& api = *seams.api;
   TORCH_CHECK(info.device.is_cpu() || info.device.has_index(), "communicator ", info.key, " of group '", groupName,
@@ -145,6 +167,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
   TORCH_CHECK(!seams.runtime->capturing(seams.runtime->currentStream(info.device)), "group '", groupName,
               "' would create its communicator ", info.key, " during CUDA graph capture, which cannot run NCCL's "
               "init: run one op of the group (or create it eagerly) before capturing");
+  meetMembers(*store, storePrefix, info, groupName, timeout);
   ncclUniqueId id;
   std::string key = storePrefix + "/nccl_unique_id";
   if (info.rank == 0) {

@@ -26,12 +26,15 @@ struct NcclSeams {
 
 class NcclCommunicator final : public Communicator {
  public:
-  // Rendezvous through `store` under `storePrefix`: the communicator's rank 0 publishes the
-  // NCCL unique id, the others read it (the store's timeout bounds the wait).
+  // Rendezvous through `store` under `storePrefix`: every member announces itself and waits for
+  // the others within `timeout` (the group's), then the communicator's rank 0 publishes the NCCL
+  // unique id and the others read it. A member that never comes (a peer that died before a lazy
+  // communicator's first op) fails the creation instead of blocking in ncclCommInitRank forever.
   static std::unique_ptr<NcclCommunicator> create(const c10::intrusive_ptr<c10d::Store>& store,
                                                   const std::string& storePrefix, CommunicatorInfo info,
                                                   const std::string& groupName, FutureOrder futureOrder,
-                                                  const DeviceCommOptions& options, NcclSeams seams);
+                                                  const DeviceCommOptions& options, NcclSeams seams,
+                                                  std::chrono::milliseconds timeout);
   ~NcclCommunicator() override;
 
   const CommunicatorInfo& info() const override { return info_; }

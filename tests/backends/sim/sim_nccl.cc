@@ -147,7 +147,7 @@ SimNcclApi::SimNcclApi(c10::intrusive_ptr<c10d::Store> store, std::shared_ptr<Si
 const char* SimNcclApi::errorString(ncclResult_t result) {
   switch (result) {
     case ncclSuccess: return "no error";
-    case ncclSystemError: return "simulated system error (a peer never arrived)";
+    case ncclSystemError: return "simulated system error (a peer never arrived, or became unreachable)";
     case ncclRemoteError: return "simulated remote error (injected)";
     case ncclInvalidUsage: return "invalid usage";
     case ncclInvalidArgument: return "invalid argument";
@@ -364,6 +364,17 @@ std::string partKey(const SimNcclApi::Op& op, int rank) { return op.key + "/" + 
 }  // namespace
 
 void SimNcclApi::run(const std::vector<Op>& ops) {
+  // The store carries the simulated transfers. When it fails (the rank hosting it died), the
+  // peers are unreachable: NCCL reports that as its asynchronous error and the op never
+  // completes; it never ends the process.
+  try {
+    transfer(ops);
+  } catch (const std::exception&) {
+    for (const Op& op : ops) op.comm->asyncError = ncclSystemError;
+  }
+}
+
+void SimNcclApi::transfer(const std::vector<Op>& ops) {
   // Faults are counted per collective of this rank's communicator.
   for (const Op& op : ops) {
     if (!op.collective()) continue;

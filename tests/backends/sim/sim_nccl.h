@@ -83,8 +83,10 @@ class SimNcclApi final : public backends::nccl::NcclApi {
           ncclComm_t comm, cudaStream_t stream, const char* call);
   ncclResult_t submit(Op op);
   ncclResult_t stillIssuing(SimComm& comm);
-  // Runs ops that launch together on one stream: posts every contribution, then collects.
+  // Runs ops that launch together on one stream: posts every contribution, then collects
+  // (transfer); a store that fails meanwhile becomes the ops' communicators' asynchronous error.
   void run(const std::vector<Op>& ops);
+  void transfer(const std::vector<Op>& ops);
   void note(const char* call);
 
   c10::intrusive_ptr<c10d::Store> store_;

@@ -4,6 +4,7 @@ no process hangs."""
 
 import os
 import pickle
+import socket
 import time
 
 import pytest
@@ -105,3 +106,135 @@ def test_a_late_peer_is_not_a_dead_one():
         assert rank0[op][0] == rank1[op][0] == 2.0, (rank0, rank1)
     # rank 0 really waited for its late peer, and its ops still succeeded
     assert all(seconds > 0.3 for _, seconds in rank0.values()), rank0
+
+
+def _first_p2p_with_a_dead_peer(world_kind):
+    """Legacy behaviour: rank 2 dies right after init, before any op. Rank 0's first send to it
+    creates their pair communicator, which waits for a peer that never comes; rank 1 waits for
+    rank 0's word."""
+    def run(rank, world, store):
+        from datetime import timedelta
+
+        import torch
+        import torch.distributed as dist
+
+        from worlds import init
+
+        init(world_kind, "migrate-legacy", rank, world, store, timeout=timedelta(seconds=TIMEOUT_S))
+        hooked = []
+        dist.group.WORLD.register_abort_hook(3, lambda: hooked.append("hook"))
+        if rank == 2:
+            os._exit(0)
+        if rank == 1:
+            store.wait(["sent"], timedelta(seconds=60))
+            return None
+        started = time.monotonic()
+        try:
+            dist.send(torch.ones(8), 2)
+            outcome = ("no error", "")
+        except Exception as error:  # noqa: BLE001
+            outcome = (type(error).__name__, str(error).split("\n")[0])
+        elapsed = time.monotonic() - started
+        deadline = time.monotonic() + 5
+        while not hooked and time.monotonic() < deadline:
+            time.sleep(0.05)
+        store.set("sent", "1")
+        return outcome, elapsed, hooked
+
+    return run
+
+
+def _p2p_dead_peer_cpu(r, w, s): return _first_p2p_with_a_dead_peer("cpu-bound")(r, w, s)
+def _p2p_dead_peer_sim(r, w, s): return _first_p2p_with_a_dead_peer("sim-bound")(r, w, s)
+
+
+@pytest.mark.parametrize("runner,world", [(_p2p_dead_peer_cpu, "cpu-bound"), (_p2p_dead_peer_sim, "sim-bound")],
+                         ids=["gloo", "sim"])
+def test_a_pair_communicator_that_cannot_meet_its_dead_peer_fails_the_op_like_a_transfer(runner, world, tmp_path):
+    from worlds import world_missing
+
+    if world_missing(world):
+        pytest.skip(world_missing(world))
+    prefix = str(tmp_path / "fr_rank_")
+    (kind, message), elapsed, hooked = run_ranks(runner, 3, timeout=90, env={"TORCH_FR_DUMP_TEMP_FILE": prefix},
+                                                 reporting=[0, 1])[0]
+    assert kind == "DistBackendError", message
+    assert "send (backend nccl, group '0', rank 0" in message, message
+    assert "its communicator ('cpu:0/p2p:0:2')" in message or "its communicator ('cpu/p2p:0:2')" in message, message
+    assert elapsed < TIMEOUT_S + MARGIN_S, elapsed
+    assert hooked == ["hook"]
+    dump = pickle.load(open(prefix + "0", "rb"))
+    assert dump["entries"][-1]["profiling_name"].endswith("send 0->2"), dump["entries"][-1]
+
+
+def _shrink_after_the_store_host_died(rank, world, store):
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    import nccl_migrate  # noqa: F401
+
+    dist.init_process_group("migrate-nccl2", rank=rank, world_size=world, timeout=timedelta(seconds=TIMEOUT_S))
+    dist.all_reduce(torch.ones(4))
+    if rank == 0:
+        os._exit(0)  # hosts the TCP store (env:// rendezvous): the store goes with it
+    try:
+        dist.all_reduce(torch.ones(4))
+    except Exception:  # noqa: BLE001 - the dead peer's failure; shrink is what this test is about
+        pass
+    started = time.monotonic()
+    try:
+        dist.shrink_group([0], shrink_flags=dist.distributed_c10d.SHRINK_ABORT)
+        return ("no error", ""), time.monotonic() - started
+    except Exception as error:  # noqa: BLE001
+        return (type(error).__name__, str(error).split("\n")[0]), time.monotonic() - started
+
+
+def test_shrink_names_the_dead_store_and_the_way_out():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    for (kind, message), seconds in run_ranks(_shrink_after_the_store_host_died, 3, timeout=90, env=env,
+                                              reporting=[1, 2]):
+        assert kind == "DistStoreError", message
+        assert "needs the group's store to connect the survivors, and the store cannot be reached" in message, message
+        assert "torchrun's agent" in message and "re-form the job with init_process_group on a new store" in message
+        assert seconds < TIMEOUT_S, seconds
+
+
+def _next_op_after_a_lost_peer(rank, world, store):
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    import nccl_migrate  # noqa: F401
+
+    dist.init_process_group("migrate-nccl2", store=store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=TIMEOUT_S))
+    dist.all_reduce(torch.ones(4))
+    if rank == 2:
+        os._exit(0)
+    try:
+        dist.all_reduce(torch.ones(1 << 16))  # Gloo loses its connection to rank 2: a transport failure
+    except Exception:  # noqa: BLE001
+        pass
+    time.sleep(0.5)  # the failure's abort runs on the watchdog thread
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    started = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(4))
+        outcome = ("no error", "")
+    except Exception as error:  # noqa: BLE001
+        outcome = (type(error).__name__, str(error).split("\n")[0])
+    return outcome, time.monotonic() - started, str(backend.get_error())
+
+
+def test_a_transport_failure_aborts_the_group_so_the_next_op_says_so_at_once():
+    for (kind, message), seconds, error in run_ranks(_next_op_after_a_lost_peer, 3, timeout=90, reporting=[0, 1]):
+        assert kind == "DistBackendError", message
+        assert "process group '0' (nccl2) was aborted after a failed op" in message, message
+        assert seconds < 0.5, seconds
+        assert "COMM_ERROR" in error, error

@@ -55,9 +55,10 @@ struct GroupOptions {
   bool enableReconfigure = false;
   // TORCH_NCCL_BLOCKING_WAIT: wait() blocks the host until the op ends.
   bool blockingWait = false;
-  // TORCH_NCCL_ASYNC_ERROR_HANDLING other than 0: an op that fails on the device (NCCL's
-  // asynchronous error) aborts the group's communicators, as a timeout does.
-  bool abortOnDeviceError = true;
+  // TORCH_NCCL_ASYNC_ERROR_HANDLING other than 0: an op that fails (NCCL's asynchronous error,
+  // a transport that lost its peer, a communicator that could not meet its peers) aborts the
+  // group's communicators, as a timeout does, so no other op of the group waits on a dead peer.
+  bool abortOnFailure = true;
   // pg_options (ProcessGroupNCCL.Options) and TORCH_NCCL_USE_COMM_NONBLOCKING.
   DeviceCommOptions deviceComms;
 };
@@ -211,9 +212,10 @@ class MigrateBackend final : public c10d::Backend {
   uint64_t globalRank() const;
 
   // Called when an op of this group timed out or failed: records the error now, then on the
-  // watchdog thread runs the abort hooks, dumps the flight recorder once, and on timeout aborts
-  // the group's communicators so that every other pending op fails too instead of hanging.
-  void onOpFailure(bool timedOut, bool onDevice, const std::string& what);
+  // watchdog thread runs the abort hooks, dumps the flight recorder once, and aborts the group's
+  // communicators (on timeout; on any failure unless TORCH_NCCL_ASYNC_ERROR_HANDLING=0) so that
+  // every other pending op fails too instead of hanging.
+  void onOpFailure(bool timedOut, const std::string& what);
 
  private:
   struct Op;  // what one call issues: name, type, tensors, peer
@@ -246,7 +248,8 @@ class MigrateBackend final : public c10d::Backend {
   void connectEagerly();
   void registerWithFlightRecorder();
   void runAbortHooks();
-  void handleFailure(bool timedOut, bool onDevice, const std::string& what);
+  void handleFailure(bool timedOut, const std::string& what);
+  void requireReachableStore() const;
 
   std::shared_ptr<EngineServices> services_;  // first: what the ops below report to outlives them
   c10::intrusive_ptr<c10d::Store> store_;

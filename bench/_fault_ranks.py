@@ -1,0 +1,257 @@
+"""One rank of a fault-campaign run (bench/faults.py): a mixed workload of collectives, p2p,
+coalesced batches and subgroup ops whose every result is checked, the fault injected on the
+faulty rank at its op, and on every rank that raised the recovery a job would make: the
+abort hook's word, the flight-recorder dump, then shrink_group without the faulty rank and an
+all_reduce on the shrunk group. Runs in a process forked from the campaign (torch and the
+toolkit already imported); what it saw goes to `result<rank>.json` in the run's directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+# Ops of the workload. "sub_*" run on a subgroup of every rank but the last; the batch and the
+# coalesced ops each launch as one batch.
+OPS = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "ring", "batch_ring",
+       "coalesced", "sub_all_reduce", "sub_broadcast")
+ELEMENTS = 1 << 12
+SIGNALS = ("kill", "kill_store", "stop")  # faults the faulty rank's own thread strikes
+DISRUPTIVE = SIGNALS + ("sim_stall", "sim_error")  # the faulty rank leaves the group
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    """What one run asks of every rank: the same for all of them but `rank`."""
+    rank: int
+    world: int
+    backend: str          # a toolkit backend name (migrate-legacy, migrate-nccl2, migrate-lazy)
+    world_kind: str       # "cpu-bound" (Gloo) or "sim-bound" (the simulated device)
+    timeout_s: float
+    ops: tuple[str, ...]  # the workload, the same on every rank
+    fault: str            # none, kill, kill_store, stop, slow, sim_stall, sim_error
+    faulty_rank: int
+    fault_at: int         # the op index where a signal or delay strikes the faulty rank
+    fault_delay_s: float  # after the op was issued (signals) or before it (slow)
+    directory: str
+
+
+def workload(seed: int, length: int) -> tuple[str, ...]:
+    """The op sequence of a run: every kind once, then random ones; the last is a world
+    all_reduce, so every rank meets every other before the workload ends."""
+    rng = random.Random(seed)
+    ops = list(OPS) + [rng.choice(OPS) for _ in range(max(0, length - len(OPS) - 1))]
+    rng.shuffle(ops)
+    return tuple(ops) + ("all_reduce",)
+
+
+def _value(index: int, rank: int) -> float:
+    return float((index + 1) * 10 + rank + 1)
+
+
+def _check(name: str, index: int, got, want) -> None:
+    if got != want:
+        raise AssertionError(f"op {index} ({name}): wrong result {got!r}, expected {want!r}")
+
+
+def _run_op(dist, torch, name: str, index: int, rank: int, world: int, sub) -> None:
+    """Runs op `index` and checks its result against what it must be (computed without any
+    collective)."""
+    mine = _value(index, rank)
+    everyone = [_value(index, r) for r in range(world)]
+    if name == "all_reduce":
+        t = torch.full((ELEMENTS,), mine)
+        dist.all_reduce(t)
+        _check(name, index, t[0].item(), sum(everyone))
+    elif name == "broadcast":
+        root = index % world
+        t = torch.full((ELEMENTS,), mine)
+        dist.broadcast(t, src=root)
+        _check(name, index, t[-1].item(), everyone[root])
+    elif name == "all_gather":
+        out = torch.empty(world * ELEMENTS)
+        dist.all_gather_into_tensor(out, torch.full((ELEMENTS,), mine))
+        _check(name, index, out[::ELEMENTS].tolist(), everyone)
+    elif name == "reduce_scatter":
+        out = torch.empty(ELEMENTS)
+        dist.reduce_scatter_tensor(out, torch.full((world * ELEMENTS,), mine))
+        _check(name, index, out[0].item(), sum(everyone))
+    elif name == "all_to_all":
+        out = torch.empty(world * 4)
+        source = torch.arange(world * 4, dtype=torch.float32) + 100 * rank
+        dist.all_to_all_single(out, source)
+        _check(name, index, out[::4].tolist(), [100.0 * r + 4 * rank for r in range(world)])
+    elif name in ("ring", "batch_ring"):
+        right, left = (rank + 1) % world, (rank - 1) % world
+        out = torch.empty(ELEMENTS)
+        mine_t = torch.full((ELEMENTS,), mine)
+        if name == "ring":
+            # Even ranks send first, odd ranks receive first: a lone send or recv creates its pair's
+            # communicator under the legacy behaviours, and a ring in which every rank sent first
+            # would wait in a circle for its pairs to form (as on torch's legacy NCCL backend).
+            ops = [dist.isend, dist.irecv] if rank % 2 == 0 else [dist.irecv, dist.isend]
+            works = [op(mine_t, right) if op is dist.isend else op(out, left) for op in ops]
+        else:
+            works = dist.batch_isend_irecv([dist.P2POp(dist.isend, mine_t, right), dist.P2POp(dist.irecv, out, left)])
+        for work in works:
+            work.wait()
+        _check(name, index, out[0].item(), everyone[left])
+    elif name == "coalesced":
+        a, b = torch.full((ELEMENTS,), mine), torch.full((7,), 2 * mine)
+        with dist._coalescing_manager(async_ops=True) as batch:
+            dist.all_reduce(a)
+            dist.all_reduce(b)
+        batch.wait()
+        _check(name, index, (a[0].item(), b[0].item()), (sum(everyone), 2 * sum(everyone)))
+    elif name in ("sub_all_reduce", "sub_broadcast"):
+        if sub is None:
+            return  # not a member: the members' op does not involve this rank
+        members = everyone[: world - 1]
+        t = torch.full((ELEMENTS,), mine)
+        if name == "sub_all_reduce":
+            dist.all_reduce(t, group=sub)
+            _check(name, index, t[0].item(), sum(members))
+        else:
+            dist.broadcast(t, src=0, group=sub)
+            _check(name, index, t[0].item(), members[0])
+    else:
+        raise ValueError(f"unknown op {name!r}")
+
+
+def _write(directory: str, name: str, data: dict) -> None:
+    tmp = os.path.join(directory, f".{name}.tmp")
+    with open(tmp, "w") as out:
+        json.dump(data, out)
+    os.replace(tmp, os.path.join(directory, name))
+
+
+def _strike(plan: RankPlan, issued: threading.Event, struck: threading.Event) -> None:
+    """The signal fault, from a thread: once op `fault_at` is issued (or about to be), after the
+    plan's delay. The time is written first, so the campaign knows when the fault struck."""
+    issued.wait()
+    time.sleep(plan.fault_delay_s)
+    _write(plan.directory, "fault.json", {"rank": plan.rank, "at": time.time()})
+    os.kill(os.getpid(), signal.SIGSTOP if plan.fault == "stop" else signal.SIGKILL)
+    struck.set()  # resumed (SIGSTOP); a killed rank never gets here
+
+
+def _recover(dist, torch, plan: RankPlan, hook_ran: threading.Event, result: dict, store, members: list[int]):
+    """What a survivor does once an op raised: the abort hook's word, then the group shrunk
+    without the faulty rank and one all_reduce on it. With the store's host dead (kill_store)
+    no shrink can connect anyone: shrink must say so, and the survivors re-form the job on a
+    new store hosted by the lowest of them, as a job's restart logic would. Returns the store
+    and members the rank leaves with."""
+    result["abort_hook_ran"] = hook_ran.wait(timeout=2.0)
+    started = time.time()
+    survivors = [r for r in range(plan.world) if r != plan.faulty_rank]
+    shrink: dict = {}
+    try:
+        # SHRINK_ABORT: ops still pending on the failed group (a ring's send whose receive
+        # failed) are aborted, as NCCL's guide recommends for removing failed ranks.
+        group = dist.shrink_group([plan.faulty_rank], shrink_flags=dist.distributed_c10d.SHRINK_ABORT)
+    except Exception as error:  # noqa: BLE001 - the campaign reports it
+        shrink["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+        group = None
+        if plan.fault == "kill_store" and "store" in shrink["error"]:
+            store, group = _reformed(dist, plan, survivors, shrink)
+    if group is not None:
+        t = torch.full((ELEMENTS,), float(plan.rank + 1))
+        dist.all_reduce(t, group=group)
+        want = float(sum(r + 1 for r in survivors))
+        shrink.update(sum=t[0].item(), want=want, size=group.size())
+        shrink["ok"] = t[0].item() == want and group.size() == len(survivors)
+    shrink.setdefault("ok", False)
+    shrink["seconds"] = time.time() - started
+    result["shrink"] = shrink
+    return store, survivors
+
+
+def _reformed(dist, plan: RankPlan, survivors: list[int], shrink: dict):
+    """The survivors' world on a new store, once shrink said the old one is gone."""
+    from datetime import timedelta
+
+    shrink["how"] = "re-formed on a new store"
+    dist.destroy_process_group()
+    store = dist.TCPStore("127.0.0.1", int(os.environ["FAULTS_RECOVERY_PORT"]), len(survivors),
+                          is_master=plan.rank == survivors[0], timeout=timedelta(seconds=plan.timeout_s * 3))
+    from worlds import init
+
+    init(plan.world_kind, plan.backend, survivors.index(plan.rank), len(survivors), store,
+         timeout=timedelta(seconds=plan.timeout_s))
+    return store, dist.group.WORLD
+
+
+def run_rank(plan: RankPlan) -> None:
+    """The rank's whole life; ends the process (os._exit) with 0 when it wrote its result."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    from worlds import init  # tests/python/worlds.py: the bound worlds the test suites use
+
+    torch.set_num_threads(1)
+    result: dict = {"rank": plan.rank, "pid": os.getpid(), "completed_ops": 0}
+    hook_ran = threading.Event()
+    issued, struck = threading.Event(), threading.Event()
+    faulty = plan.rank == plan.faulty_rank
+    if faulty and plan.fault in SIGNALS:
+        threading.Thread(target=_strike, args=(plan, issued, struck), daemon=True).start()
+
+    init(plan.world_kind, plan.backend, plan.rank, plan.world, None, timeout=timedelta(seconds=plan.timeout_s))
+    store = dist.distributed_c10d._get_default_store()
+    sub = dist.new_group(list(range(plan.world - 1)))
+    sub = sub if plan.rank < plan.world - 1 else None
+    for group in (dist.group.WORLD, sub):
+        if group is not None:
+            group.register_abort_hook(11, hook_ran.set)  # hooks are per group: each group's failure runs its own
+    for index, name in enumerate(plan.ops):
+        if faulty and index == plan.fault_at:
+            if plan.fault == "slow":
+                time.sleep(plan.fault_delay_s)
+            issued.set()
+        result["op"] = {"index": index, "name": name, "issued_at": time.time()}
+        try:
+            _run_op(dist, torch, name, index, plan.rank, plan.world, sub)
+            if issued.is_set() and index == plan.fault_at and plan.fault in SIGNALS:
+                struck.wait(60)  # the signal strikes here at the latest; the rank must not have gone on
+        except AssertionError as wrong:
+            result["wrong_result"] = str(wrong)
+            break
+        except Exception as error:  # noqa: BLE001 - what raised, and when, is the measurement
+            result["raised"] = {"type": type(error).__name__, "at": time.time(),
+                                "message": str(error).splitlines()[0][:400] if str(error) else ""}
+            break
+        result["completed_ops"] = index + 1
+    result["abort_hook_ran"] = hook_ran.is_set()
+    members = [r for r in range(plan.world) if r != plan.faulty_rank or plan.fault not in DISRUPTIVE]
+    if "raised" in result and not faulty:
+        store, members = _recover(dist, torch, plan, hook_ran, result, store, members)
+    _write(plan.directory, f"result{plan.rank}.json", result)
+    if not faulty or plan.fault not in DISRUPTIVE:
+        _leave(store, plan, members, result)
+    try:
+        dist.destroy_process_group()
+    except Exception as error:  # noqa: BLE001
+        result["destroy_error"] = f"{type(error).__name__}: {str(error)[:200]}"
+    result["exited_at"] = time.time()
+    _write(plan.directory, f"result{plan.rank}.json", result)
+    os._exit(0)
+
+
+def _leave(store, plan: RankPlan, members: list[int], result: dict) -> None:
+    """Leaves once every member is done: the process hosting the store (the first member) waits
+    for the others, so no rank still finishing its last op loses the store under it (the
+    simulated device moves its data through the store, and a job's exit would kill it)."""
+    from datetime import timedelta
+
+    try:
+        store.set(f"faults/left/{plan.rank}", "1")
+        if plan.rank == members[0]:
+            store.wait([f"faults/left/{r}" for r in members], timedelta(seconds=plan.timeout_s * 3))
+    except Exception as error:  # noqa: BLE001
+        result["leave_error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
