@@ -4,7 +4,11 @@ many nodes), restarts, signals and the environment each rank gets are torchrun's
 fails ends the others (torch's agent does that), and a job that runs past its timeout is ended as
 a whole (SIGTERM to this process, which torch's agent turns into stopping its workers; before the
 workers start, while the rendezvous waits for a node that never comes, our own handler does), so
-a run never hangs on a dead peer and always says why it ended. A command that starts its own launcher (torchrun) runs as it is.
+a run never hangs on a dead peer and always says why it ended. At the deadline the ranks still
+running are noted (pid, RANK, whether stopped), and a stopped one (SIGSTOP, a debugger) gets its
+SIGTERM followed by SIGCONT: a stopped process keeps SIGTERM pending, so torch's agent would
+otherwise wait out its 30 s grace and SIGKILL it. A command that starts its own launcher
+(torchrun) runs as it is.
 """
 
 from __future__ import annotations
@@ -30,11 +34,21 @@ class RankResult:
 
 
 @dataclass
+class RunningProcess:
+    """A rank's process still running at the job's deadline."""
+    pid: int
+    rank: int | None  # its RANK variable, as its launcher set it (a recorder's meta names its group rank)
+    stopped: bool  # stopped (SIGSTOP, a debugger), so it could not answer at all
+
+
+@dataclass
 class JobResult:
-    ranks: list[RankResult] = field(default_factory=list)
+    ranks: list[RankResult] = field(default_factory=list)  # the failed ranks, the cause first
     timed_out: bool = False
     seconds: float = 0.0
     error: str | None = None  # the launcher itself failed (rendezvous, a bad argument)
+    timeout: float | None = None  # the limit the job ran under
+    running_at_deadline: list[RunningProcess] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -42,7 +56,8 @@ class JobResult:
 
     def describe_failure(self) -> str:
         if self.timed_out:
-            return f"the job ran past its timeout ({self.seconds:.0f} s) and was ended"
+            limit = f"{self.timeout:g} s" if self.timeout is not None else "its limit"
+            return f"the job ran past its timeout ({limit}) and was ended after {self.seconds:.0f} s"
         if self.error:
             return self.error
         failed = [r for r in self.ranks if r.returncode not in (0, None)]
@@ -54,12 +69,77 @@ class JobResult:
         return "a rank was ended after a peer failed"
 
 
+AGENT_GRACE_SECONDS = 30  # torch's agent waits this long after its SIGTERM before it sends SIGKILL
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every process on this host: pid -> (parent pid, state letter), from /proc."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:  # it ended meanwhile
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # the command name may hold spaces and parentheses
+        found[int(name)] = (int(fields[1]), fields[0])
+    return found
+
+
+def _rank_variable(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            variables = f.read().split(b"\0")
+    except OSError:
+        return None
+    for variable in variables:
+        if variable.startswith(b"RANK="):
+            value = variable[5:].decode(errors="replace")
+            return int(value) if value.isdigit() else None
+    return None
+
+
+def ranks_running_under(root: int) -> tuple[list[RunningProcess], list[int]]:
+    """The rank processes running below ``root`` (the topmost descendants with a RANK variable:
+    their own children, data loaders, inherit it) and every stopped process below it."""
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    ranks, stopped = [], []
+    todo = [(pid, False) for pid in children.get(root, [])]  # (pid, below a rank)
+    while todo:
+        pid, below_rank = todo.pop()
+        is_stopped = table[pid][1] in "Tt"
+        if is_stopped:
+            stopped.append(pid)
+        rank = None if below_rank else _rank_variable(pid)
+        if rank is not None:
+            ranks.append(RunningProcess(pid, rank, is_stopped))
+        todo.extend((child, below_rank or rank is not None) for child in children.get(pid, []))
+    return sorted(ranks, key=lambda p: (p.rank, p.pid)), stopped
+
+
+def end_stopped(pids: list[int]) -> None:
+    """SIGTERM, then SIGCONT, to each stopped process: a stopped process keeps SIGTERM pending until
+    it runs again (only SIGKILL ends it where it stands), and SIGTERM first means it never runs on
+    past its deadline."""
+    for pid in pids:
+        for signum in (signal.SIGTERM, signal.SIGCONT):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signum)
+
+
 class _Deadline:
     """Sends this process SIGTERM after ``seconds`` unless disarmed first: torch's agent stops its
-    workers on that signal, as it does when a user's scheduler sends it."""
+    workers on that signal, as it does when a user's scheduler sends it. Notes which ranks were
+    still running first, and ends the stopped ones itself."""
 
     def __init__(self, seconds: float):
         self.lock, self.armed, self.fired = threading.Lock(), True, False
+        self.running: list[RunningProcess] = []
         self.timer = threading.Timer(seconds, self._fire)
         self.timer.daemon = True
         self.timer.start()
@@ -68,6 +148,11 @@ class _Deadline:
         with self.lock:
             if self.armed:
                 self.fired = True
+                try:
+                    self.running, stopped = ranks_running_under(os.getpid())
+                except OSError:  # no /proc: torch's agent still ends them, a stopped one after its grace
+                    self.running, stopped = [], []
+                end_stopped(stopped)
                 os.kill(os.getpid(), signal.SIGTERM)
 
     def disarm(self) -> None:
@@ -178,20 +263,39 @@ def run_job(command: list[str], nproc: int, env: dict[str, str] | None = None, t
                     deadline.disarm()
             result.ranks = [RankResult(rank, 0) for rank in range(config.nproc_per_node)]
         except ChildFailedError as failed:
-            # Ranks the agent ended (a signal) after a peer exited with a status are not the cause.
-            exited = any(failure.exitcode > 0 for failure in failed.failures.values())
-            order = sorted(failed.failures.items(), key=lambda item: (item[1].exitcode < 0, item[1].timestamp, item[0]))
-            result.ranks = [RankResult(rank, None if exited and failure.exitcode < 0 else failure.exitcode)
-                            for rank, failure in order]
+            result.ranks = failed_ranks({rank: (f.exitcode, f.timestamp) for rank, f in failed.failures.items()})
         except SignalException as stopped:
-            if deadline is not None and deadline.fired:
-                result.timed_out = True
-            else:
+            if deadline is None or not deadline.fired:
                 result.error = f"the launcher was stopped by {stopped.sigval.name}"
         except Exception as error:  # noqa: BLE001 - rendezvous and agent errors: say which, never a traceback
             result.error = f"torch's launcher failed: {type(error).__name__}: {error}"
+    if deadline is not None and deadline.fired:  # the agent may have seen a rank we ended fail first
+        result.timed_out, result.running_at_deadline = True, deadline.running
+    result.timeout = timeout
     result.seconds = time.monotonic() - started
     return result
+
+
+def failed_ranks(failures: dict[int, tuple[int, int]]) -> list[RankResult]:
+    """The failed ranks (global rank -> (exit code, torch's timestamp in whole seconds)), the cause
+    first. Once a rank fails, torch's agent sends the others SIGTERM, and SIGKILL to those still
+    there after its grace: those are None (ended by the launcher) whenever another rank failed
+    otherwise. A peer's death makes the survivors' collectives fail ("Connection closed by peer")
+    and some exit with a status of their own before the agent ends them; so of the rest, deaths by
+    a signal come first, then the earliest."""
+    if not failures:
+        return []
+    first = min(timestamp for _, timestamp in failures.values())
+
+    def by_the_agent(code: int, timestamp: int) -> bool:
+        return code == -signal.SIGTERM or (code == -signal.SIGKILL and timestamp >= first + AGENT_GRACE_SECONDS - 1)
+
+    causes = {rank: facts for rank, facts in failures.items() if not by_the_agent(*facts)}
+    if not causes:  # every rank was ended by a signal like the agent's: none can be told from the others
+        causes = failures
+    order = sorted(causes, key=lambda rank: (causes[rank][0] >= 0, causes[rank][1], rank))
+    ended = sorted(set(failures) - set(causes))
+    return [RankResult(rank, causes[rank][0]) for rank in order] + [RankResult(rank, None) for rank in ended]
 
 
 def _pump(stream, sink) -> None:
@@ -213,11 +317,19 @@ def run_launcher(command: list[str], env: dict[str, str] | None = None, timeout:
         return result
     pump = threading.Thread(target=_pump, args=(proc.stdout, sys.stdout), daemon=True)
     pump.start()
+    result.timeout = timeout
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         result.timed_out = True
-        _end(proc)
+        try:
+            result.running_at_deadline, stopped = ranks_running_under(proc.pid)
+        except OSError:  # no /proc: the stopped ones are SIGKILLed after the grace periods
+            stopped = []
+        # torchrun's ranks run in sessions of their own, which the group's SIGTERM below does not
+        # reach: torchrun forwards it, and a stopped one gets its own here.
+        end_stopped(stopped)
+        _end(proc, [p.pid for p in result.running_at_deadline])
     pump.join(timeout=5)
     result.seconds = time.monotonic() - started
     if not result.timed_out:
@@ -227,14 +339,17 @@ def run_launcher(command: list[str], env: dict[str, str] | None = None, timeout:
     return result
 
 
-def _end(proc: subprocess.Popen) -> None:
+def _end(proc: subprocess.Popen, ranks: list[int]) -> None:
     """SIGTERM the launcher's process group (torchrun forwards it to its ranks), then SIGKILL
-    what is left after a grace period."""
+    what is left, the ranks included, after a grace period longer than torchrun's own."""
     try:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        proc.wait(timeout=AGENT_GRACE_SECONDS + 10)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
+        for pid in ranks:  # in sessions of their own: the group's SIGKILL misses them
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait()
     except ProcessLookupError:
         pass

@@ -7,6 +7,7 @@ runs could not be compared (a damaged record included: its file and line are nam
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -21,6 +22,7 @@ from .html import render_html
 from .op_map import OpMap
 from .progress import Progress
 from .runner import SideRun, run_shadowed, run_side
+from .side_failure import compare_up_to_failure, explain
 from .side_stats import SideStats
 from .sides import (
     RecordError,
@@ -99,7 +101,7 @@ def _tail(path: str, lines: int = 15) -> str:
 
 def _shadow_runs(run: SideRun, shadow_side) -> list[SideRun]:
     """A shadow run seen as its two sides: one job, one directory."""
-    return [run, SideRun(shadow_side, run.directory, run.log, run.failure, run.seconds)]
+    return [run, dataclasses.replace(run, side=shadow_side)]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -212,7 +214,9 @@ def record(argv: list[str]) -> int:
     run = record_side(side, command, args.nproc, args.timeout, directory, args.keep_tensors, launcher_arguments(args),
                       log)
     if run.failure:
-        print(f"nccl-migrate ab record: {run.failure}\n--- last lines:\n{_tail(run.log)}", file=sys.stderr)
+        fault = explain(run, name_side=False)
+        where = f"\nnccl-migrate ab record: {fault['text']}" if fault and fault["text"] != run.failure else ""
+        print(f"nccl-migrate ab record: {run.failure}{where}\n--- last lines:\n{_tail(run.log)}", file=sys.stderr)
         return EXIT_FAILED
     incomplete = _incomplete(directory)
     if incomplete:
@@ -260,6 +264,26 @@ def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, 
     if comparison.counts["divergent"]:
         return EXIT_DIVERGENT, "divergent, and ops missing on one side: no backend computed differently from identical inputs"
     return EXIT_DIVERGENT, "ops missing on one side: one side ran fewer ops"
+
+
+def compared_up_to_failure(failures: list[str], comparison: Comparison, failed: list[str]) -> str:
+    """The verdict of a side that failed, compared as far as it got: the failure first, then
+    whether the sides agreed on the ops both recorded."""
+    counts = comparison.counts
+    agreed = [f"{counts['identical']} identical"]
+    if counts["within_tolerance"]:
+        agreed.append(f"{counts['within_tolerance']} within tolerance")
+    agreed.append(f"{counts['divergent']} divergent" + (" (backend implicated)" if comparison.backend_implicated else ""))
+    text = "; ".join(failures) + "; ops compared up to there: " + ", ".join(agreed)
+    for label in failed:  # the ops the other side recorded past the failure
+        never = counts[f"missing_in_{label}"]
+        if never:
+            text += f"; {never} op(s) side {label} never reached"
+    for label in sorted({"a", "b"} - set(failed)):
+        missing = counts[f"missing_in_{label}"]
+        if missing:
+            text += f"; {missing} op(s) missing on side {label}"
+    return text
 
 
 def _compare_parser(outer: argparse.Namespace) -> argparse.ArgumentParser:
@@ -316,18 +340,30 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
     """Compares the sides' records, writes report.json and report.html, prints the verdict."""
     report_dir = run_dir if report_dir == "" else report_dir
     jobs = runs[:1] if shadow else runs  # a shadow run's two sides are one job
-    failures = [run.failure for run in jobs if run.failure]
+    # A side that failed (a rank died, the job hung) is still compared as far as it got, when it
+    # recorded anything: whether the sides agreed up to the failure is what its user asks next.
+    faults = {run.side.label: fault for run in jobs if (fault := explain(run)) is not None}
+    failures = [fault["text"] for fault in faults.values()]
+    unreadable, left_out = [], {}
     data, not_shadowed, comparison, stats, ops = [None, None], None, None, SideStats(), OpMap()
     try:
         data, not_shadowed = _read(runs, shadow)
     except RecordError as error:
-        failures.append(f"records that cannot be compared: {error}")
+        unreadable.append(f"records that cannot be compared: {error}")
+    if faults and not unreadable:
+        for run, d in zip(runs, data):
+            if (runs[0] if shadow else run).side.label in faults:
+                left_out[run.side.label] = compare_up_to_failure(d)
+    # A side that failed before recording anything leaves nothing to compare (its fault says so,
+    # unless the launcher itself failed).
+    empty = [run.side.label for run, d in zip(jobs, data) if run.side.label in faults and d is not None and not d.ranks()]
+    unreadable += [f"side {label} recorded no op" for label in empty if faults[label]["kind"] == "failed"]
     unrecorded = [f"side {run.side.label}: {unrecorded_message(d, rank)}"
-                  for run, d in zip(jobs, data) if not failures for rank in missing_ranks(d)]
-    unrecorded += [f"side {run.side.label}: {why}" for run, d in zip(jobs, data) if not failures
+                  for run, d in zip(jobs, data) if not faults and not unreadable for rank in missing_ranks(d)]
+    unrecorded += [f"side {run.side.label}: {why}" for run, d in zip(jobs, data) if not faults and not unreadable
                    for why in incomplete_records(d)]
-    if failures or unrecorded:
-        exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unrecorded)
+    if unreadable or unrecorded or empty:
+        exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unreadable + unrecorded)
     else:
         try:
             progress = [] if args.quiet else [Progress(len(set(data[0].ranks()) | set(data[1].ranks())))]
@@ -335,13 +371,20 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
             for observer in progress:
                 observer.finished()
             exit_code, verdict = judge(comparison, args.allow_job_nondeterminism)
+            if faults:
+                exit_code, verdict = EXIT_FAILED, compared_up_to_failure(failures, comparison, sorted(faults))
         except RecordError as error:  # a damaged record met while streaming
             comparison, stats, ops = None, None, None
-            exit_code, verdict = EXIT_FAILED, f"could not compare: records that cannot be compared: {error}"
+            exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(
+                failures + [f"records that cannot be compared: {error}"])
         except ScratchError as error:
             comparison, stats, ops = None, None, None
-            exit_code, verdict = EXIT_FAILED, f"could not compare: {error}"
+            exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + [str(error)])
     result = report.build(runs, data, comparison, exit_code, verdict, stats)
+    for label, fault in faults.items():
+        result["sides"][label]["fault"] = fault
+    for label, count in left_out.items():
+        result["sides"][label]["ops_cut_by_failure"] = count["count"]
     result["run_dir"] = report_dir or None  # where report.json went; None: not written
     if shadow:
         if not_shadowed and not_shadowed["first"]:

@@ -8,6 +8,7 @@ import html
 import math
 
 from .op_map import COLOUR, LEGEND, SEVERITY
+from .report import outcome
 from .sides import SideData
 
 COLOURS = {"a": "#1f77b4", "b": "#ff7f0e"}
@@ -205,9 +206,27 @@ def _op_rows(op: dict) -> list[list]:
     return [[k, op[k]] for k in keys if k in op and op[k] not in (None, [], "")]
 
 
+def _op_name(op: dict | None) -> str:
+    return f"{op['op']} #{op['seq']} of group {op['group']}" if op else "none"
+
+
+def _fault_rows(fault: dict) -> list[list]:
+    """A failed side's ranks: the one that died and its last record, or each rank still running at
+    the deadline with the op it was inside and its last record."""
+    if fault["kind"] == "hung":
+        return [[f"rank {r['rank']}" if r["rank"] is not None else f"pid {r['pid']}",
+                 "stopped" if r["stopped"] else "running",
+                 ", ".join(_op_name(op) for op in r.get("inside") or []) or "-", _op_name(r.get("last_record"))]
+                for r in fault["running"]]
+    if fault.get("rank") is None:
+        return []
+    return [[f"rank {fault['rank']}", fault["signal"] or f"exit status {fault['exit_code']}", "-",
+             _op_name(fault.get("last_record"))]]
+
+
 def _cost_rows(report: dict) -> list[list]:
     a, b = report["sides"]["a"], report["sides"]["b"]
-    rows = [["outcome", a.get("failure") or "ok", b.get("failure") or "ok"]]
+    rows = [["outcome", outcome(a), outcome(b)]]
     for label, key in (("backend", "backend"), ("wall time (s)", "wall_seconds"), ("init time (s)", "init_seconds"),
                        ("peak RSS per rank (MiB)", "peak_rss_mib")):
         value_a, value_b = a.get(key), b.get(key)
@@ -215,8 +234,8 @@ def _cost_rows(report: dict) -> list[list]:
             value_a, value_b = (None if v is None else round(v, 3) for v in (value_a, value_b))
         rows.append([label, value_a, value_b])
     for rank in sorted(set(a.get("communicators") or {}) | set(b.get("communicators") or {})):
-        rows.append([f"communicators rank {rank}", len((a.get("communicators") or {}).get(rank, [])),
-                     len((b.get("communicators") or {}).get(rank, []))])
+        rows.append([f"communicators rank {rank}", *(len(side["communicators"][rank]) if rank in
+                                                     (side.get("communicators") or {}) else "-" for side in (a, b))])
     for op in sorted(set(a.get("op_counts") or {}) | set(b.get("op_counts") or {})):
         cells = []
         for side in (a, b):
@@ -243,6 +262,12 @@ def render_html(report: dict, data: dict[str, SideData | None], stats=None, ops=
             + ([["not shadowed", report["not_shadowed"]["count"]]] if "not_shadowed" in report else [])
             + [[f"divergent: {cls.replace('_', ' ')}", n] for cls, n in report["divergence_classes"].items()]
             + [["backend implicated", "yes" if report["backend_implicated"] else "no"]]))
+    for label, side in report["sides"].items():
+        fault = side.get("fault")
+        if fault:
+            rows = _fault_rows(fault)
+            body.append(f"<h2>Side {label} failed</h2><p>{_e(fault['text'])}</p>"
+                        + (_table(rows, ["rank", "how", "inside", "last record"]) if rows else ""))
     if report.get("first_divergence"):
         body.append("<h2>First divergence</h2>" + _table(_op_rows(report["first_divergence"])))
     if report.get("first_missing"):

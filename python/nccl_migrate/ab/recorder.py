@@ -18,6 +18,7 @@ import multiprocessing
 import multiprocessing.util
 import os
 import resource
+import signal
 import socket
 import sys
 import threading
@@ -43,6 +44,7 @@ from . import (
     SHADOW_VARIABLE,
     active,
     dispatcher_calls,
+    termination,
 )
 from .digest import digest_soon, has_spare_core, later, on_host, overlaps, resolved
 from .issued_op import IssuedOp, RecordedWork
@@ -67,6 +69,8 @@ from .wrappers import (
 )
 
 LATER_BYTES = 1 << 20  # below this, handing a digest to the worker costs more than computing it
+ENDED_DIGEST_PATIENCE = 1.0  # seconds a rank ended by a signal waits for GPU digests still computing
+ENDED_WRITER_TIMEOUT = 3.0  # seconds it waits for its record writer to finish
 HOOK_ID = 0x6162  # our pre/post hooks' id on every group ("ab")
 
 
@@ -87,9 +91,13 @@ class Recorder:
         self.watched: set[int] = set()
         self.pending: list[IssuedOp] = []
         self.hooked: dict[tuple[int, int], IssuedOp] = {}  # issued from C++, not yet complete
+        # Every op begun and not yet recorded, by id(entry): what a rank ended by a signal was
+        # inside. Changed and read without the lock: one dict operation is atomic under the GIL.
+        self.in_flight: dict[int, dict] = {}
         self.count = 0
         self.dropped = 0  # records that never reached a file (see write_failure)
         self.closed = False
+        self.close_done = threading.Event()  # the exit's records and meta are written
         self.second_writer = False  # another process holds this rank's records: this one writes nothing
         self.write_failure: str | None = None  # a rank file could not be written: the records are incomplete
         self.unwritable = False  # this rank's record file could not be created: its records are dropped
@@ -140,6 +148,7 @@ class Recorder:
             entry["via"] = via
         if active.object_collective.name:
             entry["object_collective"] = active.object_collective.name
+        self.in_flight[id(entry)] = entry
         in_future = None
         if view.inputs:
             if (via is None and not spec.writes_input and sum(t.nbytes for t in view.inputs) >= LATER_BYTES
@@ -194,6 +203,7 @@ class Recorder:
                   "records incomplete", file=sys.stderr, flush=True)
 
     def write(self, entry: dict) -> None:
+        self.in_flight.pop(id(entry), None)
         with self.lock:
             if self.second_writer:
                 return
@@ -332,6 +342,9 @@ class Recorder:
     def joined(self, rank: int) -> None:
         self.rank = rank
         self.meta.update(rank=rank, world_size=dist.get_world_size())
+        # A rank its launcher ends with SIGTERM writes its records and meta first (Python runs no
+        # exit handler then); a process that never joins a group (a launcher) is left alone.
+        termination.install(self)
 
     def initialised(self, seconds: float) -> None:
         self.joined(dist.get_rank())
@@ -345,10 +358,23 @@ class Recorder:
             break
         self.watch(c10d._get_default_group())
 
+    def exiting(self) -> bool:
+        """Whether this process's records are being closed (or are), at exit or by a signal."""
+        return self.closed
+
+    def wait_closed(self, seconds: float) -> bool:
+        return self.close_done.wait(seconds)
+
     def close(self) -> None:
         if self.closed or self.meta["pid"] != os.getpid():  # a forked child's copy: the child records anew
             return
         self.closed = True
+        try:
+            self._close()
+        finally:
+            self.close_done.set()
+
+    def _close(self) -> None:
         self.settle()
         with self.lock:
             never, self.pending = self.pending, []
@@ -370,6 +396,35 @@ class Recorder:
         with self.lock:
             if self.out is not None:
                 self.out.close()
+        self._write_meta()
+
+    def end_by_signal(self, signum: int) -> None:
+        """The launcher ends this rank (termination.py): the records already finished reach the
+        file, and the meta names the signal and the ops begun but never finished (the rank was
+        inside them: they are not records, which would compare as failed ops). Bounded: a GPU
+        digest still computing is waited for briefly, a writer stuck on its disk not at all long.
+        Runs on any thread, maybe the main thread interrupted anywhere: takes no lock it cannot
+        do without."""
+        if self.closed or self.meta["pid"] != os.getpid():
+            return
+        self.closed = True
+        try:
+            inside = sorted(self.in_flight.values(), key=lambda e: e["t"])
+            self.meta["ended_by"] = {"signal": signal.Signals(signum).name,
+                                     "inside": [{"group": e["group"], "seq": e["seq"], "op": e["op"]} for e in inside]}
+            if self.rank is None or self.second_writer:
+                return
+            self.memory.stopped.set()
+            self.memory.sample()
+            out = self.out
+            if out is not None:
+                self.meta["ended_by"]["records_flushed"] = out.close(patience=ENDED_DIGEST_PATIENCE,
+                                                                     timeout=ENDED_WRITER_TIMEOUT)
+            self._write_meta()
+        finally:
+            self.close_done.set()
+
+    def _write_meta(self) -> None:
         self.meta.update(ops=self.count, wall_seconds=time.monotonic() - self.started,
                          peak_rss_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                          memory=self.memory.samples)

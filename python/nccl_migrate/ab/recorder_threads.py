@@ -67,6 +67,7 @@ class RecordWriter(threading.Thread):
         # after it are counted and dropped, and the rank's meta names its records incomplete.
         self.failure: str | None = None
         self.written = self.dropped = 0
+        self.final_patience: float | None = None  # the last drain's, from its start (None: GPU_DIGEST_PATIENCE)
         self.start()
 
     def put(self, entry: dict) -> None:
@@ -76,7 +77,8 @@ class RecordWriter(threading.Thread):
         """Writes the records whose digests are known, and those that waited for a GPU past the
         patience (the last drain, at exit, gives each the patience from then), naming the
         digests they lack."""
-        last_wait = time.monotonic() + GPU_DIGEST_PATIENCE
+        patience = self.final_patience if final and self.final_patience is not None else GPU_DIGEST_PATIENCE
+        last_wait = time.monotonic() + patience
         while self.pending:
             if self.failure is not None:  # nothing more reaches the file: count what is lost, hold nothing
                 self.pending.popleft()
@@ -84,7 +86,7 @@ class RecordWriter(threading.Thread):
                 continue
             put_at, entry = self.pending[0]
             waiting = _waiting_digests(entry)
-            deadline = max(put_at + GPU_DIGEST_PATIENCE, last_wait if final else 0.0)
+            deadline = last_wait if final else put_at + GPU_DIGEST_PATIENCE
             if waiting and not final and time.monotonic() < deadline:
                 break
             while waiting and time.monotonic() < deadline:
@@ -117,9 +119,15 @@ class RecordWriter(threading.Thread):
         finally:
             os.close(self.fd)
 
-    def close(self) -> None:
+    def close(self, patience: float | None = None, timeout: float | None = None) -> bool:
+        """Writes what is queued and stops: a record still waiting for a GPU digest waits
+        ``patience`` seconds more at most (None: GPU_DIGEST_PATIENCE); gives up waiting for the
+        thread after ``timeout`` (None: never). True when every queued record was written or
+        counted."""
+        self.final_patience = patience
         self.stopped.set()
-        self.join()
+        self.join(timeout)
+        return not self.is_alive()
 
 
 def _lacks(entry: dict, key: str, error: str | None) -> None:

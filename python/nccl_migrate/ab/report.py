@@ -49,6 +49,19 @@ def _op_line(op: dict) -> str:
     return where + (f" (inside {op['object_collective']})" if op.get("object_collective") else "")
 
 
+def outcome(side: dict) -> str:
+    """A side's outcome in a few words, for the side-by-side rows."""
+    fault = side.get("fault")
+    if not fault:
+        return "failed" if side.get("failure") else "ok"
+    if fault["kind"] in ("died", "exited") and fault.get("rank") is not None:
+        how = fault["signal"] or f"status {fault['exit_code']}"
+        return f"rank {fault['rank']} {fault['kind']} ({how})"
+    if fault["kind"] == "hung":
+        return f"hung (timeout {fault['timeout']:g} s)" if fault.get("timeout") is not None else "hung"
+    return {"ended": "ended by a signal"}.get(fault["kind"], "failed")
+
+
 def _row(label: str, a, b) -> str:
     return f"  {label:<24} {a!s:<46} {b}"
 
@@ -92,13 +105,14 @@ def render_text(report: dict) -> str:
                        ("init time (s)", "init_seconds"), ("peak RSS per rank (MiB)", "peak_rss_mib")):
         value_a, value_b = a.get(key), b.get(key)
         if key == "failure":
-            value_a, value_b = value_a and "failed" or "ok", value_b and "failed" or "ok"
+            value_a, value_b = outcome(a), outcome(b)
         if key == "init_seconds":
             value_a, value_b = (None if v is None else round(v, 3) for v in (value_a, value_b))
         lines.append(_row(label, value_a, value_b))
     for rank in sorted(set(a.get("communicators") or {}) | set(b.get("communicators") or {})):
-        lines.append(_row(f"communicators rank {rank}", len((a.get("communicators") or {}).get(rank, [])),
-                          len((b.get("communicators") or {}).get(rank, []))))
+        # "-": no report from that rank (not the toolkit's backend, or a rank killed before its exit)
+        lines.append(_row(f"communicators rank {rank}", *(len(side["communicators"][rank]) if rank in
+                                                          (side.get("communicators") or {}) else "-" for side in (a, b))))
     for op in sorted(set(a.get("op_counts", {})) | set(b.get("op_counts", {}))):
         cell = {}
         for name, side in (("a", a), ("b", b)):

@@ -8,7 +8,7 @@ import glob
 import json
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 
 from ..cli import starts_own_ranks
 from ..launch import JobResult, run_job, run_launcher
@@ -30,11 +30,23 @@ class SideRun:
     log: str | None  # the job's own output, when we started the job
     failure: str | None  # why the side's job failed, or None
     seconds: float
+    # What the launcher saw, for the report to say which rank failed at which op (side_failure.py):
+    # the failed ranks, the cause first ({"rank", "returncode"}: None, ended by the launcher), the
+    # limit the job ran under, and the ranks still running when it ran past it ({"pid", "rank",
+    # "stopped"}).
+    ranks: list[dict] = field(default_factory=list)
+    timed_out: bool = False
+    timeout: float | None = None
+    running_at_deadline: list[dict] = field(default_factory=list)
 
     @classmethod
-    def finished(cls, side: Side, directory: str, log: str, job: JobResult) -> SideRun:
+    def finished(cls, side: Side, directory: str, log: str, job: JobResult, ranks_known: bool = True) -> SideRun:
+        """``ranks_known``: the job's ranks are the launcher's (torch's launcher in this process),
+        not one launch command whose exit status stands for them all."""
         failure = None if job.ok else f"side {side.label} ({side.text}): {job.describe_failure()}; its output: {log}"
-        run = cls(side, directory, log, failure, job.seconds)
+        ranks = [asdict(r) for r in job.ranks if r.returncode != 0] if ranks_known else []
+        run = cls(side, directory, log, failure, job.seconds, ranks, job.timed_out, job.timeout,
+                  [asdict(p) for p in job.running_at_deadline])
         run.save()
         return run
 
@@ -42,7 +54,8 @@ class SideRun:
         name = f"side.{socket.gethostname()}.{os.getpid()}.json"
         write_whole(os.path.join(self.directory, name), json.dumps(
             {"label": self.side.label, "spec": self.side.text, "env": self.side.env, "log": self.log,
-             "failure": self.failure, "seconds": self.seconds}, indent=1))
+             "failure": self.failure, "seconds": self.seconds, "ranks": self.ranks, "timed_out": self.timed_out,
+             "timeout": self.timeout, "running_at_deadline": self.running_at_deadline}, indent=1))
 
     @classmethod
     def recorded(cls, directory: str, label: str) -> SideRun:
@@ -62,8 +75,12 @@ class SideRun:
                 raise RecordError(f"{path}: not a side description ({error}); remove it to compare the records "
                                   "alone") from None
         failures = [s["failure"] for s in saved if s["failure"]]
+        # Each node's launcher saw its own ranks (side files written before these facts lack them).
         return cls(Side(label, saved[0]["spec"], saved[0]["env"]), directory, saved[0].get("log"),
-                   "; ".join(failures) or None, max(s["seconds"] for s in saved))
+                   "; ".join(failures) or None, max(s["seconds"] for s in saved),
+                   [r for s in saved for r in s.get("ranks") or []], any(s.get("timed_out") for s in saved),
+                   next((s["timeout"] for s in saved if s.get("timeout") is not None), None),
+                   [p for s in saved for p in s.get("running_at_deadline") or []])
 
 
 def job_environment(side: Side, directory: str, keep_bytes: int, inherit: bool = True) -> dict[str, str | None]:
@@ -107,7 +124,7 @@ def _started_once(side: Side, command: list[str], timeout: float | None, directo
     """A launch command (torchrun, srun, a shell script) run once, as given: it starts the ranks."""
     with open(log, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         job = run_launcher(command, env=env, timeout=timeout)
-    return SideRun.finished(side, directory, log, job)
+    return SideRun.finished(side, directory, log, job, ranks_known=False)
 
 
 def is_launch_command(command: list[str]) -> bool:

@@ -111,12 +111,16 @@ def _bad(path: str, number: int, what: str) -> RecordError:
                        "or two processes writing one file); rerun the side")
 
 
-def read_records(path: str):
-    """Yields (line number, record) from one rank's JSONL file, checking each record."""
+def read_records(path: str, accept_cut_end: bool = False):
+    """Yields (line number, record) from one rank's JSONL file, checking each record. With
+    ``accept_cut_end`` (a side whose rank was killed), a last line cut short ends the file there
+    (the process was killed while writing it: the records before it are whole)."""
     rank = _rank_of(path, "rank", ".jsonl")
     with open(path, errors="replace") as f:
         for number, line in enumerate(f, 1):
             if not line.endswith("\n"):
+                if accept_cut_end:
+                    return
                 raise _bad(path, number, "the last record is cut short")
             if not line.strip():
                 continue
@@ -148,6 +152,7 @@ class RecordedSide:
         self.reports: dict[int, dict] = {}
         self.paths: dict[int, str] = {}
         self.attempt = 0  # torch's launcher restarted the workers this many times; earlier attempts are not read
+        self.accept_cut_end = False  # the side failed: a rank killed while writing its last record
 
     def ranks(self) -> list[int]:
         return sorted(self.paths)
@@ -157,7 +162,7 @@ class RecordedSide:
         if path is None:
             return
         lines: dict[tuple[str, int], int] = {}
-        for number, entry in read_records(path):
+        for number, entry in read_records(path, self.accept_cut_end):
             key = (entry["group"], entry["seq"])
             if key in lines:
                 raise _bad(path, number, f"group {key[0]} seq {key[1]} recorded twice (first on line {lines[key]})")

@@ -163,3 +163,16 @@ def test_a_write_that_fails_stops_the_writer_cleanly_and_names_the_error(tmp_pat
     assert writer.failure == "writing /records/rank0.jsonl failed after 0 record(s): No space left on device (ENOSPC)"
     assert (writer.written, writer.dropped) == (0, 4)
     assert "later records are dropped" in capfd.readouterr().err
+
+
+def test_a_rank_ended_by_a_signal_waits_for_a_gpu_digest_briefly_only(tmp_path):
+    """A rank its launcher ends (termination.py) closes its writer with a short patience: a digest
+    its GPU never delivers is named, the records after it are written, and the close says so."""
+    writer = RecordWriter(claim(str(tmp_path / "r.jsonl")))
+    writer.put({"seq": 0, "in": "a", "out": StreamNotThereYet()})
+    writer.put({"seq": 1, "in": "c", "out": "d"})
+    started = time.monotonic()
+    assert writer.close(patience=0.2, timeout=5) is True
+    assert time.monotonic() - started < recorder_threads.GPU_DIGEST_PATIENCE / 2
+    first, second = lines(tmp_path / "r.jsonl")
+    assert first["digests_unfinished"] == ["out"] and second == {"seq": 1, "in": "c", "out": "d"}
