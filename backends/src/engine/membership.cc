@@ -154,6 +154,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reconfigure(const c10d::Reconfigu
     awaitingReconfigure_ = false;
     error_ = static_cast<int>(c10d::ErrorType::SUCCESS);
     dumped_ = false;
+    hooksRan_ = false;
   }
   policy_ = makePolicy_(rank_, size_);
   GroupOptions connect = options_;

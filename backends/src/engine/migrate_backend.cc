@@ -187,12 +187,17 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   if (!comm) {
     try {
       comm = &communicatorFor(target);
-    } catch (const std::exception& e) {
+    } catch (const c10::DistError&) {
       notifySettled(observed, std::current_exception());
       std::string what = description + " failed: its communicator ('" + target.key +
                          "') could not be created with its peers: " + messageOf(std::current_exception());
       onOpFailure(/*timedOut=*/false, what);
       std::rethrow_exception(backendError(what));
+    } catch (...) {
+      // A usage error (no device index, creation during capture, an aborted group) fails
+      // only this call: torch's type and text, no abort of the group.
+      notifySettled(observed, std::current_exception());
+      throw;
     }
   }
   if (batch_ && !batch_->communicator) {
@@ -351,7 +356,9 @@ void MigrateBackend::onOpFailure(bool timedOut, const std::string& what) {
 }
 
 void MigrateBackend::handleFailure(bool timedOut, const std::string& what) {
-  runAbortHooks();
+  // Once per failure of the group, as torch: the abort that follows fails the group's other
+  // pending ops, each of which reports here too.
+  if (!hooksRan_.exchange(true)) runAbortHooks();
   if (!dumped_.exchange(true) && services_->flightRecorder->enabled()) {
     try {
       std::string path = services_->flightRecorder->dumpToFile(globalRank());

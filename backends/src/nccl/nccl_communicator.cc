@@ -48,7 +48,7 @@ void meetMembers(c10d::Store& store, const std::string& prefix, const Communicat
   for (int r = 0; r < info.size; ++r) keys.push_back(prefix + "/member/" + std::to_string(r));
   try {
     store.wait(keys, timeout);
-  } catch (const c10::DistStoreError&) {
+  } catch (const c10::DistError&) {  // a wait that timed out, or a store whose host is gone
     std::string missing;
     for (int r = 0; r < info.size; ++r) {
       int groupRank = r < static_cast<int>(info.groupRanks.size()) ? info.groupRanks[r] : r;

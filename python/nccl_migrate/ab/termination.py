@@ -25,7 +25,7 @@ ENDING_SIGNALS = (signal.SIGTERM,)  # what torch's agent sends its workers to en
 _WAIT_FOR_EXIT_HANDLERS = 10.0  # seconds the watcher lets a rank already exiting finish first
 
 _installed: dict | None = None  # {"pid", "read", "write", "ending", "recorder"} once installed here
-_ending_lock = threading.Lock()
+_ending_lock = threading.RLock()  # re-entrant: a second SIGTERM may arrive while the first holds it
 
 
 def install(recorder) -> bool:

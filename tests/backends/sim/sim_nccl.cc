@@ -371,6 +371,10 @@ void SimNcclApi::run(const std::vector<Op>& ops) {
     transfer(ops);
   } catch (const std::exception&) {
     for (const Op& op : ops) op.comm->asyncError = ncclSystemError;
+    // Like a stalled op, it never reaches its end event: only the abort releases the stream.
+    for (const Op& op : ops) {
+      while (!op.comm->aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 }
 

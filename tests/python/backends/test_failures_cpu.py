@@ -221,8 +221,10 @@ def _next_op_after_a_lost_peer(rank, world, store):
         dist.all_reduce(torch.ones(1 << 16))  # Gloo loses its connection to rank 2: a transport failure
     except Exception:  # noqa: BLE001
         pass
-    time.sleep(0.5)  # the failure's abort runs on the watchdog thread
     backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    # The error is recorded at once; the abort follows on the watchdog thread, after the hooks
+    # and the dump (milliseconds here): 1.5 s leaves room for a loaded machine.
+    time.sleep(1.5)
     started = time.monotonic()
     try:
         dist.all_reduce(torch.ones(4))
@@ -236,5 +238,5 @@ def test_a_transport_failure_aborts_the_group_so_the_next_op_says_so_at_once():
     for (kind, message), seconds, error in run_ranks(_next_op_after_a_lost_peer, 3, timeout=90, reporting=[0, 1]):
         assert kind == "DistBackendError", message
         assert "process group '0' (nccl2) was aborted after a failed op" in message, message
-        assert seconds < 0.5, seconds
+        assert seconds < 1.0, seconds  # at once: not after Gloo's own 3 s timeout
         assert "COMM_ERROR" in error, error

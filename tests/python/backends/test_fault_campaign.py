@@ -80,14 +80,16 @@ def test_the_seeded_subset_passes_every_check(tmp_path):
     assert len(rows) == 30 and len(runs) == 30, sorted(rows)
     failed = [f"{r['run']['fault']}/{r['run']['behaviour']}/{r['run']['transport']}: {r['verdict']['problems']}"
               for r in runs if not r["ok"]]
-    known = [f for f in failed if f.startswith("stop/") and "/sim:" in f]
+    # Open defect, named in docs/backends.md: on the simulated device a rank whose p2p peer was
+    # stopped can stay blocked in the op past the group's timeout until the peer resumes, and
+    # then reaches shrink after the other survivors gave up on it. Only that symptom is excused.
+    known = [f for f in failed if f.startswith("stop/") and "/sim:" in f and "shrink failed" in f
+             and "did not arrive within" in f]
     assert failed == known, "\n".join(failed) + "\n" + proc.stdout[-3000:]
+    passed = [r for r in runs if r["ok"]]
+    assert all(r["verdict"]["survivors_raised"] == r["verdict"]["survivors"] > 0
+               for r in passed if r["run"]["fault"] != "slow")
+    assert {r["world"] for r in runs} == {3, 4}
     if known:
-        # Open defect, named in docs/backends.md: on the simulated device a rank whose p2p peer was
-        # stopped can stay blocked in the op past the group's timeout until the peer resumes, and
-        # then reaches shrink after the other survivors gave up on it.
         pytest.xfail("known stop-on-sim defect: " + "; ".join(known))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    disrupted = [r for r in runs if r["run"]["fault"] != "slow"]
-    assert all(r["verdict"]["survivors_raised"] == r["verdict"]["survivors"] > 0 for r in disrupted)
-    assert {r["world"] for r in runs} == {3, 4}

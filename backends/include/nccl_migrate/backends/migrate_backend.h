@@ -278,6 +278,7 @@ class MigrateBackend final : public c10d::Backend {
   std::map<int64_t, c10d::AbortHook> abortHooks_;
   std::atomic<int> error_{0};  // c10d::ErrorType
   std::atomic<bool> dumped_{false};
+  std::atomic<bool> hooksRan_{false};  // the abort hooks ran for this failure
   int splitCount_ = 0;
 
   // The open coalescing batch, if any.
