@@ -191,8 +191,9 @@ def run_rank(plan: RankPlan) -> None:
 
     import torch
     import torch.distributed as dist
-
-    from worlds import init  # tests/python/worlds.py: the bound worlds the test suites use
+    from worlds import (
+        init,  # tests/python/worlds.py: the bound worlds the test suites use
+    )
 
     torch.set_num_threads(1)
     result: dict = {"rank": plan.rank, "pid": os.getpid(), "completed_ops": 0}

@@ -14,7 +14,7 @@ RAISE_MARGIN_S = 2.0
 DUMP_MARGIN_S = 1.0
 # The error types a survivor may raise: torch's for a failed collective.
 ACCEPTED_ERRORS = ("DistBackendError",)
-from _fault_ranks import DISRUPTIVE  # noqa: E402  (faults after which the others must raise)
+from _fault_ranks import DISRUPTIVE
 
 
 @dataclass

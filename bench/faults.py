@@ -33,8 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [HERE, os.path.join(ROOT, "tests", "python")]
 
-from _fault_ranks import RankPlan, run_rank, workload  # noqa: E402
-from _fault_verdicts import DISRUPTIVE, RankOutcome, judge, percentile  # noqa: E402
+from _fault_ranks import RankPlan, run_rank, workload
+from _fault_verdicts import DISRUPTIVE, RankOutcome, judge, percentile
 
 BEHAVIOURS = {"legacy": "migrate-legacy", "rewritten": "migrate-nccl2", "lazy": "migrate-lazy"}
 TRANSPORTS = {"gloo": "cpu-bound", "sim": "sim-bound"}
@@ -295,10 +295,9 @@ def _parse(argv):
 def _prepare() -> None:
     """Imports torch and the toolkit once and registers the simulated-device backends, so every
     run's ranks fork from a ready process (no start-up per rank) with no thread yet running."""
-    import torch.distributed  # noqa: F401
-    import torch.distributed.flight_recorder.fr_trace  # noqa: F401
-
     import nccl_migrate  # noqa: F401
+    import torch.distributed
+    import torch.distributed.flight_recorder.fr_trace  # noqa: F401
     from worlds import _register_simulated, world_missing
 
     for transport, world in TRANSPORTS.items():

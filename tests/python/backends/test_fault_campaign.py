@@ -15,7 +15,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from _fault_verdicts import RankOutcome, judge  # noqa: E402
+from _fault_verdicts import RankOutcome, judge
 
 TIMEOUT = 3.0
 
