@@ -196,7 +196,10 @@ def run_rank(plan: RankPlan) -> None:
     )
 
     torch.set_num_threads(1)
-    result: dict = {"rank": plan.rank, "pid": os.getpid(), "completed_ops": 0}
+    # slowest_op: the longest an op took that then succeeded (one blocked past its timeout that
+    # succeeded later means the timeout was not enforced).
+    result: dict = {"rank": plan.rank, "pid": os.getpid(), "completed_ops": 0,
+                    "slowest_op": {"index": None, "name": None, "seconds": 0.0}}
     hook_ran = threading.Event()
     issued, struck = threading.Event(), threading.Event()
     faulty = plan.rank == plan.faulty_rank
@@ -205,7 +208,9 @@ def run_rank(plan: RankPlan) -> None:
 
     init(plan.world_kind, plan.backend, plan.rank, plan.world, None, timeout=timedelta(seconds=plan.timeout_s))
     store = dist.distributed_c10d._get_default_store()
-    sub = dist.new_group(list(range(plan.world - 1)))
+    # torch gives a group made without a timeout its own default (30 min), not the world's: a
+    # job that wants its subgroup ops bounded passes the timeout, as the campaign does.
+    sub = dist.new_group(list(range(plan.world - 1)), timeout=timedelta(seconds=plan.timeout_s))
     sub = sub if plan.rank < plan.world - 1 else None
     for group in (dist.group.WORLD, sub):
         if group is not None:
@@ -218,6 +223,9 @@ def run_rank(plan: RankPlan) -> None:
         result["op"] = {"index": index, "name": name, "issued_at": time.time()}
         try:
             _run_op(dist, torch, name, index, plan.rank, plan.world, sub)
+            seconds = time.time() - result["op"]["issued_at"]
+            if seconds > result["slowest_op"]["seconds"]:
+                result["slowest_op"] = {"index": index, "name": name, "seconds": seconds}
             if issued.is_set() and index == plan.fault_at and plan.fault in SIGNALS:
                 struck.wait(60)  # the signal strikes here at the latest; the rank must not have gone on
         except AssertionError as wrong:

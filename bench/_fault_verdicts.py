@@ -51,6 +51,7 @@ def judge(fault: str, faulty_rank: int, timeout_s: float, op_count: int, outcome
     verdict = Verdict()
     for rank, outcome in enumerate(outcomes):
         _judge_process(verdict, rank, outcome, fault if rank == faulty_rank else "none")
+        _judge_op_times(verdict, rank, outcome, timeout_s)
     if fault in DISRUPTIVE:
         for rank, outcome in enumerate(outcomes):
             if rank != faulty_rank:
@@ -85,6 +86,15 @@ def _judge_process(verdict: Verdict, rank: int, outcome: RankOutcome, own_fault:
     elif "crash" in outcome.result:
         verdict.crash = True
         verdict.problems.append(f"rank {rank} failed outside the workload: {outcome.result['crash']}")
+
+
+def _judge_op_times(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s: float) -> None:
+    """An op that succeeded after blocking past its group's timeout (and the margin) means the
+    timeout was never enforced: its peer's fault went unseen until the peer came back."""
+    slowest = (outcome.result or {}).get("slowest_op") or {}
+    if slowest.get("seconds", 0.0) > timeout_s + RAISE_MARGIN_S:
+        verdict.problems.append(f"rank {rank}: op {slowest['index']} ({slowest['name']}) succeeded after "
+                                f"{slowest['seconds']:.2f} s, past its {timeout_s:g} s timeout")
 
 
 def _judge_survivor(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s: float,

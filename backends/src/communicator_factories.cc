@@ -7,6 +7,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "common/member_meeting.h"
 #include "cpu/gloo_communicator.h"
 #if NCCL_MIGRATE_HAVE_NCCL
 #include "nccl/nccl_communicator.h"
@@ -49,6 +50,7 @@ class DeviceCommunicatorFactory final : public CommunicatorFactory {
   std::unique_ptr<Communicator> glooCommunicator(const std::string& prefix, CommunicatorInfo info) {
     TORCH_CHECK(makeGloo_, "no Gloo maker: CPU communicators are created through the nccl_migrate Python package");
     auto started = std::chrono::steady_clock::now();
+    meetMembers(*store_, prefix, info, groupName_, timeout_);  // Gloo's connect would fail in its own words
     auto gloo = makeGloo_(store_, prefix, info.rank, info.size, timeout_);
     info.creationTime = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
     info.implementation = "gloo";

@@ -58,7 +58,7 @@ c10::intrusive_ptr<c10d::Backend> toolkitBackend(shim::Behaviour behaviour, cons
   }
   GlooBackendMaker gloo = options.makeGloo;
   FactoryMaker makeFactory = [gloo](const c10::intrusive_ptr<c10d::Store>& s, const GroupOptions& o) {
-    return makeCommunicatorFactory(s, gloo, o.groupName, o.timeout, o.deviceComms);
+    return makeCommunicatorFactory(s, gloo, o.groupName, o.connectTimeout(), o.deviceComms);
   };
   return c10::make_intrusive<MigrateBackend>(store, rank, size, std::move(group), policyMakerFor(behaviour),
                                              std::move(makeFactory));

@@ -39,6 +39,8 @@ class RunningProcess:
     pid: int
     rank: int | None  # its RANK variable, as its launcher set it (a recorder's meta names its group rank)
     stopped: bool  # stopped (SIGSTOP, a debugger), so it could not answer at all
+    start_ticks: int | None = None  # when it started (/proc's clock ticks since boot): tells it from a later
+    # process that got the same pid
 
 
 @dataclass
@@ -72,19 +74,24 @@ class JobResult:
 AGENT_GRACE_SECONDS = 30  # torch's agent waits this long after its SIGTERM before it sends SIGKILL
 
 
-def _processes() -> dict[int, tuple[int, str]]:
-    """Every process on this host: pid -> (parent pid, state letter), from /proc."""
+def _stat(pid: int | str) -> tuple[int, str, int] | None:
+    """(parent pid, state letter, start time in clock ticks since boot) of a process, from /proc;
+    None once it ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()  # the command name may hold spaces and parentheses
+    return int(fields[1]), fields[0], int(fields[19])
+
+
+def _processes() -> dict[int, tuple[int, str, int]]:
+    """Every process on this host: pid -> its _stat."""
     found = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:  # it ended meanwhile
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()  # the command name may hold spaces and parentheses
-        found[int(name)] = (int(fields[1]), fields[0])
+        if name.isdigit() and (stat := _stat(name)) is not None:
+            found[int(name)] = stat
     return found
 
 
@@ -106,7 +113,7 @@ def ranks_running_under(root: int) -> tuple[list[RunningProcess], list[int]]:
     their own children, data loaders, inherit it) and every stopped process below it."""
     table = _processes()
     children: dict[int, list[int]] = {}
-    for pid, (parent, _) in table.items():
+    for pid, (parent, _, _) in table.items():
         children.setdefault(parent, []).append(pid)
     ranks, stopped = [], []
     todo = [(pid, False) for pid in children.get(root, [])]  # (pid, below a rank)
@@ -117,7 +124,7 @@ def ranks_running_under(root: int) -> tuple[list[RunningProcess], list[int]]:
             stopped.append(pid)
         rank = None if below_rank else _rank_variable(pid)
         if rank is not None:
-            ranks.append(RunningProcess(pid, rank, is_stopped))
+            ranks.append(RunningProcess(pid, rank, is_stopped, table[pid][2]))
         todo.extend((child, below_rank or rank is not None) for child in children.get(pid, []))
     return sorted(ranks, key=lambda p: (p.rank, p.pid)), stopped
 
@@ -329,7 +336,7 @@ def run_launcher(command: list[str], env: dict[str, str] | None = None, timeout:
         # torchrun's ranks run in sessions of their own, which the group's SIGTERM below does not
         # reach: torchrun forwards it, and a stopped one gets its own here.
         end_stopped(stopped)
-        _end(proc, [p.pid for p in result.running_at_deadline])
+        _end(proc, result.running_at_deadline)
     pump.join(timeout=5)
     result.seconds = time.monotonic() - started
     if not result.timed_out:
@@ -339,7 +346,13 @@ def run_launcher(command: list[str], env: dict[str, str] | None = None, timeout:
     return result
 
 
-def _end(proc: subprocess.Popen, ranks: list[int]) -> None:
+def _still_the_same(process: RunningProcess) -> bool:
+    """The pid still names the process seen at the deadline, not a later one given its number."""
+    stat = _stat(process.pid)
+    return stat is not None and (process.start_ticks is None or stat[2] == process.start_ticks)
+
+
+def _end(proc: subprocess.Popen, ranks: list[RunningProcess]) -> None:
     """SIGTERM the launcher's process group (torchrun forwards it to its ranks), then SIGKILL
     what is left, the ranks included, after a grace period longer than torchrun's own."""
     try:
@@ -347,9 +360,10 @@ def _end(proc: subprocess.Popen, ranks: list[int]) -> None:
         proc.wait(timeout=AGENT_GRACE_SECONDS + 10)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        for pid in ranks:  # in sessions of their own: the group's SIGKILL misses them
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        for rank in ranks:  # in sessions of their own: the group's SIGKILL misses them
+            if _still_the_same(rank):  # seen 40 s ago: its pid may have been reused since
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(rank.pid, signal.SIGKILL)
         proc.wait()
     except ProcessLookupError:
         pass

@@ -111,7 +111,7 @@ PYBIND11_MODULE(_C, m) {
           [](backends::MigrateBackend&, const at::Device&) {}, py::arg("device"));
   python::bindCreateBackend(m, [](backends::GlooBackendMaker gloo) -> backends::FactoryMaker {
     return [gloo](const c10::intrusive_ptr<c10d::Store>& store, const backends::GroupOptions& o) {
-      return backends::makeCommunicatorFactory(store, gloo, o.groupName, o.timeout, o.deviceComms);
+      return backends::makeCommunicatorFactory(store, gloo, o.groupName, o.connectTimeout(), o.deviceComms);
     };
   });
   m.def("communicators", &communicatorsOf, py::arg("backend"),

@@ -81,7 +81,7 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
   if (error) inFlight_->giveUp();
   notifySettled(identity_.settleListeners, error);
   if (!error) return;
-  if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, messageOf(exception()));
+  if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, messageOf(exception()), identity_.generation);
 }
 
 bool EngineWork::isCompleted() {

@@ -32,6 +32,7 @@ class EngineWork final : public c10d::Work {
     // wait() without a timeout blocks the host (barrier, blocking-wait mode) instead of only
     // ordering the caller's stream after the op.
     bool waitBlocksHost = false;
+    uint64_t generation = 0;  // the group's membership when the op was issued
   };
 
   // `unsettled`, when given, counts this work from construction until it settles.

@@ -110,6 +110,11 @@ c10::intrusive_ptr<c10d::Backend> MigrateBackend::shrink(const std::vector<int64
   for (int r : survivors) child.globalRanks.push_back(options_.globalRanks.empty() ? r : options_.globalRanks.at(r));
   child.boundDevice = policy_->boundDevice();
   child.enableReconfigure = false;
+  // Survivors reach shrink up to one timeout apart: one sees its dead peer's socket close at
+  // once, another only when its watchdog's timeout passes. torch's shrink (ncclCommShrink) waits
+  // for every survivor; ours waits twice the timeout, so a survivor still inside its timed-out
+  // op is met, and one that never comes still fails the shrink.
+  child.connectTimeoutOverride = 2 * child.timeout;
   auto store = c10::make_intrusive<c10d::PrefixStore>("nccl_migrate/shrink/" + std::to_string(shrinkCount_++), store_);
   int childRank = static_cast<int>(std::find(survivors.begin(), survivors.end(), rank_) - survivors.begin());
   // Like torch's shrink, the child connects at once (only survivors take part).
@@ -143,7 +148,9 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reconfigure(const c10d::Reconfigu
   TORCH_CHECK(store_, "group '", options_.groupName, "' was destroyed; reconfigure a live group");
   usedReconfigureUuids_.insert(opts.uuid);
 
-  // The current generation goes first: its pending ops fail instead of hanging on old peers.
+  // The current generation goes first: its pending ops fail instead of hanging on old peers,
+  // and their failures, which the watchdog may report at any time from now, are ignored.
+  ++generation_;
   dropCommunicators();
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -191,7 +191,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
       notifySettled(observed, std::current_exception());
       std::string what = description + " failed: its communicator ('" + target.key +
                          "') could not be created with its peers: " + messageOf(std::current_exception());
-      onOpFailure(/*timedOut=*/false, what);
+      onOpFailure(/*timedOut=*/false, what, generation());
       std::rethrow_exception(backendError(what));
     } catch (...) {
       // A usage error (no device index, creation during capture, an aborted group) fails
@@ -225,7 +225,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   auto work = c10::make_intrusive<EngineWork>(
       rank_,
       EngineWork::Identity{op.type, shownSeq, description, std::move(observed),
-                           op.type == c10d::OpType::BARRIER || options_.blockingWait},
+                           op.type == c10d::OpType::BARRIER || options_.blockingWait, generation()},
       std::move(inFlight), op.outputs, timeout, c10::weak_intrusive_ptr<MigrateBackend>(self),
       batch_ ? nullptr : unsettled_);
   if (!batch_) services_->watchdog->watchUntilSettled(work);
@@ -310,7 +310,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::endCoalescing() {
   auto self = c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this);
   auto work = c10::make_intrusive<EngineWork>(rank_,
                                               EngineWork::Identity{c10d::OpType::COALESCED, seq, description, std::move(observed),
-                                                                   options_.blockingWait},
+                                                                   options_.blockingWait, generation()},
                                               std::move(inFlight), batch->outputs, options_.timeout,
                                               c10::weak_intrusive_ptr<MigrateBackend>(self), unsettled_);
   services_->watchdog->watchUntilSettled(work);
@@ -343,19 +343,22 @@ void MigrateBackend::runAbortHooks() {
   }
 }
 
-void MigrateBackend::onOpFailure(bool timedOut, const std::string& what) {
+void MigrateBackend::onOpFailure(bool timedOut, const std::string& what, uint64_t generation) {
+  if (generation != generation_.load()) return;  // failed in a membership reconfigure replaced
   int expected = static_cast<int>(c10d::ErrorType::SUCCESS);
   error_.compare_exchange_strong(expected, static_cast<int>(timedOut ? c10d::ErrorType::TIMEOUT
                                                                      : c10d::ErrorType::COMM_ERROR));
   // Hooks and dumps may take seconds (torch's FlightRecorderHook writes its own trace); the
   // thread that saw the failure raises now and the watchdog does the rest.
   auto self = c10::weak_intrusive_ptr<MigrateBackend>(c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this));
-  services_->watchdog->post([self, timedOut, what] {
-    if (auto backend = self.lock()) backend->handleFailure(timedOut, what);
+  services_->watchdog->post([self, timedOut, what, generation] {
+    if (auto backend = self.lock()) backend->handleFailure(timedOut, what, generation);
   });
 }
 
-void MigrateBackend::handleFailure(bool timedOut, const std::string& what) {
+void MigrateBackend::handleFailure(bool timedOut, const std::string& what, uint64_t generation) {
+  // Posted before a reconfigure and run after it: the group it would abort is a new one.
+  if (generation != generation_.load()) return;
   // Once per failure of the group, as torch: the abort that follows fails the group's other
   // pending ops, each of which reports here too.
   if (!hooksRan_.exchange(true)) runAbortHooks();
@@ -384,6 +387,7 @@ c10::intrusive_ptr<c10d::Backend> MigrateBackend::split(const c10::intrusive_ptr
     child.groupDesc = opts->group_desc;
     child.timeout = opts->timeout;
   }
+  child.connectTimeoutOverride.reset();  // a split's members come together, as the parent's did
   child.globalRanks.clear();
   for (int r : ranks) child.globalRanks.push_back(options_.globalRanks.empty() ? r : options_.globalRanks.at(r));
   child.boundDevice = policy_->boundDevice();

@@ -8,6 +8,7 @@
 #include <ATen/ops/full.h>
 #include <c10/util/Exception.h>
 
+#include "common/member_meeting.h"
 #include "nccl_in_flight.h"
 
 namespace nccl_migrate::backends {
@@ -38,27 +39,6 @@ struct NcclCommunicator::OpenBatch {
 };
 
 namespace {
-
-// Every member of a communicator about to be created sets its key and waits for the others' within
-// the group's timeout; the error names the members that never came.
-void meetMembers(c10d::Store& store, const std::string& prefix, const CommunicatorInfo& info,
-                 const std::string& groupName, std::chrono::milliseconds timeout) {
-  store.set(prefix + "/member/" + std::to_string(info.rank), std::vector<uint8_t>{1});
-  std::vector<std::string> keys;
-  for (int r = 0; r < info.size; ++r) keys.push_back(prefix + "/member/" + std::to_string(r));
-  try {
-    store.wait(keys, timeout);
-  } catch (const c10::DistError&) {  // a wait that timed out, or a store whose host is gone
-    std::string missing;
-    for (int r = 0; r < info.size; ++r) {
-      int groupRank = r < static_cast<int>(info.groupRanks.size()) ? info.groupRanks[r] : r;
-      if (!store.check({keys[r]})) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
-    }
-    C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName + "': group rank(s) " +
-                                          missing + " did not arrive within " + std::to_string(timeout.count()) +
-                                          " ms to create it (dead, or not running this op)");
-  }
-}
 
 ncclDataType_t ncclTypeOf(at::ScalarType type) {
   switch (type) {
@@ -192,9 +172,9 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
   ncclComm_t comm = nullptr;
   nccl::check(api, api.commInitRankConfig(&comm, info.size, id, info.rank, &config), "ncclCommInitRankConfig", site);
   auto handle = std::make_shared<nccl::CommHandle>(seams.api, comm, groupName, info.rank, info.key,
-                                                   /*nonblocking=*/config.blocking == 0, store->getTimeout());
+                                                   /*nonblocking=*/config.blocking == 0, timeout);
   // ncclInProgress (nonblocking mode): no op may be issued before the communicator is ready.
-  handle->waitUntilReady(store->getTimeout());
+  handle->waitUntilReady(timeout);
   std::optional<size_t> freeAfter = seams.runtime->freeMemory(info.device);
   info.creationTime = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
   // Process-wide difference: exact when nothing else allocates during init, as in a fresh group.

@@ -415,7 +415,7 @@ class Recorder:
             if self.rank is None or self.second_writer:
                 return
             self.memory.stopped.set()
-            self.memory.sample()
+            self.memory.sample(device=False)
             out = self.out
             if out is not None:
                 self.meta["ended_by"]["records_flushed"] = out.close(patience=ENDED_DIGEST_PATIENCE,

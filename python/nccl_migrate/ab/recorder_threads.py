@@ -33,14 +33,16 @@ class MemorySampler(threading.Thread):
         self.page = os.sysconf("SC_PAGE_SIZE")
         self.stopped = threading.Event()
 
-    def sample(self) -> None:
+    def sample(self, device: bool = True) -> None:
+        """``device=False``: RSS alone, for a rank being ended (its allocator's lock may be held
+        by a thread that will never let go)."""
         try:
             with open("/proc/self/statm") as f:
                 rss = int(f.read().split()[1]) * self.page
         except OSError:
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         cuda = None
-        if torch.cuda.is_initialized():
+        if device and torch.cuda.is_initialized():
             cuda = round(torch.cuda.memory_allocated() / 2**20, 2)
         self.samples.append([round(time.monotonic() - self.started, 3), round(rss / 2**20, 2), cuda])
         if len(self.samples) > 2000:

@@ -76,7 +76,7 @@ class CallOrder : public ::testing::Test {
     backends::GroupOptions options{"0", "default_pg", std::chrono::seconds(10), {}, c10::Device(c10::kCPU, 0)};
     backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store,
                                              const backends::GroupOptions& o) {
-      return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.timeout, seams, c10::kCPU,
+      return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
                                                o.deviceComms);
     };
     backends::PolicyMaker rewritten = [](int rank, int size) { return backends::makeRewrittenPolicy(rank, size, false); };

@@ -60,7 +60,7 @@ c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMake
   backends::applyNcclEnvironment(options);  // as every creation path does
   auto seams = simulatedSeams(ctx.store, faults);
   backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
-    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.timeout, seams, c10::kCPU, o.deviceComms);
+    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU, o.deviceComms);
   };
   return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory,
                                              std::move(services));
@@ -524,7 +524,7 @@ TEST(SimulatedDevice, Defect12_PreMulSumFactorStaysOnTheDevice) {
                        GroupOptions options{"0", "default_pg", std::chrono::seconds(20), {}, simDevice(ctx.rank)};
                        backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& s,
                                                                 const GroupOptions& o) {
-                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.timeout, seams, c10::kCPU,
+                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
                                                                          o.deviceComms);
                        };
                        auto pg = c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, rewritten(),
@@ -740,7 +740,7 @@ TEST(SimulatedDevice, Defect13_NonblockingCallsAreIssuedBeforeTheNext) {
                        options.deviceComms.blocking = 0;
                        backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& s,
                                                                 const GroupOptions& o) {
-                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.timeout, seams, c10::kCPU,
+                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
                                                                   o.deviceComms);
                        };
                        auto pg = c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options,

@@ -12,7 +12,7 @@ PYBIND11_MODULE(_nccl_migrate_sim, m) {
   nccl_migrate::python::bindCreateBackend(m, [](nccl_migrate::backends::GlooBackendMaker) {
     return [](const c10::intrusive_ptr<c10d::Store>& store, const nccl_migrate::backends::GroupOptions& o) {
       auto seams = nccl_migrate::sim::simulatedSeams(store);
-      return nccl_migrate::backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.timeout, seams, c10::kCPU,
+      return nccl_migrate::backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
                                                              o.deviceComms);
     };
   });

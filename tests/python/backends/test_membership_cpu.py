@@ -228,3 +228,78 @@ def test_a_member_that_never_joins_fails_the_reconfigure_within_its_timeout():
     (outcome, seconds), _ = run_ranks(_reconfigure_with_an_absent_member, 2, timeout=90)
     assert outcome is not None and "reconfigure of group" in outcome[1] and "(uuid 1, 2 members) failed" in outcome[1], outcome
     assert seconds < TIMEOUT_S + 2.0, seconds
+
+
+def _reconfigure_with_a_pending_op(rank, world, store):
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    import nccl_migrate  # noqa: F401
+
+    dist.init_process_group("migrate-nccl2", store=store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=TIMEOUT_S), enable_reconfigure=True)
+    store.set(f"handle{rank}", dist._get_reconfigure_handle())
+    handles = [store.get(f"handle{r}").decode() for r in range(world)]
+    dist._reconfigure(uuid=1, handles=handles).wait()
+    out = {}
+    pending = dist.all_reduce(torch.ones(4), async_op=True) if rank == 0 else None  # rank 1 never joins it
+    store.set(f"issued{rank}", "1")
+    store.wait([f"issued{r}" for r in range(world)])
+    dist._reconfigure(uuid=2, handles=handles).wait()  # drops the generation the pending op runs in
+    if pending is not None:
+        try:
+            pending.wait()
+            out["pending"] = None
+        except Exception as error:  # noqa: BLE001
+            out["pending"] = type(error).__name__
+    time.sleep(0.5)  # the watchdog has reported the dropped op's failure by now
+    try:
+        t = torch.full((4,), float(rank + 1))
+        dist.all_reduce(t)
+        out["after"] = t.tolist()
+    except Exception as error:  # noqa: BLE001
+        out["after"] = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+    return out
+
+
+@requires_torch("reconfigure")
+def test_an_op_dropped_by_reconfigure_fails_without_aborting_the_reformed_group():
+    first, second = run_ranks(_reconfigure_with_a_pending_op, 2, timeout=60)
+    assert first["pending"] == "DistBackendError", first
+    assert first["after"] == second["after"] == [3.0] * 4, (first, second)
+
+
+def _shrink_with_a_late_survivor(rank, world, store):
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    import nccl_migrate  # noqa: F401
+
+    dist.init_process_group("migrate-nccl2", store=store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=TIMEOUT_S))
+    dist.all_reduce(torch.ones(4))
+    if rank == world - 1:
+        os._exit(0)
+    # One survivor comes 1.5 timeouts after the other, as one whose watchdog had to time its op
+    # out comes after one that saw the dead peer's socket close.
+    if rank == 1:
+        time.sleep(1.5 * TIMEOUT_S)
+    started = time.monotonic()
+    try:
+        shrunk = dist.shrink_group([world - 1], shrink_flags=dist.distributed_c10d.SHRINK_ABORT)
+        t = torch.full((4,), float(rank + 1))
+        dist.all_reduce(t, group=shrunk)
+        return t.tolist(), time.monotonic() - started
+    except Exception as error:  # noqa: BLE001
+        return f"{type(error).__name__}: {str(error).splitlines()[0]}", time.monotonic() - started
+
+
+@requires_torch("shrink")
+def test_shrink_waits_for_a_survivor_that_comes_up_to_a_timeout_late():
+    (early, waited), (late, _) = run_ranks(_shrink_with_a_late_survivor, 3, timeout=90, reporting=[0, 1])
+    assert early == late == [3.0] * 4, (early, late)
+    assert 1.3 * TIMEOUT_S < waited < 2 * TIMEOUT_S + 2, waited

@@ -61,6 +61,10 @@ struct GroupOptions {
   bool abortOnFailure = true;
   // pg_options (ProcessGroupNCCL.Options) and TORCH_NCCL_USE_COMM_NONBLOCKING.
   DeviceCommOptions deviceComms;
+  // How long a communicator being created waits for its members: the group's timeout, unless
+  // its members are known to come at different times (a shrunk group, see shrink()).
+  std::optional<std::chrono::milliseconds> connectTimeoutOverride;
+  std::chrono::milliseconds connectTimeout() const { return connectTimeoutOverride.value_or(timeout); }
 };
 
 // Applies torch's NCCL environment (parsed by the shim) to a group's options; throws ValueError
@@ -214,8 +218,11 @@ class MigrateBackend final : public c10d::Backend {
   // Called when an op of this group timed out or failed: records the error now, then on the
   // watchdog thread runs the abort hooks, dumps the flight recorder once, and aborts the group's
   // communicators (on timeout; on any failure unless TORCH_NCCL_ASYNC_ERROR_HANDLING=0) so that
-  // every other pending op fails too instead of hanging.
-  void onOpFailure(bool timedOut, const std::string& what);
+  // every other pending op fails too instead of hanging. `generation`: the membership the op
+  // was issued under (generation()); a failure of an op from before a reconfigure is ignored,
+  // since the group it failed in is gone.
+  void onOpFailure(bool timedOut, const std::string& what, uint64_t generation);
+  uint64_t generation() const { return generation_.load(); }
 
  private:
   struct Op;  // what one call issues: name, type, tensors, peer
@@ -248,7 +255,7 @@ class MigrateBackend final : public c10d::Backend {
   void connectEagerly();
   void registerWithFlightRecorder();
   void runAbortHooks();
-  void handleFailure(bool timedOut, const std::string& what);
+  void handleFailure(bool timedOut, const std::string& what, uint64_t generation);
   void requireReachableStore() const;
 
   std::shared_ptr<EngineServices> services_;  // first: what the ops below report to outlives them
@@ -279,6 +286,7 @@ class MigrateBackend final : public c10d::Backend {
   std::atomic<int> error_{0};  // c10d::ErrorType
   std::atomic<bool> dumped_{false};
   std::atomic<bool> hooksRan_{false};  // the abort hooks ran for this failure
+  std::atomic<uint64_t> generation_{0};  // bumped by each reconfigure
   int splitCount_ = 0;
 
   // The open coalescing batch, if any.
