@@ -221,9 +221,10 @@ def run_rank(plan: RankPlan) -> None:
                 time.sleep(plan.fault_delay_s)
             issued.set()
         result["op"] = {"index": index, "name": name, "issued_at": time.time()}
+        began = time.monotonic()
         try:
             _run_op(dist, torch, name, index, plan.rank, plan.world, sub)
-            seconds = time.time() - result["op"]["issued_at"]
+            seconds = time.monotonic() - began
             if seconds > result["slowest_op"]["seconds"]:
                 result["slowest_op"] = {"index": index, "name": name, "seconds": seconds}
             if issued.is_set() and index == plan.fault_at and plan.fault in SIGNALS:

@@ -51,7 +51,8 @@ def judge(fault: str, faulty_rank: int, timeout_s: float, op_count: int, outcome
     verdict = Verdict()
     for rank, outcome in enumerate(outcomes):
         _judge_process(verdict, rank, outcome, fault if rank == faulty_rank else "none")
-        _judge_op_times(verdict, rank, outcome, timeout_s)
+        if rank != faulty_rank or fault not in DISRUPTIVE:  # a stopped rank's op ends when it resumes
+            _judge_op_times(verdict, rank, outcome, timeout_s)
     if fault in DISRUPTIVE:
         for rank, outcome in enumerate(outcomes):
             if rank != faulty_rank:

@@ -152,9 +152,11 @@ def _fault_time(directory: str, default: float) -> float:
 
 # torchfrtrace's matching groups a collective with the next entry when that entry's p2p_seq_id
 # equals the collective's collective_seq_id (its coalesced-group heuristic mixes the two
-# counters), then fails on the collective: "can't get dst of non-p2p op". torch's NCCL backends
-# number p2p entries the same way, so the set is read again with -j (every entry, no matching).
-MATCHING_HEURISTIC = "can't get dst of non-p2p op"
+# counters), then fails on the collective: "can't get dst of non-p2p op", or on a peer's
+# collective met while looking for the p2p op's match: "can't get src of non-p2p op" (both in
+# its match_coalesced_groups_with_non_p2p). torch's NCCL backends number p2p entries the same
+# way, so the set is read again with -j (every entry, no matching).
+MATCHING_HEURISTIC = ("can't get dst of non-p2p op", "can't get src of non-p2p op")
 
 
 def _frtrace(directory: str) -> tuple[str | None, str]:
@@ -166,7 +168,7 @@ def _frtrace(directory: str) -> tuple[str | None, str]:
     error = _frtrace_run(directory, base + ["-o", os.path.join(directory, "frtrace.pkl")], "frtrace.pkl")
     if error is None:
         return None, "matched"
-    if MATCHING_HEURISTIC not in error:
+    if not any(symptom in error for symptom in MATCHING_HEURISTIC):
         return error, "-"
     error = _frtrace_run(directory, base + ["-j"], None)
     return (None, "entries (-j)") if error is None else (error, "-")

@@ -49,7 +49,17 @@ inline backends::GlooBackendMaker glooMakerFrom(py::function make) {
   return [callable](const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, int rank, int size,
                     std::chrono::milliseconds timeout) {
     py::gil_scoped_acquire gil;
-    py::object gloo = (*callable)(store, prefix, rank, size, timeout);
+    py::object gloo;
+    try {
+      gloo = (*callable)(store, prefix, rank, size, timeout);
+    } catch (py::error_already_set& e) {
+      // The members met (the engine's meeting came first), so a failing connect is a member
+      // that died or hung since: torch's DistStoreError from a store wait, Gloo's RuntimeError
+      // from connectFullMesh. The engine fails the op that needed it as a peer's failure.
+      std::string what = py::str(py::type::of(e.value()).attr("__name__")).cast<std::string>() + ": " +
+                         py::str(e.value()).cast<std::string>();
+      C10_THROW_ERROR(DistBackendError, "Gloo could not connect the members: " + what);
+    }
     return owned<c10d::Backend>(gloo, "Backend (ProcessGroupGloo)");
   };
 }

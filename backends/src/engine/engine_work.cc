@@ -70,18 +70,23 @@ std::exception_ptr EngineWork::withContext(const std::exception_ptr& cause) cons
 }
 
 void EngineWork::settle(std::exception_ptr error, bool timedOut) {
+  c10::intrusive_ptr<MigrateBackend> backend = error ? backend_.lock() : nullptr;  // only a failure reports
+  bool ofCurrentMembership = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (completed_) return;
     completed_ = true;
     exception_ = error ? withContext(error) : nullptr;
+    // Read before anyone can see the failure (a reconfigure it prompts comes after): an op that
+    // fails once a reconfigure replaced its membership was dropped by it, and is not reported.
+    ofCurrentMembership = backend && backend->generation() == identity_.generation;
   }
   cv_.notify_all();
   if (unsettled_) unsettled_->fetch_sub(1, std::memory_order_relaxed);
   if (error) inFlight_->giveUp();
   notifySettled(identity_.settleListeners, error);
-  if (!error) return;
-  if (auto backend = backend_.lock()) backend->onOpFailure(timedOut, messageOf(exception()), identity_.generation);
+  if (!error || !ofCurrentMembership) return;
+  backend->onOpFailure(timedOut, messageOf(exception()), identity_.generation);
 }
 
 bool EngineWork::isCompleted() {

@@ -149,8 +149,11 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reconfigure(const c10d::Reconfigu
   usedReconfigureUuids_.insert(opts.uuid);
 
   // The current generation goes first: its pending ops fail instead of hanging on old peers,
-  // and their failures, which the watchdog may report at any time from now, are ignored.
-  ++generation_;
+  // and those failures, which settle from now on, are not reported (EngineWork::settle).
+  {
+    std::lock_guard<std::mutex> lock(generationMutex_);
+    ++generation_;
+  }
   dropCommunicators();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -160,8 +163,6 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::reconfigure(const c10d::Reconfigu
     aborted_ = false;
     awaitingReconfigure_ = false;
     error_ = static_cast<int>(c10d::ErrorType::SUCCESS);
-    dumped_ = false;
-    hooksRan_ = false;
   }
   policy_ = makePolicy_(rank_, size_);
   GroupOptions connect = options_;

@@ -344,10 +344,14 @@ void MigrateBackend::runAbortHooks() {
 }
 
 void MigrateBackend::onOpFailure(bool timedOut, const std::string& what, uint64_t generation) {
-  if (generation != generation_.load()) return;  // failed in a membership reconfigure replaced
-  int expected = static_cast<int>(c10d::ErrorType::SUCCESS);
-  error_.compare_exchange_strong(expected, static_cast<int>(timedOut ? c10d::ErrorType::TIMEOUT
-                                                                     : c10d::ErrorType::COMM_ERROR));
+  {
+    std::lock_guard<std::mutex> lock(generationMutex_);
+    if (generation == generation_.load()) {
+      int expected = static_cast<int>(c10d::ErrorType::SUCCESS);
+      error_.compare_exchange_strong(expected, static_cast<int>(timedOut ? c10d::ErrorType::TIMEOUT
+                                                                         : c10d::ErrorType::COMM_ERROR));
+    }
+  }
   // Hooks and dumps may take seconds (torch's FlightRecorderHook writes its own trace); the
   // thread that saw the failure raises now and the watchdog does the rest.
   auto self = c10::weak_intrusive_ptr<MigrateBackend>(c10::intrusive_ptr<MigrateBackend>::reclaim_copy(this));
@@ -357,23 +361,31 @@ void MigrateBackend::onOpFailure(bool timedOut, const std::string& what, uint64_
 }
 
 void MigrateBackend::handleFailure(bool timedOut, const std::string& what, uint64_t generation) {
-  // Posted before a reconfigure and run after it: the group it would abort is a new one.
-  if (generation != generation_.load()) return;
-  // Once per failure of the group, as torch: the abort that follows fails the group's other
-  // pending ops, each of which reports here too.
-  if (!hooksRan_.exchange(true)) runAbortHooks();
-  if (!dumped_.exchange(true) && services_->flightRecorder->enabled()) {
-    try {
-      std::string path = services_->flightRecorder->dumpToFile(globalRank());
-      LOG(ERROR) << "[nccl_migrate] " << what << "; flight recorder dumped to " << path;
-    } catch (const std::exception& e) {
-      LOG(ERROR) << "[nccl_migrate] " << what << "; the flight recorder dump failed: " << e.what();
+  // Once per failure of a generation, as torch: the abort that follows fails the generation's
+  // other pending ops, each of which reports here too. A failure that prompted a reconfigure
+  // still gets its hooks and dump, however soon the job reconfigured.
+  if (static_cast<int64_t>(generation) > handledGeneration_) {
+    handledGeneration_ = static_cast<int64_t>(generation);
+    runAbortHooks();
+    if (services_->flightRecorder->enabled()) {
+      try {
+        std::string path = services_->flightRecorder->dumpToFile(globalRank());
+        LOG(ERROR) << "[nccl_migrate] " << what << "; flight recorder dumped to " << path;
+      } catch (const std::exception& e) {
+        LOG(ERROR) << "[nccl_migrate] " << what << "; the flight recorder dump failed: " << e.what();
+      }
     }
   }
   // A timed-out op, NCCL's asynchronous error or a transport that lost its peer leaves the
   // communicator in an unknown state (its stream may never get past the op): abort the group so
   // that every other pending op fails now instead of hanging behind it.
-  if (timedOut || options_.abortOnFailure) abort();
+  if (timedOut || options_.abortOnFailure) abortIfGeneration(generation);
+}
+
+void MigrateBackend::abortIfGeneration(uint64_t generation) {
+  // Lock order: generationMutex_, then mutex_ (abort); nothing takes them the other way.
+  std::lock_guard<std::mutex> lock(generationMutex_);
+  if (generation == generation_.load()) abort();
 }
 
 c10::intrusive_ptr<c10d::Backend> MigrateBackend::split(const c10::intrusive_ptr<c10d::Store>& store,

@@ -170,11 +170,19 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
   if (options.cgaClusterSize) config.cgaClusterSize = *options.cgaClusterSize;
   if (options.splitShare) config.splitShare = *options.splitShare;
   ncclComm_t comm = nullptr;
-  nccl::check(api, api.commInitRankConfig(&comm, info.size, id, info.rank, &config), "ncclCommInitRankConfig", site);
-  auto handle = std::make_shared<nccl::CommHandle>(seams.api, comm, groupName, info.rank, info.key,
-                                                   /*nonblocking=*/config.blocking == 0, timeout);
-  // ncclInProgress (nonblocking mode): no op may be issued before the communicator is ready.
-  handle->waitUntilReady(timeout);
+  std::shared_ptr<nccl::CommHandle> handle;
+  try {
+    nccl::check(api, api.commInitRankConfig(&comm, info.size, id, info.rank, &config), "ncclCommInitRankConfig", site);
+    handle = std::make_shared<nccl::CommHandle>(seams.api, comm, groupName, info.rank, info.key,
+                                                /*nonblocking=*/config.blocking == 0, timeout);
+    // ncclInProgress (nonblocking mode): no op may be issued before the communicator is ready.
+    handle->waitUntilReady(timeout);
+  } catch (const nccl::NcclError& e) {
+    // The members met, so a system or remote error is a member that died or became unreachable
+    // since: a peer's failure, which the engine reports as the failure of the op that needed it.
+    if (e.result() == ncclSystemError || e.result() == ncclRemoteError) C10_THROW_ERROR(DistBackendError, e.what());
+    throw;
+  }
   std::optional<size_t> freeAfter = seams.runtime->freeMemory(info.device);
   info.creationTime = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
   // Process-wide difference: exact when nothing else allocates during init, as in a fresh group.

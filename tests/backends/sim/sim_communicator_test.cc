@@ -60,7 +60,8 @@ c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMake
   backends::applyNcclEnvironment(options);  // as every creation path does
   auto seams = simulatedSeams(ctx.store, faults);
   backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
-    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU, o.deviceComms);
+    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
+                                             o.deviceComms);
   };
   return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory,
                                              std::move(services));
@@ -563,6 +564,44 @@ TEST(SimulatedDevice, StalledOpTimesOutAndTheProcessSurvives) {
                      }),
             "");
 }
+
+#if NCCL_MIGRATE_TORCH_HAS_SHRINK
+// The watchdog's path and shrink's, on the NCCL communicator's code: rank 2 never joins, the
+// others' op times out (watchdog: settle, hooks, abort), then they shrink without it
+// (SHRINK_ABORT) and the child's op is right. A smoke test of those threads together (the
+// tsan preset runs it); both survivors time out at once, so shrink's wait for late ones is
+// shown by the Python suite instead.
+TEST(SimulatedDevice, SurvivorsOfATimedOutOpShrinkAndGoOn) {
+  EXPECT_EQ(runRanks(3,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::milliseconds(800));
+                       if (ctx.rank == 2) {
+                         std::this_thread::sleep_for(std::chrono::seconds(3));  // alive, never joins
+                         return;
+                       }
+                       auto hooks = std::make_shared<std::atomic<int>>(0);  // the watchdog may outlive this scope
+                       pg->registerAbortHook(1, [hooks] { ++*hooks; });
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       try {
+                         work->wait(std::chrono::milliseconds(5000));
+                         check(false, "an op without rank 2 completed");
+                       } catch (const c10::DistBackendError&) {
+                       }
+                       auto child = pg->shrink({2}, /*SHRINK_ABORT*/ 1, nullptr);
+                       check(child->getSize() == 2 && child->getRank() == ctx.rank, "wrong child rank or size");
+                       std::vector<at::Tensor> u{at::full({4}, static_cast<double>(ctx.rank + 1))};
+                       child->allreduce(u, allreduceWith(c10d::ReduceOp::SUM))->wait();
+                       check(u[0].equal(at::full({4}, 3.0)), "child all_reduce: " + toText(u[0]));
+                       auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                       while (hooks->load() == 0 && std::chrono::steady_clock::now() < until) {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the watchdog runs them
+                       }
+                       check(hooks->load() == 1, "abort hooks ran " + std::to_string(hooks->load()) + " times");
+                     }),
+            "");
+}
+#endif
 
 // What an observer of the engine's ops hears: each op once at issue with its identity, and once
 // when it settles (with the error when it failed).

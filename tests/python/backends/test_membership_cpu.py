@@ -247,6 +247,10 @@ def _reconfigure_with_a_pending_op(rank, world, store):
     pending = dist.all_reduce(torch.ones(4), async_op=True) if rank == 0 else None  # rank 1 never joins it
     store.set(f"issued{rank}", "1")
     store.wait([f"issued{r}" for r in range(world)])
+    if rank == 1:
+        # Rank 0 drops its generation first, so its pending op fails because of its own
+        # reconfigure (rank 1 dropping its side would fail it earlier, as a peer's failure).
+        time.sleep(1.0)
     dist._reconfigure(uuid=2, handles=handles).wait()  # drops the generation the pending op runs in
     if pending is not None:
         try:

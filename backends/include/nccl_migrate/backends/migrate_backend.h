@@ -219,8 +219,9 @@ class MigrateBackend final : public c10d::Backend {
   // watchdog thread runs the abort hooks, dumps the flight recorder once, and aborts the group's
   // communicators (on timeout; on any failure unless TORCH_NCCL_ASYNC_ERROR_HANDLING=0) so that
   // every other pending op fails too instead of hanging. `generation`: the membership the op
-  // was issued under (generation()); a failure of an op from before a reconfigure is ignored,
-  // since the group it failed in is gone.
+  // failed in (the caller checked it was current when the op settled, before anyone could see
+  // the failure): its hooks and dump always run; the error state and the abort only while that
+  // membership is still the group's.
   void onOpFailure(bool timedOut, const std::string& what, uint64_t generation);
   uint64_t generation() const { return generation_.load(); }
 
@@ -256,6 +257,8 @@ class MigrateBackend final : public c10d::Backend {
   void registerWithFlightRecorder();
   void runAbortHooks();
   void handleFailure(bool timedOut, const std::string& what, uint64_t generation);
+  // abort(), unless a reconfigure replaced `generation` meanwhile.
+  void abortIfGeneration(uint64_t generation);
   void requireReachableStore() const;
 
   std::shared_ptr<EngineServices> services_;  // first: what the ops below report to outlives them
@@ -284,9 +287,13 @@ class MigrateBackend final : public c10d::Backend {
   std::mutex hooksMutex_;
   std::map<int64_t, c10d::AbortHook> abortHooks_;
   std::atomic<int> error_{0};  // c10d::ErrorType
-  std::atomic<bool> dumped_{false};
-  std::atomic<bool> hooksRan_{false};  // the abort hooks ran for this failure
-  std::atomic<uint64_t> generation_{0};  // bumped by each reconfigure
+  // The membership generation, bumped by each reconfigure (under generationMutex_, which also
+  // orders the checks that act on a failure of one generation: the error state and the abort).
+  std::mutex generationMutex_;
+  std::atomic<uint64_t> generation_{0};
+  // The last generation whose failure ran the abort hooks and the dump (watchdog thread only):
+  // once per failure, as torch; a reconfigure's new generation gets its own.
+  int64_t handledGeneration_ = -1;
   int splitCount_ = 0;
 
   // The open coalescing batch, if any.
