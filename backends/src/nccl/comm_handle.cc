@@ -5,6 +5,21 @@
 #include <utility>
 
 namespace nccl_migrate::backends::nccl {
+namespace {
+
+// Takes `lock` within `limit` by polling try_lock. Not a timed mutex: libstdc++ times its lock
+// with pthread_mutex_clocklock, which ThreadSanitizer does not see, so it reports each later
+// unlock as the unlock of an unlocked mutex and stops there. The waits here are short.
+bool lockWithin(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!lock.try_lock()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+}  // namespace
 
 CommHandle::CommHandle(std::shared_ptr<NcclApi> api, ncclComm_t comm, std::string group, int rank, std::string key,
                        bool nonblocking, std::chrono::milliseconds launchTimeout)
@@ -17,7 +32,7 @@ CommHandle::CommHandle(std::shared_ptr<NcclApi> api, ncclComm_t comm, std::strin
       comm_(comm) {}
 
 void CommHandle::use(std::string_view op, const std::function<void(ncclComm_t)>& fn) {
-  std::lock_guard<std::timed_mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   ncclComm_t comm = live(op);
   fn(comm);
   if (nonblocking_) awaitCompletion(comm, op, launchTimeout_);
@@ -47,9 +62,9 @@ ncclComm_t CommHandle::live(std::string_view op) const {
 }
 
 ncclResult_t CommHandle::asyncError() noexcept {
-  std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   // A poll must not wait behind a call stuck in NCCL: report nothing new this time.
-  if (!lock.try_lock_for(std::chrono::milliseconds(10))) return cachedError_;
+  if (!lockWithin(lock, std::chrono::milliseconds(10))) return cachedError_;
   ncclComm_t comm = comm_.load();
   if (!comm || aborted_.load()) return cachedError_ == ncclSuccess ? ncclSystemError : cachedError_.load();
   ncclResult_t state = ncclSuccess;
@@ -60,7 +75,7 @@ ncclResult_t CommHandle::asyncError() noexcept {
 }
 
 void CommHandle::waitUntilReady(std::chrono::milliseconds timeout) {
-  std::lock_guard<std::timed_mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   awaitCompletion(live("communicator init"), "communicator init", timeout);
 }
 
@@ -96,8 +111,8 @@ void CommHandle::abort() noexcept {
 void CommHandle::freeByAbort() noexcept {
   // A call already inside NCCL may hold the lock while stuck on a dead peer; ncclCommAbort is
   // NCCL's way to unblock it, so wait for the lock only briefly.
-  std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
-  (void)lock.try_lock_for(std::chrono::seconds(1));
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  (void)lockWithin(lock, std::chrono::seconds(1));
   ncclComm_t comm = comm_.exchange(nullptr);
   if (comm) (void)api_->commAbort(comm);
 }

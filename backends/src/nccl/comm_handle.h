@@ -63,7 +63,7 @@ class CommHandle {
   std::string key_;
   bool nonblocking_;
   std::chrono::milliseconds launchTimeout_;
-  std::timed_mutex mutex_;
+  std::mutex mutex_;
   // Atomics: abort may go ahead without the lock when a call is stuck inside NCCL holding it.
   std::atomic<ncclComm_t> comm_;
   std::atomic<bool> aborted_{false};

@@ -101,9 +101,27 @@ void SimStream::enqueue(std::function<void()> task) {
       ++captured_;  // recorded into the graph: runs on replay, not now
       return;
     }
+    // Storages the job freed since the last enqueue: held until the stream passes what was
+    // queued before now.
+    std::vector<c10::Storage> freed;
+    for (auto it = held_.begin(); it != held_.end();) {
+      if (it->use_count() == 1) {
+        freed.push_back(std::move(*it));
+        it = held_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!freed.empty()) queue_.push_back([freed = std::move(freed)] {});
     queue_.push_back(std::move(task));
   }
   cv_.notify_all();
+}
+
+void SimStream::holdUntilFreed(c10::Storage storage) {
+  if (host_) return;  // the host ran everything queued on it already
+  std::lock_guard<std::mutex> lock(mutex_);
+  held_.push_back(std::move(storage));
 }
 
 size_t SimStream::pending() {
@@ -163,8 +181,7 @@ std::unique_ptr<backends::nccl::DeviceEvent> SimRuntime::newEvent(c10::Device) {
 
 void SimRuntime::recordStream(const at::Tensor& tensor, const StreamRef& ref) {
   if (!tensor.defined()) return;
-  // The memory stays taken until the stream has passed this point, as the caching allocator does.
-  streamOf(ref).enqueue([storage = tensor.storage()] {});
+  streamOf(ref).holdUntilFreed(tensor.storage());
 }
 
 void SimRuntime::copy(const at::Tensor& dst, const at::Tensor& src, const StreamRef& ref) {

@@ -14,6 +14,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <c10/core/Storage.h>
 
 #include "nccl/device_runtime.h"
 
@@ -31,6 +34,11 @@ class SimStream {
   std::atomic<bool> capturing{false};
   // Tasks queued and not yet finished.
   size_t pending();
+  // recordStream, as torch's caching allocator keeps it: the memory is not reused before the
+  // stream has passed the work queued up to the moment the job frees it (not merely up to the
+  // recordStream call: a grouped op is queued at the group's end, later). The job's freeing is
+  // seen as the storage having no other owner, at the next enqueue.
+  void holdUntilFreed(c10::Storage storage);
 
  private:
   void run();
@@ -39,6 +47,7 @@ class SimStream {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  std::vector<c10::Storage> held_;  // recorded on this stream and not yet freed by the job
   size_t running_ = 0;
   size_t captured_ = 0;
   bool stopping_ = false;

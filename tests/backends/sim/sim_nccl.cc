@@ -289,7 +289,7 @@ ncclResult_t SimNcclApi::groupEnd() {
   std::set<SimComm*> comms;
   for (const Op& op : ops) comms.insert(op.comm);
   for (auto& [stream, streamOps] : byStream) {
-    stream->enqueue([this, streamOps] { run(streamOps); });
+    stream->enqueue([self = shared_from_this(), streamOps] { self->run(streamOps); });
   }
   ncclResult_t result = ncclSuccess;
   for (SimComm* comm : comms) result = stillIssuing(*comm) == ncclInProgress ? ncclInProgress : result;
@@ -342,7 +342,7 @@ ncclResult_t SimNcclApi::submit(Op op) {
     deferredOps.push_back(std::move(op));
     return ncclSuccess;
   }
-  op.stream->enqueue([this, op] { run({op}); });
+  op.stream->enqueue([self = shared_from_this(), op] { self->run({op}); });
   return stillIssuing(*op.comm);
 }
 

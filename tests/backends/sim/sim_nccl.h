@@ -37,7 +37,9 @@ Faults faultsFromEnvironment();
 
 struct SimComm;
 
-class SimNcclApi final : public backends::nccl::NcclApi {
+// Tasks it queues on a stream hold it (shared_from_this): a stream may still run one after the
+// last communicator let the API go.
+class SimNcclApi final : public backends::nccl::NcclApi, public std::enable_shared_from_this<SimNcclApi> {
  public:
   SimNcclApi(c10::intrusive_ptr<c10d::Store> store, std::shared_ptr<SimRuntime> runtime, Faults faults = {});
 
