@@ -180,8 +180,10 @@ def _reformed(dist, plan: RankPlan, survivors: list[int], shrink: dict):
                           is_master=plan.rank == survivors[0], timeout=timedelta(seconds=plan.timeout_s * 3))
     from worlds import init
 
+    # Survivors come up to one timeout apart (as at shrink, which waits twice the timeout): the
+    # re-formed world's members are given as long to meet.
     init(plan.world_kind, plan.backend, survivors.index(plan.rank), len(survivors), store,
-         timeout=timedelta(seconds=plan.timeout_s))
+         timeout=timedelta(seconds=plan.timeout_s * 2))
     return store, dist.group.WORLD
 
 

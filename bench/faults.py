@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -51,16 +52,44 @@ class Run:
     index: int
     seed: int
     timeout_s: float
+    number: int = 0  # its place in the whole campaign: picks its ports
 
 
 def plan_rows(faults, behaviours, transports):
     return [(f, b, t) for f in faults for t in transports for b in behaviours if t == "sim" or f not in SIM_ONLY]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# Each run's two ports (its store, and the store a kill_store run's survivors re-form on): a
+# pair of its own below Linux's ephemeral range (32768 up). Ports the kernel hands out (bind to
+# port 0, a client's outgoing side) could go to another run between being picked and being
+# bound, seconds later for the re-formed store: two runs at once then met on one store.
+PORT_BASE, PORT_PAIRS = 20000, 5000
+
+
+# Where this campaign's pairs start: another campaign just before (its ports in TIME_WAIT) most
+# likely used others.
+PORT_OFFSET = os.getpid() % PORT_PAIRS
+
+
+def _bindable(port: int) -> bool:
+    """Whether a TCPStore could listen on the port now: it binds the IPv6 wildcard, dual-stack."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            s.bind(("::", port))
+        return True
+    except OSError:
+        return False
+
+
+def _run_ports(number: int) -> tuple[int, int]:
+    """The first free pair from the run's own place on: free unless something outside the
+    campaign holds it, which the bind check skips."""
+    for step in range(PORT_PAIRS):
+        first = PORT_BASE + 2 * ((PORT_OFFSET + number + step) % PORT_PAIRS)
+        if _bindable(first) and _bindable(first + 1):
+            return first, first + 1
+    raise RuntimeError(f"no free port pair in {PORT_BASE}-{PORT_BASE + 2 * PORT_PAIRS}")
 
 
 def _rank_plans(run: Run, directory: str) -> tuple[list[RankPlan], dict[int, dict[str, str]]]:
@@ -215,10 +244,10 @@ def _frtrace_run(directory: str, args: list[str], output: str | None) -> str | N
 def run_one(run: Run, keep_dir: str | None) -> dict:
     directory = tempfile.mkdtemp(prefix=f"fault_{run.fault}_{run.behaviour}_{run.transport}_")
     plans, extra = _rank_plans(run, directory)
-    port = _free_port()
+    port, recovery_port = _run_ports(run.number)
     base = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(len(plans)),
             "LOCAL_WORLD_SIZE": str(len(plans)), "TORCH_FR_DUMP_TEMP_FILE": os.path.join(directory, "fr_rank_"),
-            "FAULTS_RECOVERY_PORT": str(_free_port())}
+            "FAULTS_RECOVERY_PORT": str(recovery_port)}
     pids = [_rank_process(p, {**base, "RANK": str(p.rank), "LOCAL_RANK": str(p.rank), **extra.get(p.rank, {})})
             for p in plans]
     started = time.time()
@@ -320,6 +349,7 @@ def main(argv=None) -> int:
         return 2
     seeds = random.Random(args.seed)
     runs = [Run(f, b, t, i, seeds.randrange(1 << 31), args.timeout) for f, b, t in rows for i in range(args.runs)]
+    runs = [dataclasses.replace(r, number=n) for n, r in enumerate(runs)]
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
     results = []

@@ -242,8 +242,10 @@ std::string FlightRecorder::dumpToFile(uint64_t globalRank) const {
   std::string path = prefix + std::to_string(globalRank);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  // Write then rename, so a reader never sees half a dump.
-  std::string tmp = path + ".tmp";
+  // Write then rename, so a reader never sees half a dump. The temporary file's name does not
+  // start with the prefix: torchfrtrace reads every file that does, taking the rest as a rank.
+  std::filesystem::path target(path);
+  std::string tmp = (target.parent_path() / ("." + target.filename().string() + ".tmp")).string();
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     TORCH_CHECK(out, "cannot write the flight recorder dump to ", tmp,

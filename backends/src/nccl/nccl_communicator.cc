@@ -178,9 +178,18 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
     // ncclInProgress (nonblocking mode): no op may be issued before the communicator is ready.
     handle->waitUntilReady(timeout);
   } catch (const nccl::NcclError& e) {
-    // The members met, so a system or remote error is a member that died or became unreachable
-    // since: a peer's failure, which the engine reports as the failure of the op that needed it.
-    if (e.result() == ncclSystemError || e.result() == ncclRemoteError) C10_THROW_ERROR(DistBackendError, e.what());
+    // What init made is aborted, never destroyed (ncclCommDestroy would wait on the failed init).
+    if (handle) {
+      handle->abort();
+    } else if (comm) {
+      (void)api.commAbort(comm);
+    }
+    // The members met, so a system or remote error, or a nonblocking init that never became
+    // ready, is a member that died or became unreachable since: a peer's failure, which the
+    // engine reports as the failure of the op that needed the communicator.
+    if (e.result() == ncclSystemError || e.result() == ncclRemoteError || e.result() == ncclInProgress) {
+      C10_THROW_ERROR(DistBackendError, e.what());
+    }
     throw;
   }
   std::optional<size_t> freeAfter = seams.runtime->freeMemory(info.device);

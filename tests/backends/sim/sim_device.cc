@@ -121,6 +121,11 @@ void SimStream::enqueue(std::function<void()> task) {
 void SimStream::holdUntilFreed(c10::Storage storage) {
   if (host_) return;  // the host ran everything queued on it already
   std::lock_guard<std::mutex> lock(mutex_);
+  // Once per storage: the count that tells it freed is the job's owners plus this one. (A
+  // storage recorded on two streams is never seen freed: kept, never reused too early.)
+  for (const c10::Storage& held : held_) {
+    if (held.unsafeGetStorageImpl() == storage.unsafeGetStorageImpl()) return;
+  }
   held_.push_back(std::move(storage));
 }
 
@@ -141,6 +146,7 @@ void SimStream::run() {
       ++running_;
     }
     task();
+    task = nullptr;  // what it holds (a storage kept for recordStream) goes before it counts as done
     std::lock_guard<std::mutex> lock(mutex_);
     --running_;
   }

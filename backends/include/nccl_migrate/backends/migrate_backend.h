@@ -220,8 +220,9 @@ class MigrateBackend final : public c10d::Backend {
   // communicators (on timeout; on any failure unless TORCH_NCCL_ASYNC_ERROR_HANDLING=0) so that
   // every other pending op fails too instead of hanging. `generation`: the membership the op
   // failed in (the caller checked it was current when the op settled, before anyone could see
-  // the failure): its hooks and dump always run; the error state and the abort only while that
-  // membership is still the group's.
+  // the failure): its hooks and dump run once per generation; the error state and the abort
+  // only while that membership is still the group's (the abort may keep a later failure's
+  // report waiting behind it, up to a second per stuck communicator).
   void onOpFailure(bool timedOut, const std::string& what, uint64_t generation);
   uint64_t generation() const { return generation_.load(); }
 
