@@ -66,7 +66,7 @@ inline backends::GlooBackendMaker glooMakerFrom(py::function make) {
   return [callable](const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, int rank, int size,
                     std::chrono::milliseconds timeout) {
     auto attempt = std::make_shared<GlooConnectAttempt>();
-    std::thread([attempt, callable, store, prefix, rank, size, timeout] {
+    std::thread([attempt, callable, store, prefix, rank, size, timeout]() mutable {
       c10::intrusive_ptr<c10d::Backend> gloo;
       std::string error;
       bool peerFailure = false;
@@ -83,6 +83,10 @@ inline backends::GlooBackendMaker glooMakerFrom(py::function make) {
         } catch (const std::exception& e) {
           error = e.what();
         }
+        // Let go of the callable while holding the GIL: were this the last owner, its deleter
+        // would otherwise take the GIL later, maybe as the interpreter shuts down, which ends
+        // this thread mid-unwind (std::terminate).
+        callable.reset();
       }
       std::lock_guard<std::mutex> lock(attempt->mutex);
       attempt->gloo = std::move(gloo);
