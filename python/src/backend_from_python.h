@@ -3,13 +3,10 @@
 // which differ only in the communicator factory they give each group.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <pybind11/chrono.h>
@@ -40,21 +37,7 @@ inline c10::intrusive_ptr<T> owned(const py::object& object, const char* what) {
   return c10::intrusive_ptr<T>::reclaim_copy(raw);
 }
 
-// One Gloo connect on a thread of its own, and what it ended with (glooMakerFrom below).
-struct GlooConnectAttempt {
-  std::mutex mutex;
-  std::condition_variable done;
-  bool finished = false;
-  c10::intrusive_ptr<c10d::Backend> gloo;
-  std::string error;  // the Python exception, as "Type: message"
-  bool peerFailure = false;  // a RuntimeError (torch's DistError among them): Gloo's or the store's
-};
-
 // A Python callable kept alive by C++ and called from any thread: every touch takes the GIL.
-// Gloo's connect cannot be interrupted, and when a member died or stopped after the members met
-// it retries for several times its timeout (five, with torch 2.15's Gloo): the connect runs on a
-// thread of its own and the caller gives up at the timeout, failing the op that needed the
-// communicator as a transfer to that member would. An abandoned connect ends on its own.
 inline backends::GlooBackendMaker glooMakerFrom(py::function make) {
   auto callable = std::shared_ptr<py::function>(new py::function(std::move(make)), [](py::function* f) {
     // A non-Python thread taking the GIL during interpreter shutdown is ended by Python
@@ -65,58 +48,19 @@ inline backends::GlooBackendMaker glooMakerFrom(py::function make) {
   });
   return [callable](const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, int rank, int size,
                     std::chrono::milliseconds timeout) {
-    auto attempt = std::make_shared<GlooConnectAttempt>();
-    std::thread([attempt, callable, store, prefix, rank, size, timeout]() mutable {
-      c10::intrusive_ptr<c10d::Backend> gloo;
-      std::string error;
-      bool peerFailure = false;
-      if (!Py_IsInitialized() || _Py_IsFinalizing()) {
-        error = "the interpreter is shutting down";
-      } else {
-        py::gil_scoped_acquire gil;
-        try {
-          gloo = owned<c10d::Backend>((*callable)(store, prefix, rank, size, timeout), "Backend (ProcessGroupGloo)");
-        } catch (py::error_already_set& e) {
-          peerFailure = e.matches(PyExc_RuntimeError);
-          error = py::str(py::type::of(e.value()).attr("__name__")).cast<std::string>() + ": " +
-                  py::str(e.value()).cast<std::string>();
-        } catch (const std::exception& e) {
-          error = e.what();
-        }
-        // Let go of the callable while holding the GIL: were this the last owner, its deleter
-        // would otherwise take the GIL later, maybe as the interpreter shuts down, which ends
-        // this thread mid-unwind (std::terminate).
-        callable.reset();
-      }
-      std::lock_guard<std::mutex> lock(attempt->mutex);
-      attempt->gloo = std::move(gloo);
-      attempt->error = std::move(error);
-      attempt->peerFailure = peerFailure;
-      attempt->finished = true;
-      attempt->done.notify_all();
-    }).detach();
-    bool finished;
-    {
-      // The connect needs the GIL: a caller holding it lets go while it waits.
-      std::optional<py::gil_scoped_release> unlocked;
-      if (PyGILState_Check()) unlocked.emplace();
-      std::unique_lock<std::mutex> lock(attempt->mutex);
-      finished = attempt->done.wait_for(lock, timeout, [&] { return attempt->finished; });
+    py::gil_scoped_acquire gil;
+    try {
+      return owned<c10d::Backend>((*callable)(store, prefix, rank, size, timeout), "Backend (ProcessGroupGloo)");
+    } catch (py::error_already_set& e) {
+      // The members met (the engine's meeting came first), so a connect that fails in Gloo's or
+      // the store's words (a RuntimeError, torch's DistError among them) is a member that died
+      // or hung since: DistBackendError, a peer's failure. Anything else (a TypeError, a bad
+      // GLOO_SOCKET_IFNAME) is this rank's own and keeps its type.
+      if (!e.matches(PyExc_RuntimeError)) throw;
+      std::string what = py::str(py::type::of(e.value()).attr("__name__")).cast<std::string>() + ": " +
+                         py::str(e.value()).cast<std::string>();
+      C10_THROW_ERROR(DistBackendError, "Gloo could not connect the members: " + what);
     }
-    std::lock_guard<std::mutex> lock(attempt->mutex);
-    // The members met (the engine's meeting came first), so a connect that fails in Gloo's or the
-    // store's words, or does not end, is a member that died or hung since: DistBackendError, a
-    // peer's failure. Anything else (a TypeError, a bad GLOO_SOCKET_IFNAME) is this rank's own.
-    if (!finished) {
-      C10_THROW_ERROR(DistBackendError, "Gloo could not connect the members within " +
-                                            std::to_string(timeout.count()) +
-                                            " ms of their meeting (a member died or stopped since)");
-    }
-    if (!attempt->error.empty() && attempt->peerFailure) {
-      C10_THROW_ERROR(DistBackendError, "Gloo could not connect the members: " + attempt->error);
-    }
-    TORCH_CHECK(attempt->error.empty(), "creating a Gloo communicator failed: ", attempt->error);
-    return std::move(attempt->gloo);
   };
 }
 
