@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -348,8 +347,8 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     seeds = random.Random(args.seed)
-    runs = [Run(f, b, t, i, seeds.randrange(1 << 31), args.timeout) for f, b, t in rows for i in range(args.runs)]
-    runs = [dataclasses.replace(r, number=n) for n, r in enumerate(runs)]
+    cells = [(f, b, t, i) for f, b, t in rows for i in range(args.runs)]
+    runs = [Run(f, b, t, i, seeds.randrange(1 << 31), args.timeout, number=n) for n, (f, b, t, i) in enumerate(cells)]
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
     results = []
