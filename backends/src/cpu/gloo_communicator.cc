@@ -1,6 +1,7 @@
 // GlooCommunicator: ops are forwarded to torch's Gloo backend; its Work is our InFlight.
 #include "gloo_communicator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -100,7 +101,14 @@ class GlooInFlight final : public InFlight {
 
 c10d::ReduceOp glooOp(c10d::ReduceOp::RedOpType type) { return c10d::ReduceOp(type); }
 
+// How many times its context's timeout Gloo's connect can take (see the header).
+constexpr int kGlooConnectWaits = 5;
+
 }  // namespace
+
+std::chrono::milliseconds glooConnectContextTimeout(std::chrono::milliseconds connectBudget) {
+  return std::max(std::chrono::milliseconds(1), connectBudget / kGlooConnectWaits);
+}
 
 GlooCommunicator::GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10d::Backend> gloo)
     : info_(std::move(info)), gloo_(std::move(gloo)), abortSignal_(std::make_shared<AbortSignal>()) {

@@ -4,6 +4,7 @@
 // copies after a batch) runs before the op is seen done.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -15,6 +16,12 @@
 namespace nccl_migrate::backends {
 
 struct AbortSignal;  // pending ops fail when the communicator is aborted
+
+// The timeout to make a Gloo context with so that its full-mesh connect gives up within
+// `connectBudget`: Gloo waits up to five times the context's timeout for a peer that posted its
+// address and died before connecting (measured with torch 2.15's Gloo: 0.5 s gave 2.5 s, 2 s
+// gave 10 s, 3 s gave 15 s). The caller sets the context's own timeout once it is connected.
+std::chrono::milliseconds glooConnectContextTimeout(std::chrono::milliseconds connectBudget);
 
 class GlooCommunicator final : public Communicator, public NativeListOps {
  public:
