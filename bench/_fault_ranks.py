@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 
 # Ops of the workload. "sub_*" run on a subgroup of every rank but the last; the batch and the
 # coalesced ops each launch as one batch.
@@ -22,6 +23,7 @@ OPS = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", 
 ELEMENTS = 1 << 12
 SIGNALS = ("kill", "kill_store", "stop")  # faults the faulty rank's own thread strikes
 DISRUPTIVE = SIGNALS + ("sim_stall", "sim_error")  # the faulty rank leaves the group
+RENDEZVOUS_TIMEOUT = timedelta(seconds=60)  # the launch; the groups have the run's timeout
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,6 @@ def _recover(dist, torch, plan: RankPlan, hook_ran: threading.Event, result: dic
 
 def _reformed(dist, plan: RankPlan, survivors: list[int], shrink: dict):
     """The survivors' world on a new store, once shrink said the old one is gone."""
-    from datetime import timedelta
 
     shrink["how"] = "re-formed on a new store"
     dist.destroy_process_group()
@@ -189,7 +190,6 @@ def _reformed(dist, plan: RankPlan, survivors: list[int], shrink: dict):
 
 def run_rank(plan: RankPlan) -> None:
     """The rank's whole life; ends the process (os._exit) with 0 when it wrote its result."""
-    from datetime import timedelta
 
     import torch
     import torch.distributed as dist
@@ -208,7 +208,19 @@ def run_rank(plan: RankPlan) -> None:
     if faulty and plan.fault in SIGNALS:
         threading.Thread(target=_strike, args=(plan, issued, struck), daemon=True).start()
 
-    init(plan.world_kind, plan.backend, plan.rank, plan.world, None, timeout=timedelta(seconds=plan.timeout_s))
+    # The launch is not what is measured, and under a loaded campaign one rank's start can lag
+    # another's by more than the groups' few seconds (a job's ten-minute default absorbs that).
+    # So the ranks load what init would load, meet through env:// as torch reads it with a
+    # minute to come up, and leave together: torch's TCPStore lets a client go on as soon as it
+    # connected, before the last rank has. The store then keeps the groups' timeout, as env://
+    # init would have left it.
+    _load_backends(plan)
+    rendezvous_store, _, _ = next(dist.rendezvous("env://", plan.rank, plan.world, timeout=RENDEZVOUS_TIMEOUT))
+    rendezvous_store.set(f"faults/up/{plan.rank}", "1")
+    rendezvous_store.wait([f"faults/up/{r}" for r in range(plan.world)], RENDEZVOUS_TIMEOUT)
+    rendezvous_store.set_timeout(timedelta(seconds=plan.timeout_s))
+    init(plan.world_kind, plan.backend, plan.rank, plan.world, rendezvous_store,
+         timeout=timedelta(seconds=plan.timeout_s))
     store = dist.distributed_c10d._get_default_store()
     # torch gives a group made without a timeout its own default (30 min), not the world's: a
     # job that wants its subgroup ops bounded passes the timeout, as the campaign does.
@@ -255,11 +267,19 @@ def run_rank(plan: RankPlan) -> None:
     os._exit(0)
 
 
+def _load_backends(plan: RankPlan) -> None:
+    """Imports and registers the run's backend as init would (idempotent there)."""
+    import nccl_migrate  # noqa: F401
+    import worlds
+
+    if plan.world_kind == "sim-bound":
+        worlds._register_simulated(plan.backend)
+
+
 def _leave(store, plan: RankPlan, members: list[int], result: dict) -> None:
     """Leaves once every member is done: the process hosting the store (the first member) waits
     for the others, so no rank still finishing its last op loses the store under it (the
     simulated device moves its data through the store, and a job's exit would kill it)."""
-    from datetime import timedelta
 
     try:
         store.set(f"faults/left/{plan.rank}", "1")
