@@ -91,6 +91,14 @@ def _run_ports(number: int) -> tuple[int, int]:
     raise RuntimeError(f"no free port pair in {PORT_BASE}-{PORT_BASE + 2 * PORT_PAIRS}")
 
 
+def _world_collectives(ops: tuple[str, ...] | list[str]) -> int:
+    """How many NCCL collectives the workload surely issues on the world's communicator: one per
+    all_reduce, broadcast, all_gather and reduce_scatter, two per coalesced batch (all_to_all and
+    the rings are sends and receives; the subgroup's ops have a communicator of their own)."""
+    return sum(1 for op in ops if op in ("all_reduce", "broadcast", "all_gather", "reduce_scatter")) + \
+        2 * sum(1 for op in ops if op == "coalesced")
+
+
 def _rank_plans(run: Run, directory: str) -> tuple[list[RankPlan], dict[int, dict[str, str]]]:
     """Every rank's plan and the faulty rank's extra environment, drawn from the run's seed."""
     rng = random.Random(run.seed)
@@ -104,12 +112,14 @@ def _rank_plans(run: Run, directory: str) -> tuple[list[RankPlan], dict[int, dic
     if run.fault == "slow":
         delay = rng.uniform(0.2, 0.6) * run.timeout_s
     extra: dict[int, dict[str, str]] = {}
-    # The simulated device counts its faults in collectives of one communicator (1-based).
+    # The simulated device counts its faults in collectives of one communicator (1-based): n is
+    # drawn among those the faulty rank surely runs on the world's (a larger n would never strike).
+    last = min(8, max(2, _world_collectives(ops)))
     if run.fault == "sim_stall":
-        fault_at = rng.randrange(2, 9)
+        fault_at = rng.randrange(2, last + 1)
         extra[faulty] = {"NCCL_MIGRATE_SIM_STALL_AT": str(fault_at)}
     elif run.fault == "sim_error":
-        fault_at = rng.randrange(2, 9)
+        fault_at = rng.randrange(2, last + 1)
         extra[faulty] = {"NCCL_MIGRATE_SIM_ASYNC_ERROR_AT": str(fault_at)}
     plans = [RankPlan(r, world, BEHAVIOURS[run.behaviour], TRANSPORTS[run.transport], run.timeout_s, ops, run.fault,
                       faulty, fault_at, delay, directory) for r in range(world)]
@@ -207,7 +217,11 @@ def _lookup_of_a_missing_rank(error: str, directory: str) -> bool:
     one), looks that rank's entries up and fails with its KeyError despite
     --allow-incomplete-ranks."""
     rank = error.removeprefix("KeyError: ")
-    return rank != error and rank.isdigit() and not os.path.exists(os.path.join(directory, f"fr_rank_{rank}"))
+    if rank == error or not rank.isdigit() or os.path.exists(os.path.join(directory, f"fr_rank_{rank}")):
+        return False
+    with contextlib.suppress(OSError):
+        return "match_coalesced_groups_with_non_p2p" in open(os.path.join(directory, "frtrace.err")).read()
+    return False
 
 
 def _frtrace_run(directory: str, args: list[str], output: str | None) -> str | None:

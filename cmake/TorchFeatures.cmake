@@ -101,6 +101,9 @@ nccl_migrate_torch_feature(premul_sum_names adapted
 nccl_migrate_torch_feature(gloo_alltoall adapted
   "ProcessGroupGloo::alltoall (the list form); older torch's Gloo has only the flat alltoall_base, which the CPU communicator then packs the lists into"
   "DECL:${_tf}/ProcessGroupGloo.hpp:Work> alltoall\\(")
+nccl_migrate_torch_feature(gloo_set_timeout adapted
+  "ProcessGroupGloo::setTimeout; older torch's Gloo keeps the timeout it was made with, so a CPU communicator is made with the group's and its connect may then wait up to five times that for a peer that died inside it"
+  "DECL:${_tf}/ProcessGroupGloo.hpp:void setTimeout\\(")
 nccl_migrate_torch_feature(work_timeout feature
   "Work::getTimeout; without it a toolkit Work's timeout is not visible through torch's Work"
   "DECL:${_tf}/Work.hpp:getTimeout\\(")

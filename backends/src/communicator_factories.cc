@@ -51,14 +51,18 @@ class DeviceCommunicatorFactory final : public CommunicatorFactory {
     TORCH_CHECK(makeGloo_, "no Gloo maker: CPU communicators are created through the nccl_migrate Python package");
     auto started = std::chrono::steady_clock::now();
     meetMembers(*store_, prefix, info, groupName_, timeout_);  // Gloo's connect would fail in its own words
+#if NCCL_MIGRATE_TORCH_HAS_GLOO_SET_TIMEOUT
     // Gloo bounds its connect by five times its context's timeout (a peer that posted its address
     // and died is waited for that long), so the context is made with a fifth of the budget and
-    // then given the group's timeout, which every later op of the context runs under.
+    // then given the group's timeout, which its collectives run under.
     auto gloo = makeGloo_(store_, prefix, info.rank, info.size, glooConnectContextTimeout(timeout_));
     gloo->setTimeout(timeout_);
+#else
+    auto gloo = makeGloo_(store_, prefix, info.rank, info.size, timeout_);  // its timeout stays as made
+#endif
     info.creationTime = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
     info.implementation = "gloo";
-    return std::make_unique<GlooCommunicator>(std::move(info), std::move(gloo));
+    return std::make_unique<GlooCommunicator>(std::move(info), std::move(gloo), timeout_);
   }
 
   std::unique_ptr<Communicator> ncclCommunicator(const std::string& prefix, CommunicatorInfo info,

@@ -24,6 +24,9 @@ struct AbortSignal {
   std::condition_variable changed;
   std::atomic<bool> aborted{false};
   std::string key;
+  // The group's timeout: Gloo's send and recv waits given none fall back to the timeout the
+  // context connected under, a fifth of it (glooConnectContextTimeout).
+  std::chrono::milliseconds opTimeout{0};
 };
 
 namespace {
@@ -76,11 +79,11 @@ class GlooInFlight final : public InFlight {
       return;
     }
     // Gloo gives no future for send, recv and the flat reduce-scatter: a thread waits in Gloo
-    // (bounded by its timeout) and completes ours, so get_future() works for every op, as on NCCL.
-    std::thread([work = work_, callback = std::move(callback)] {
+    // (bounded by the group's timeout) and completes ours, so get_future() works for every op, as on NCCL.
+    std::thread([work = work_, timeout = signal_->opTimeout, callback = std::move(callback)] {
       std::exception_ptr error;
       try {
-        work->wait();
+        work->wait(timeout);
       } catch (...) {
         error = std::current_exception();
       }
@@ -110,9 +113,11 @@ std::chrono::milliseconds glooConnectContextTimeout(std::chrono::milliseconds co
   return std::max(std::chrono::milliseconds(1), connectBudget / kGlooConnectWaits);
 }
 
-GlooCommunicator::GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10d::Backend> gloo)
+GlooCommunicator::GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10d::Backend> gloo,
+                                   std::chrono::milliseconds opTimeout)
     : info_(std::move(info)), gloo_(std::move(gloo)), abortSignal_(std::make_shared<AbortSignal>()) {
   abortSignal_->key = info_.key;
+  abortSignal_->opTimeout = opTimeout;
 }
 
 GlooCommunicator::~GlooCommunicator() = default;

@@ -20,12 +20,15 @@ struct AbortSignal;  // pending ops fail when the communicator is aborted
 // The timeout to make a Gloo context with so that its full-mesh connect gives up within
 // `connectBudget`: Gloo waits up to five times the context's timeout for a peer that posted its
 // address and died before connecting (measured with torch 2.15's Gloo: 0.5 s gave 2.5 s, 2 s
-// gave 10 s, 3 s gave 15 s). The caller sets the context's own timeout once it is connected.
+// gave 10 s, 3 s gave 15 s). The caller then sets the group's timeout on the backend, which its
+// collectives run under; its send and recv keep the connect's for waits given no timeout, so the
+// communicator passes the group's to every wait.
 std::chrono::milliseconds glooConnectContextTimeout(std::chrono::milliseconds connectBudget);
 
 class GlooCommunicator final : public Communicator, public NativeListOps {
  public:
-  GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10d::Backend> gloo);
+  // `opTimeout`: the group's timeout, which `gloo` was given after it connected.
+  GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10d::Backend> gloo, std::chrono::milliseconds opTimeout);
   ~GlooCommunicator() override;
   const CommunicatorInfo& info() const override { return info_; }
 

@@ -71,6 +71,19 @@ def test_the_judge_fails_unreadable_dumps_and_a_slow_rank_that_made_an_op_fail()
     assert "rank 1 raised DistBackendError" in judge("slow", 1, TIMEOUT, 16, undisturbed, None, None).problems[0]
 
 
+@pytest.mark.parametrize("fault", ["sim_stall", "sim_error"])
+def test_a_simulated_device_fault_is_drawn_where_it_strikes(fault, tmp_path):
+    # The simulated device counts its faults in the world communicator's collectives: a fault
+    # drawn past the last one never strikes, and the run then tests nothing.
+    import faults
+
+    for seed in range(300):
+        plans, extra = faults._rank_plans(faults.Run(fault, "rewritten", "sim", 0, seed, 3.0), str(tmp_path))
+        plan = plans[0]
+        assert 2 <= plan.fault_at <= faults._world_collectives(plan.ops), (seed, plan.ops, plan.fault_at)
+        assert str(plan.fault_at) in extra[plan.faulty_rank].values()
+
+
 def test_the_seeded_subset_passes_every_check(tmp_path):
     """One run per row (30 rows), seeded; a failed run's logs and dumps are kept under tmp_path."""
     out = tmp_path / "campaign.json"
