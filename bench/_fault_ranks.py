@@ -174,7 +174,6 @@ def _recover(dist, torch, plan: RankPlan, hook_ran: threading.Event, result: dic
 
 def _reformed(dist, plan: RankPlan, survivors: list[int], shrink: dict):
     """The survivors' world on a new store, once shrink said the old one is gone."""
-
     shrink["how"] = "re-formed on a new store"
     dist.destroy_process_group()
     store = dist.TCPStore("127.0.0.1", int(os.environ["FAULTS_RECOVERY_PORT"]), len(survivors),
@@ -190,7 +189,6 @@ def _reformed(dist, plan: RankPlan, survivors: list[int], shrink: dict):
 
 def run_rank(plan: RankPlan) -> None:
     """The rank's whole life; ends the process (os._exit) with 0 when it wrote its result."""
-
     import torch
     import torch.distributed as dist
     from worlds import (
@@ -280,7 +278,6 @@ def _leave(store, plan: RankPlan, members: list[int], result: dict) -> None:
     """Leaves once every member is done: the process hosting the store (the first member) waits
     for the others, so no rank still finishing its last op loses the store under it (the
     simulated device moves its data through the store, and a job's exit would kill it)."""
-
     try:
         store.set(f"faults/left/{plan.rank}", "1")
         if plan.rank == members[0]:

@@ -206,16 +206,18 @@ def _frtrace(directory: str) -> tuple[str | None, str]:
     error = _frtrace_run(directory, base + ["-o", os.path.join(directory, "frtrace.pkl")], "frtrace.pkl")
     if error is None:
         return None, "matched"
-    if not any(symptom in error for symptom in MATCHING_HEURISTIC) and not _lookup_of_a_missing_rank(error, directory):
+    if not _matching_heuristic_failed(error, directory):
         return error, "-"
     error = _frtrace_run(directory, base + ["-j"], None)
     return (None, "entries (-j)") if error is None else (error, "-")
 
 
-def _lookup_of_a_missing_rank(error: str, directory: str) -> bool:
-    """The same search, meeting a coalesced group whose peer is a rank with no dump (the dead
-    one), looks that rank's entries up and fails with its KeyError despite
-    --allow-incomplete-ranks."""
+def _matching_heuristic_failed(error: str, directory: str) -> bool:
+    """Whether torchfrtrace failed in its coalesced-group search (MATCHING_HEURISTIC), or in the
+    same search meeting a group whose peer is a rank with no dump (the dead one): it looks that
+    rank's entries up and fails with its KeyError despite --allow-incomplete-ranks."""
+    if any(symptom in error for symptom in MATCHING_HEURISTIC):
+        return True
     rank = error.removeprefix("KeyError: ")
     if rank == error or not rank.isdigit() or os.path.exists(os.path.join(directory, f"fr_rank_{rank}")):
         return False
