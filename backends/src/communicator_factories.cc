@@ -50,7 +50,7 @@ class DeviceCommunicatorFactory final : public CommunicatorFactory {
   std::unique_ptr<Communicator> glooCommunicator(const std::string& prefix, CommunicatorInfo info) {
     TORCH_CHECK(makeGloo_, "no Gloo maker: CPU communicators are created through the nccl_migrate Python package");
     auto started = std::chrono::steady_clock::now();
-    meetMembers(*store_, prefix, info, groupName_, timeout_);  // Gloo's connect would fail in its own words
+    meetMembers(store_, prefix, info, groupName_, timeout_);  // Gloo's connect would fail in its own words
 #if NCCL_MIGRATE_TORCH_HAS_GLOO_SET_TIMEOUT
     // Gloo bounds its connect by five times its context's timeout (a peer that posted its address
     // and died is waited for that long), so the context is made with a fifth of the budget and

@@ -1,39 +1,86 @@
 // meetMembers: see member_meeting.h.
 #include "member_meeting.h"
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include <c10/util/Exception.h>
 
 namespace nccl_migrate::backends {
+namespace {
 
-void meetMembers(c10d::Store& store, const std::string& prefix, const CommunicatorInfo& info,
-                 const std::string& groupName, std::chrono::milliseconds timeout) {
+// The meeting itself, through `store`: bounded by `timeout` as long as the store answers.
+void meetThroughStore(c10d::Store& store, const std::string& prefix, const CommunicatorInfo& info,
+                      const std::string& groupName, std::chrono::milliseconds timeout) {
   // The prefix is used once (the factory numbers every creation of a key), so keys left from
   // an earlier meeting are never mistaken for members arriving now.
   std::vector<std::string> keys;
   for (int r = 0; r < info.size; ++r) keys.push_back(prefix + "/member/" + std::to_string(r));
+  auto unreachable = [&](const c10::Error& error) {
+    C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName +
+                                          "' could not meet its members: the group's store cannot be reached (" +
+                                          error.what_without_backtrace() + ")");
+  };
   try {
     store.set(keys.at(info.rank), std::vector<uint8_t>{1});
     store.wait(keys, timeout);
-  } catch (const c10::Error&) {  // a wait that timed out (FileStore says so in a plain c10::Error), or a store
-                                  // whose host is gone
+  } catch (const c10::DistNetworkError& error) {
+    unreachable(error);  // its host is gone: asking it who came would only fail again
+  } catch (const c10::Error&) {  // a wait that timed out (FileStore says so in a plain c10::Error)
     std::string missing;
     try {
       for (int r = 0; r < info.size; ++r) {
         int groupRank = r < static_cast<int>(info.groupRanks.size()) ? info.groupRanks[r] : r;
         if (!store.check({keys[r]})) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
       }
-    } catch (const c10::Error& unreachable) {
-      C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName +
-                                            "' could not meet its members: the group's store cannot be reached (" +
-                                            unreachable.what_without_backtrace() + ")");
+    } catch (const c10::Error& error) {
+      unreachable(error);
     }
     if (missing.empty()) return;  // the last of them came as the wait ran out: they all met
     C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName + "': group rank(s) " +
                                           missing + " did not arrive within " + std::to_string(timeout.count()) +
                                           " ms to create it (dead, or not running this op)");
   }
+}
+
+}  // namespace
+
+void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, const CommunicatorInfo& info,
+                 const std::string& groupName, std::chrono::milliseconds timeout) {
+  // A store call can outlast any timeout given to it: torch's TCPStore names the peer of a failed
+  // call by a reverse DNS lookup, which takes the resolver's own timeout (5 s by default) where
+  // no resolver answers. So the meeting runs on a thread of its own, which ends on its own, and
+  // the caller waits for it only as long as a meeting may take.
+  struct Verdict {
+    std::mutex mutex;
+    std::condition_variable reached;
+    bool done = false;
+    std::exception_ptr error;
+  };
+  auto verdict = std::make_shared<Verdict>();
+  std::thread([store, prefix, info, groupName, timeout, verdict] {
+    std::exception_ptr error;
+    try {
+      meetThroughStore(*store, prefix, info, groupName, timeout);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(verdict->mutex);
+    verdict->done = true;
+    verdict->error = error;
+    verdict->reached.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(verdict->mutex);
+  if (!verdict->reached.wait_for(lock, timeout + kMeetingAnswerGrace, [&] { return verdict->done; })) {
+    C10_THROW_ERROR(DistBackendError,
+                    "communicator " + info.key + " of group '" + groupName +
+                        "' could not meet its members: the group's store did not answer within " +
+                        std::to_string((timeout + kMeetingAnswerGrace).count()) +
+                        " ms (its host is gone, or unreachable)");
+  }
+  if (verdict->error) std::rethrow_exception(verdict->error);
 }
 
 }  // namespace nccl_migrate::backends

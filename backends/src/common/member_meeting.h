@@ -13,8 +13,14 @@
 
 namespace nccl_migrate::backends {
 
-// Throws DistBackendError naming the group ranks that did not arrive within `timeout`.
-void meetMembers(c10d::Store& store, const std::string& prefix, const CommunicatorInfo& info,
+// Beyond the meeting's timeout, how long the store's last calls (the member's own key, the
+// check of who came) may take before the caller stops waiting for them.
+inline constexpr std::chrono::milliseconds kMeetingAnswerGrace{1000};
+
+// Throws DistBackendError naming the group ranks that did not arrive within `timeout`, or the
+// store that could not be reached; returns or throws within `timeout` + kMeetingAnswerGrace
+// whatever the store does.
+void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, const CommunicatorInfo& info,
                  const std::string& groupName, std::chrono::milliseconds timeout);
 
 }  // namespace nccl_migrate::backends

@@ -147,7 +147,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
   TORCH_CHECK(!seams.runtime->capturing(seams.runtime->currentStream(info.device)), "group '", groupName,
               "' would create its communicator ", info.key, " during CUDA graph capture, which cannot run NCCL's "
               "init: run one op of the group (or create it eagerly) before capturing");
-  meetMembers(*store, storePrefix, info, groupName, timeout);
+  meetMembers(store, storePrefix, info, groupName, timeout);
   ncclUniqueId id;
   std::string key = storePrefix + "/nccl_unique_id";
   if (info.rank == 0) {

@@ -12,13 +12,16 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/StringUtil.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "nccl_migrate/backends/communicator_factories.h"
 #include "nccl_migrate/backends/communicator_policy.h"
 #include "nccl_migrate/backends/migrate_backend.h"
+#include "common/member_meeting.h"
 #include "ranks.h"
 #include "sim_nccl.h"
+#include "stuck_store.h"
 
 namespace nccl_migrate::sim {
 namespace {
@@ -54,11 +57,12 @@ c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMake
                                               std::chrono::milliseconds timeout = std::chrono::seconds(20),
                                               Faults faults = {}, backends::DeviceCommOptions comms = {},
                                               std::shared_ptr<backends::EngineServices> services =
-                                                  backends::EngineServices::process()) {
+                                                  backends::EngineServices::process(),
+                                              c10::intrusive_ptr<c10d::Store> transfers = nullptr) {
   GroupOptions options{"0", "default_pg", timeout, {}, simDevice(ctx.rank)};
   options.deviceComms = comms;
   backends::applyNcclEnvironment(options);  // as every creation path does
-  auto seams = simulatedSeams(ctx.store, faults);
+  auto seams = simulatedSeams(transfers ? transfers : ctx.store, faults);
   backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
     return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
                                              o.deviceComms);
@@ -563,6 +567,57 @@ TEST(SimulatedDevice, StalledOpTimesOutAndTheProcessSurvives) {
                        check(pg->getError() == c10d::ErrorType::TIMEOUT, "group error is not TIMEOUT");
                      }),
             "");
+}
+
+// The abort that follows a timeout releases the stream at once, as ncclCommAbort ends kernels
+// waiting on dead peers, even while the simulated transfer is stuck in a store call: the host
+// waiting for the op raises within the timeout, not when the store call returns.
+TEST(SimulatedDevice, AnAbortReleasesTheStreamWhileAStoreCallIsStuck) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto transfers = c10::make_intrusive<StuckStore>(ctx.store);
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::milliseconds(800), {}, {},
+                                            backends::EngineServices::process(), transfers);
+                       if (ctx.rank == 1) {
+                         std::this_thread::sleep_for(std::chrono::seconds(4));  // alive, never joins the op
+                         return;
+                       }
+                       transfers->armed = true;
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       auto started = std::chrono::steady_clock::now();
+                       auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       try {
+                         work->wait();  // the host waits for the op's stream (the simulated host)
+                         check(false, "an op without rank 1 completed");
+                       } catch (const c10::DistBackendError&) {
+                       }
+                       auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+                       check(seconds < 3.0, "the op raised " + std::to_string(seconds) +
+                                                " s after its issue, behind the stuck store call; the timeout is 0.8 s");
+                     }),
+            "");
+}
+
+// A communicator's meeting ends within its timeout and grace whatever the store does: a store
+// call stuck in the library (here, every call) fails the creation with the store named.
+TEST(MemberMeeting, AStuckStoreEndsTheMeetingWithinItsTimeout) {
+  auto store = c10::make_intrusive<StuckStore>(c10::make_intrusive<c10d::HashStore>());
+  store->armed = true;
+  backends::CommunicatorInfo info;
+  info.key = "cpu:0";
+  info.size = 2;
+  info.groupRanks = {0, 1};
+  auto timeout = std::chrono::milliseconds(300);
+  auto started = std::chrono::steady_clock::now();
+  try {
+    backends::meetMembers(store, "meeting", info, "0", timeout);
+    FAIL() << "a meeting without its other member returned";
+  } catch (const c10::DistBackendError& e) {
+    EXPECT_NE(std::string(e.what()).find("the group's store did not answer"), std::string::npos) << e.what();
+  }
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, timeout + backends::kMeetingAnswerGrace + std::chrono::milliseconds(500))
+      << std::chrono::duration<double>(took).count() << " s";
 }
 
 #if NCCL_MIGRATE_TORCH_HAS_SHRINK

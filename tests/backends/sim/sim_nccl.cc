@@ -1,7 +1,9 @@
 // SimNcclApi: see sim_nccl.h.
 #include "sim_nccl.h"
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -361,24 +363,43 @@ bool arrived(c10d::Store& store, SimComm& comm, const std::string& key) {
 
 std::string partKey(const SimNcclApi::Op& op, int rank) { return op.key + "/" + std::to_string(rank); }
 
-}  // namespace
-
-void SimNcclApi::run(const std::vector<Op>& ops) {
-  // The store carries the simulated transfers. When it fails (the rank hosting it died), the
-  // peers are unreachable: NCCL reports that as its asynchronous error and the op never
-  // completes; it never ends the process.
-  try {
-    transfer(ops);
-  } catch (const std::exception&) {
-    for (const Op& op : ops) op.comm->asyncError = ncclSystemError;
-    // Like a stalled op, it never reaches its end event: only the abort releases the stream.
-    for (const Op& op : ops) {
-      while (!op.comm->aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+bool anyAborted(const std::vector<SimNcclApi::Op>& ops) {
+  return std::any_of(ops.begin(), ops.end(), [](const SimNcclApi::Op& op) { return op.comm->aborted.load(); });
 }
 
-void SimNcclApi::transfer(const std::vector<Op>& ops) {
+// The bytes an op contributes, read from its send buffer while the stream is at the op.
+std::vector<uint8_t> contributionOf(const SimNcclApi::Op& op) {
+  switch (op.kind) {
+    case SimNcclApi::Op::AllReduce:
+    case SimNcclApi::Op::Reduce:
+    case SimNcclApi::Op::AllGather:
+    case SimNcclApi::Op::Send: return bytesAt(op.send, bytesOf(op.count, op.type));
+    case SimNcclApi::Op::ReduceScatter: return bytesAt(op.send, bytesOf(op.count * op.comm->size, op.type));
+    case SimNcclApi::Op::Broadcast:
+      return op.comm->rank == op.root ? bytesAt(op.send, bytesOf(op.count, op.type)) : std::vector<uint8_t>{};
+    case SimNcclApi::Op::Recv: return {};
+  }
+  return {};
+}
+
+}  // namespace
+
+// What the ops of one launch exchange through the store, apart from their buffers: the network
+// part of the ops. It runs on a thread of its own, so that an abort releases the stream at once
+// even while a store call is stuck (torch's store names a failed peer by a reverse DNS lookup,
+// which can take the resolver's timeout), as ncclCommAbort ends kernels waiting on dead peers.
+struct SimNcclApi::Exchange {
+  std::vector<Op> ops;                              // their buffer pointers are never used here
+  std::vector<std::vector<uint8_t>> contributions;  // one per op
+  std::vector<std::optional<at::Tensor>> results;   // what each op writes to its receive buffer
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  bool complete = false;  // false: a communicator was aborted before every part arrived
+  std::exception_ptr storeFailure;
+};
+
+void SimNcclApi::run(const std::vector<Op>& ops) {
   // Faults are counted per collective of this rank's communicator.
   for (const Op& op : ops) {
     if (!op.collective()) continue;
@@ -389,85 +410,112 @@ void SimNcclApi::transfer(const std::vector<Op>& ops) {
       return;
     }
   }
-  c10d::Store& store = *store_;
-  // Post: every op's own contribution.
-  for (const Op& op : ops) {
-    int me = op.comm->rank;
-    switch (op.kind) {
-      case Op::AllReduce:
-      case Op::Reduce:
-      case Op::AllGather:
-        store.set(partKey(op, me), bytesAt(op.send, bytesOf(op.count, op.type)));
-        break;
-      case Op::ReduceScatter:
-        store.set(partKey(op, me), bytesAt(op.send, bytesOf(op.count * op.comm->size, op.type)));
-        break;
-      case Op::Broadcast:
-        if (me == op.root) store.set(partKey(op, me), bytesAt(op.send, bytesOf(op.count, op.type)));
-        break;
-      case Op::Send:
-        store.set(op.key, bytesAt(op.send, bytesOf(op.count, op.type)));
-        break;
-      case Op::Recv:
-        break;
+  auto exchange = std::make_shared<Exchange>();
+  exchange->ops = ops;
+  for (Op& op : exchange->ops) {
+    exchange->contributions.push_back(contributionOf(op));
+    // A device-resident PREMUL_SUM factor is read when the op runs, as NCCL reads it.
+    if (op.preMul && op.preMul->residence == ncclScalarDevice) {
+      op.preMul->hostValue = scalarValue(op.preMul->devicePtr, op.preMul->type);
+      op.preMul->residence = ncclScalarHostImmediate;
     }
   }
+  std::thread([self = shared_from_this(), exchange] {
+    std::exception_ptr failure;
+    bool complete = false;
+    try {
+      complete = self->transfer(*exchange);
+    } catch (const std::exception&) {
+      failure = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(exchange->mutex);
+    exchange->done = true;
+    exchange->complete = complete;
+    exchange->storeFailure = failure;
+    exchange->finished.notify_all();
+  }).detach();
+
+  std::unique_lock<std::mutex> lock(exchange->mutex);
+  while (!exchange->done) {
+    if (anyAborted(ops)) return;  // released by the abort; the exchange ends on its own
+    exchange->finished.wait_for(lock, std::chrono::milliseconds(1));
+  }
+  if (exchange->storeFailure) {
+    // The store carries the simulated transfers. When it fails (the rank hosting it died), the
+    // peers are unreachable: NCCL reports that as its asynchronous error and the op never
+    // completes; it never ends the process. Like a stalled op, only the abort releases the stream.
+    for (const Op& op : ops) op.comm->asyncError = ncclSystemError;
+    lock.unlock();
+    while (!anyAborted(ops)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return;
+  }
+  if (!exchange->complete) return;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (exchange->results[i]) writeTo(ops[i].recv, *exchange->results[i], ops[i].type);
+  }
+}
+
+bool SimNcclApi::transfer(Exchange& exchange) {
+  c10d::Store& store = *store_;
+  const std::vector<Op>& ops = exchange.ops;
+  exchange.results.assign(ops.size(), std::nullopt);
+  // Post: every op's own contribution.
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.kind == Op::Recv || exchange.contributions[i].empty()) continue;
+    store.set(op.kind == Op::Send ? op.key : partKey(op, op.comm->rank), exchange.contributions[i]);
+  }
   // Collect: what each op needs from its peers.
-  for (const Op& op : ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
     SimComm& comm = *op.comm;
     int me = comm.rank, n = comm.size;
-    auto part = [&](int rank) -> std::optional<at::Tensor> {
-      if (!arrived(store, comm, partKey(op, rank))) return std::nullopt;
-      std::vector<uint8_t> bytes = store.get(partKey(op, rank));
+    auto valuesAt = [&](const std::string& key) -> std::optional<at::Tensor> {
+      if (!arrived(store, comm, key)) return std::nullopt;
+      std::vector<uint8_t> bytes = store.get(key);
       size_t count = bytes.size() / c10::elementSize(scalarTypeOf(op.type));
       return viewOf(bytes.data(), count, op.type).clone();
     };
     auto everyone = [&]() -> std::optional<std::vector<at::Tensor>> {
       std::vector<at::Tensor> parts;
       for (int r = 0; r < n; ++r) {
-        auto p = part(r);
+        auto p = valuesAt(partKey(op, r));
         if (!p) return std::nullopt;
         parts.push_back(*p);
       }
       return parts;
     };
+    std::optional<at::Tensor>& result = exchange.results[i];
     switch (op.kind) {
-      case Op::AllReduce: {
-        auto parts = everyone();
-        if (!parts) return;
-        writeTo(op.recv, reduced(*parts, op), op.type);
-        break;
-      }
+      case Op::AllReduce:
       case Op::Reduce: {
         auto parts = everyone();
-        if (!parts) return;
-        if (me == op.root) writeTo(op.recv, reduced(*parts, op), op.type);
+        if (!parts) return false;
+        if (op.kind == Op::AllReduce || me == op.root) result = reduced(*parts, op);
         break;
       }
       case Op::AllGather: {
         auto parts = everyone();
-        if (!parts) return;
-        writeTo(op.recv, at::cat(*parts), op.type);
+        if (!parts) return false;
+        result = at::cat(*parts);
         break;
       }
       case Op::ReduceScatter: {
         auto parts = everyone();
-        if (!parts) return;
+        if (!parts) return false;
         std::vector<at::Tensor> mine;
         for (auto& p : *parts) mine.push_back(p.narrow(0, static_cast<int64_t>(me * op.count), op.count));
-        writeTo(op.recv, reduced(mine, op), op.type);
+        result = reduced(mine, op);
         break;
       }
       case Op::Broadcast: {
-        auto p = part(op.root);
-        if (!p) return;
-        writeTo(op.recv, *p, op.type);
+        result = valuesAt(partKey(op, op.root));
+        if (!result) return false;
         break;
       }
       case Op::Recv: {
-        if (!arrived(store, comm, op.key)) return;
-        std::vector<uint8_t> bytes = store.get(op.key);
-        std::memcpy(op.recv, bytes.data(), bytes.size());
+        result = valuesAt(op.key);
+        if (!result) return false;
         store.set(op.key + "/ack", std::vector<uint8_t>{1});
         break;
       }
@@ -477,8 +525,9 @@ void SimNcclApi::transfer(const std::vector<Op>& ops) {
   }
   // A send completes once its receiver took the data.
   for (const Op& op : ops) {
-    if (op.kind == Op::Send && !arrived(store, *op.comm, op.key + "/ack")) return;
+    if (op.kind == Op::Send && !arrived(store, *op.comm, op.key + "/ack")) return false;
   }
+  return true;
 }
 
 SimNcclApi::Op SimNcclApi::opOf(int kind, const void* send, void* recv, size_t count, ncclDataType_t type,

@@ -85,10 +85,14 @@ class SimNcclApi final : public backends::nccl::NcclApi, public std::enable_shar
           ncclComm_t comm, cudaStream_t stream, const char* call);
   ncclResult_t submit(Op op);
   ncclResult_t stillIssuing(SimComm& comm);
-  // Runs ops that launch together on one stream: posts every contribution, then collects
-  // (transfer); a store that fails meanwhile becomes the ops' communicators' asynchronous error.
+  struct Exchange;
+  // Runs ops that launch together on one stream: reads their contributions, lets `transfer`
+  // exchange them through the store on a thread of its own, and writes what came back, unless
+  // the communicator was aborted first; a store that fails meanwhile becomes the ops'
+  // communicators' asynchronous error.
   void run(const std::vector<Op>& ops);
-  void transfer(const std::vector<Op>& ops);
+  // Posts every contribution, then collects; false when an abort stopped it first.
+  bool transfer(Exchange& exchange);
   void note(const char* call);
 
   c10::intrusive_ptr<c10d::Store> store_;
