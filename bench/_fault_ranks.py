@@ -271,7 +271,7 @@ def _load_backends(plan: RankPlan) -> None:
     import worlds
 
     if plan.world_kind == "sim-bound":
-        worlds._register_simulated(plan.backend)
+        worlds.register_simulated(plan.backend)
 
 
 def _leave(store, plan: RankPlan, members: list[int], result: dict) -> None:

@@ -352,14 +352,14 @@ def _prepare() -> None:
     import nccl_migrate  # noqa: F401
     import torch.distributed
     import torch.distributed.flight_recorder.fr_trace  # noqa: F401
-    from worlds import _register_simulated, world_missing
+    from worlds import register_simulated, world_missing
 
     for transport, world in TRANSPORTS.items():
         missing = world_missing(world)
         if missing:
             sys.exit(f"faults.py: the {transport} transport cannot run here: {missing}")
     for backend in BEHAVIOURS.values():
-        _register_simulated(backend)
+        register_simulated(backend)
 
 
 def main(argv=None) -> int:

@@ -44,7 +44,7 @@ def world_missing(world: str) -> str | None:
     return simulated_device_missing() if world == "sim-bound" else None
 
 
-def _register_simulated(backend: str) -> str:
+def register_simulated(backend: str) -> str:
     """Registers the simulated-device twin of toolkit backend `backend` in this process."""
     import torch.distributed as dist
 
@@ -70,7 +70,7 @@ def init(world: str, backend: str, rank: int, size: int, store, **kwargs) -> str
 
     name = backend
     if world == "sim-bound":
-        name = _register_simulated(backend)
+        name = register_simulated(backend)
     if world in ("cpu-bound", "sim-bound"):
         kwargs.setdefault("device_id", torch.device("cpu", rank))
     # No store: torchrun's env:// rendezvous (MASTER_ADDR, MASTER_PORT), as launched jobs meet.

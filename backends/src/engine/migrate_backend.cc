@@ -383,9 +383,12 @@ void MigrateBackend::handleFailure(bool timedOut, const std::string& what, uint6
 }
 
 void MigrateBackend::abortIfGeneration(uint64_t generation) {
-  // Lock order: generationMutex_, then mutex_ (abort); nothing takes them the other way.
-  std::lock_guard<std::mutex> lock(generationMutex_);
-  if (generation == generation_.load()) abort();
+  // Under mutex_ alone: an abort may wait on communicators stuck in their library (a second each
+  // at most), and generationMutex_ is what every thread that sees a failure takes (onOpFailure).
+  // A reconfigure bumps the generation before it replaces the communicators under mutex_, so a
+  // newer generation's are never aborted here.
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation == generation_.load()) abortLocked();
 }
 
 c10::intrusive_ptr<c10d::Backend> MigrateBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
@@ -416,6 +419,10 @@ void MigrateBackend::eagerConnectSingleDevice(at::Device device) {
 
 void MigrateBackend::abort() {
   std::lock_guard<std::mutex> lock(mutex_);
+  abortLocked();
+}
+
+void MigrateBackend::abortLocked() {
   aborted_ = true;
   for (auto& [key, comm] : communicators_) comm->abort();
 }

@@ -260,6 +260,7 @@ class MigrateBackend final : public c10d::Backend {
   void handleFailure(bool timedOut, const std::string& what, uint64_t generation);
   // abort(), unless a reconfigure replaced `generation` meanwhile.
   void abortIfGeneration(uint64_t generation);
+  void abortLocked();  // mutex_ held
   void requireReachableStore() const;
 
   std::shared_ptr<EngineServices> services_;  // first: what the ops below report to outlives them
@@ -289,7 +290,7 @@ class MigrateBackend final : public c10d::Backend {
   std::map<int64_t, c10d::AbortHook> abortHooks_;
   std::atomic<int> error_{0};  // c10d::ErrorType
   // The membership generation, bumped by each reconfigure (under generationMutex_, which also
-  // orders the checks that act on a failure of one generation: the error state and the abort).
+  // orders the error state a failure of one generation sets; its abort checks it under mutex_).
   std::mutex generationMutex_;
   std::atomic<uint64_t> generation_{0};
   // The last generation whose failure ran the abort hooks and the dump (watchdog thread only):
