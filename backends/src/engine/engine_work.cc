@@ -1,6 +1,8 @@
 // EngineWork: see engine_work.h.
 #include "engine_work.h"
 
+#include <utility>
+
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
@@ -82,6 +84,14 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
     ofCurrentMembership = backend && backend->generation() == identity_.generation;
   }
   cv_.notify_all();
+  if (error) {
+    std::shared_ptr<OpFuture> future;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      future = future_;
+    }
+    if (future) future->fail(exception());
+  }
   if (unsettled_) unsettled_->fetch_sub(1, std::memory_order_relaxed);
   if (error) inFlight_->giveUp();
   notifySettled(identity_.settleListeners, error);
@@ -160,22 +170,48 @@ bool EngineWork::watch(std::chrono::steady_clock::time_point now) {
   return true;
 }
 
+void EngineWork::OpFuture::complete(const c10::IValue& value) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (std::exchange(decided, true)) return;
+  }
+  future->markCompleted(value);
+}
+
+void EngineWork::OpFuture::fail(const std::exception_ptr& error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (std::exchange(decided, true)) return;
+  }
+  future->setError(error);
+}
+
 c10::intrusive_ptr<c10::ivalue::Future> EngineWork::getFuture() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (future_) return future_;
-  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
-                                                     cudaDevicesOf(outputs_));
-  auto future = future_;
-  auto outputs = outputs_;
-  auto describe = identity_.description;
-  inFlight_->onDone([future, outputs, describe](std::exception_ptr error) {
+  std::shared_ptr<OpFuture> made;
+  std::exception_ptr failedAlready;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (future_) return future_->future;
+    future_ = std::make_shared<OpFuture>();
+    future_->future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                               cudaDevicesOf(outputs_));
+    made = future_;
+    if (completed_) failedAlready = exception_;
+  }
+  if (failedAlready) {
+    made->fail(failedAlready);
+    return made->future;
+  }
+  // Outside the lock: ordering the caller's stream may block the host until the op is done (on
+  // the simulated device, whose host is a stream), and the watchdog takes the lock to fail it.
+  inFlight_->onDone([made, outputs = outputs_, describe = identity_.description](std::exception_ptr error) {
     if (error) {
-      future->setError(backendError(describe + " failed: " + messageOf(error)));
+      made->fail(backendError(describe + " failed: " + messageOf(error)));
       return;
     }
-    future->markCompleted(c10::IValue(outputs));
+    made->complete(c10::IValue(outputs));
   });
-  return future_;
+  return made->future;
 }
 
 }  // namespace nccl_migrate::backends

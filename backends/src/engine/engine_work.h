@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,7 +70,17 @@ class EngineWork final : public c10d::Work {
   std::chrono::milliseconds timeout_;
   std::chrono::steady_clock::time_point deadline_;
   c10::weak_intrusive_ptr<MigrateBackend> backend_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  // The op's future, once asked for, and whether it was decided yet: by the op's completion in
+  // stream order, or by its failure as the work settled (a timed-out op's stream passes it once
+  // the abort released it, and must not complete it then).
+  struct OpFuture {
+    c10::intrusive_ptr<c10::ivalue::Future> future;
+    std::mutex mutex;
+    bool decided = false;
+    void complete(const c10::IValue& value);  // each unless decided
+    void fail(const std::exception_ptr& error);
+  };
+  std::shared_ptr<OpFuture> future_;
   std::shared_ptr<std::atomic<int64_t>> unsettled_;
 };
 

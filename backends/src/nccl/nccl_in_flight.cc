@@ -69,7 +69,13 @@ void NcclInFlight::wait(std::chrono::milliseconds timeout) {
 }
 
 void NcclInFlight::onDone(std::function<void(std::exception_ptr)> callback) {
-  auto complete = [callback = std::move(callback)] { callback(nullptr); };
+  // An abort releases the stream past an op that never finished: its future fails. (Only the
+  // handle's flag is read: a host function in the stream may not call CUDA.)
+  auto complete = [callback = std::move(callback), handle = p_.handle, op = p_.op] {
+    if (!handle->aborted()) return callback(nullptr);
+    callback(std::make_exception_ptr(
+        nccl::NcclError(ncclSystemError, "the communicator was aborted while " + op + " was in flight")));
+  };
   if (p_.futureOrder == FutureOrder::CommunicatorStream) {
     p_.runtime->completeInStreamOrder(p_.stream, complete);
     return;

@@ -730,6 +730,32 @@ TEST(SimulatedDevice, ObserversOfFreshServicesHearEveryOpOnce) {
             "");
 }
 
+// A stalled op's future fails once the watchdog timed the op out: DDP's reducer and comm hooks
+// learn of a failure only through it, so a future that completed once the abort released the
+// stream would hand the job the buffers of an op that never finished.
+void futureOfAStalledOp(RankContext& ctx, const PolicyMaker& policy) {
+  Faults stallFirst;
+  stallFirst.stallAt = 1;
+  auto pg = simBackend(ctx, policy, std::chrono::milliseconds(600), stallFirst);
+  std::vector<at::Tensor> t{at::ones({4})};
+  auto future = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->getFuture();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!future->completed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  check(future->completed(), "the future of a timed-out op never completed");
+  check(future->hasError(), "the future of a timed-out op completed without an error");
+  check(std::string(future->tryRetrieveErrorMessage()).find("timeout") != std::string::npos,
+        "the future's error does not name the timeout: " + future->tryRetrieveErrorMessage());
+}
+
+TEST(SimulatedDevice, TheFutureOfATimedOutOpFails) {
+  for (const auto& [name, policy] : std::vector<std::pair<std::string, PolicyMaker>>{
+           {"legacy", legacy()}, {"rewritten", rewritten()}}) {
+    EXPECT_EQ(runRanks(2, [&](RankContext& ctx) { futureOfAStalledOp(ctx, policy); }), "") << name;
+  }
+}
+
 // NCCL's asynchronous error fails the op it interrupts and the group reports COMM_ERROR.
 TEST(SimulatedDevice, AsynchronousErrorFailsThePendingOp) {
   EXPECT_EQ(runRanks(2,
