@@ -131,14 +131,17 @@ TEST(FailureHandling, AnOpFailingDuringASlowAbortRaisesAtOnce) {
   std::vector<at::Tensor> a{at::ones({2})}, b{at::ones({2})};
   auto timesOut = pg->allreduce(a, withTimeout(200ms));  // the watchdog times it out and aborts
   auto failsOnAbort = pg->allreduce(b, withTimeout(10s));
-  while (!state->begun.load()) std::this_thread::sleep_for(1ms);
+  auto giveUp = std::chrono::steady_clock::now() + 5s;
+  while (!state->begun.load()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), giveUp) << "the watchdog never aborted the group";
+    std::this_thread::sleep_for(1ms);
+  }
   auto abortBegan = std::chrono::steady_clock::now();
   EXPECT_THROW(failsOnAbort->wait(), c10::DistBackendError);
   auto raisedAfter = std::chrono::steady_clock::now() - abortBegan;
   EXPECT_LT(raisedAfter, 500ms) << "the op raised " << std::chrono::duration<double>(raisedAfter).count()
                                 << " s after the abort began, which takes " << abortTakes.count() << " ms";
   EXPECT_THROW(timesOut->wait(), c10::DistBackendError);
-  std::this_thread::sleep_for(abortTakes);  // the watchdog's abort ends before the group goes
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // meetMembers: see member_meeting.h.
 #include "member_meeting.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -12,8 +13,10 @@ namespace nccl_migrate::backends {
 namespace {
 
 // The meeting itself, through `store`: bounded by `timeout` as long as the store answers.
+// `waitRanOut` is set once the wait for the others timed out (the check of who came follows).
 void meetThroughStore(c10d::Store& store, const std::string& prefix, const CommunicatorInfo& info,
-                      const std::string& groupName, std::chrono::milliseconds timeout) {
+                      const std::string& groupName, std::chrono::milliseconds timeout,
+                      std::atomic<bool>& waitRanOut) {
   // The prefix is used once (the factory numbers every creation of a key), so keys left from
   // an earlier meeting are never mistaken for members arriving now.
   std::vector<std::string> keys;
@@ -29,6 +32,7 @@ void meetThroughStore(c10d::Store& store, const std::string& prefix, const Commu
   } catch (const c10::DistNetworkError& error) {
     unreachable(error);  // its host is gone: asking it who came would only fail again
   } catch (const c10::Error&) {  // a wait that timed out (FileStore says so in a plain c10::Error)
+    waitRanOut = true;
     std::string missing;
     try {
       for (int r = 0; r < info.size; ++r) {
@@ -58,12 +62,13 @@ void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string
     std::condition_variable reached;
     bool done = false;
     std::exception_ptr error;
+    std::atomic<bool> waitRanOut{false};
   };
   auto verdict = std::make_shared<Verdict>();
   std::thread([store, prefix, info, groupName, timeout, verdict] {
     std::exception_ptr error;
     try {
-      meetThroughStore(*store, prefix, info, groupName, timeout);
+      meetThroughStore(*store, prefix, info, groupName, timeout, verdict->waitRanOut);
     } catch (...) {
       error = std::current_exception();
     }
@@ -73,12 +78,20 @@ void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string
     verdict->reached.notify_all();
   }).detach();
   std::unique_lock<std::mutex> lock(verdict->mutex);
-  if (!verdict->reached.wait_for(lock, timeout + kMeetingAnswerGrace, [&] { return verdict->done; })) {
-    C10_THROW_ERROR(DistBackendError,
-                    "communicator " + info.key + " of group '" + groupName +
-                        "' could not meet its members: the group's store did not answer within " +
-                        std::to_string((timeout + kMeetingAnswerGrace).count()) +
-                        " ms (its host is gone, or unreachable)");
+  auto decided = [&] { return verdict->done; };
+  if (timeout == c10d::Store::kNoTimeout) {
+    verdict->reached.wait(lock, decided);  // the job asked for no bound
+  } else if (!verdict->reached.wait_for(lock, timeout + kMeetingAnswerGrace, decided)) {
+    std::string bound = std::to_string((timeout + kMeetingAnswerGrace).count()) + " ms";
+    if (verdict->waitRanOut) {
+      C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName +
+                                            "': its members did not all arrive within " +
+                                            std::to_string(timeout.count()) +
+                                            " ms, and the group's store did not say which within " + bound);
+    }
+    C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName +
+                                          "' could not meet its members: the group's store did not answer within " +
+                                          bound + " (its host is gone, or unreachable)");
   }
   if (verdict->error) std::rethrow_exception(verdict->error);
 }

@@ -19,7 +19,7 @@ inline constexpr std::chrono::milliseconds kMeetingAnswerGrace{1000};
 
 // Throws DistBackendError naming the group ranks that did not arrive within `timeout`, or the
 // store that could not be reached; returns or throws within `timeout` + kMeetingAnswerGrace
-// whatever the store does.
+// whatever the store does (a `timeout` of c10d::Store::kNoTimeout waits as long as it takes).
 void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, const CommunicatorInfo& info,
                  const std::string& groupName, std::chrono::milliseconds timeout);
 

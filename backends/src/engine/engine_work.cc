@@ -74,6 +74,7 @@ std::exception_ptr EngineWork::withContext(const std::exception_ptr& cause) cons
 void EngineWork::settle(std::exception_ptr error, bool timedOut) {
   c10::intrusive_ptr<MigrateBackend> backend = error ? backend_.lock() : nullptr;  // only a failure reports
   bool ofCurrentMembership = false;
+  std::shared_ptr<OpFuture> future;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (completed_) return;
@@ -82,19 +83,13 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
     // Read before anyone can see the failure (a reconfigure it prompts comes after): an op that
     // fails once a reconfigure replaced its membership was dropped by it, and is not reported.
     ofCurrentMembership = backend && backend->generation() == identity_.generation;
+    future = future_;
   }
   cv_.notify_all();
-  if (error) {
-    std::shared_ptr<OpFuture> future;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      future = future_;
-    }
-    if (future) future->fail(exception());
-  }
   if (unsettled_) unsettled_->fetch_sub(1, std::memory_order_relaxed);
   if (error) inFlight_->giveUp();
   notifySettled(identity_.settleListeners, error);
+  if (future) future->settled(exception());
   if (!error || !ofCurrentMembership) return;
   backend->onOpFailure(timedOut, messageOf(exception()), identity_.generation);
 }
@@ -170,24 +165,42 @@ bool EngineWork::watch(std::chrono::steady_clock::time_point now) {
   return true;
 }
 
-void EngineWork::OpFuture::complete(const c10::IValue& value) {
+void EngineWork::OpFuture::settled(const std::exception_ptr& error) {
   {
     std::lock_guard<std::mutex> lock(mutex);
+    if (!error) {
+      succeeded = true;  // its completion in stream order decides it, whatever came after
+      return;
+    }
     if (std::exchange(decided, true)) return;
   }
-  future->markCompleted(value);
+  // Its callbacks run here (on the watchdog, or the thread that saw the failure): one that
+  // throws must not end that thread.
+  try {
+    future->setError(error);
+  } catch (const std::exception& e) {
+    LOG(ERROR) << "[nccl_migrate] a callback of a failed op's future threw: " << e.what();
+  }
 }
 
-void EngineWork::OpFuture::fail(const std::exception_ptr& error) {
+void EngineWork::OpFuture::completed(const c10::IValue& value, const std::exception_ptr& error) {
+  bool fails;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (std::exchange(decided, true)) return;
+    // An op that settled as done keeps its result though an abort came before its completion.
+    fails = error && !succeeded;
   }
-  future->setError(error);
+  if (fails) {
+    future->setError(error);
+  } else {
+    future->markCompleted(value);
+  }
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> EngineWork::getFuture() {
   std::shared_ptr<OpFuture> made;
+  bool settledAs = false;
   std::exception_ptr failedAlready;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -196,20 +209,15 @@ c10::intrusive_ptr<c10::ivalue::Future> EngineWork::getFuture() {
     future_->future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                                cudaDevicesOf(outputs_));
     made = future_;
-    if (completed_) failedAlready = exception_;
+    settledAs = completed_;
+    failedAlready = exception_;
   }
-  if (failedAlready) {
-    made->fail(failedAlready);
-    return made->future;
-  }
+  if (settledAs) made->settled(failedAlready);
+  if (failedAlready) return made->future;
   // Outside the lock: ordering the caller's stream may block the host until the op is done (on
   // the simulated device, whose host is a stream), and the watchdog takes the lock to fail it.
   inFlight_->onDone([made, outputs = outputs_, describe = identity_.description](std::exception_ptr error) {
-    if (error) {
-      made->fail(backendError(describe + " failed: " + messageOf(error)));
-      return;
-    }
-    made->complete(c10::IValue(outputs));
+    made->completed(c10::IValue(outputs), error ? backendError(describe + " failed: " + messageOf(error)) : nullptr);
   });
   return made->future;
 }

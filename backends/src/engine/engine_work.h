@@ -59,8 +59,8 @@ class EngineWork final : public c10d::Work {
   bool watch(std::chrono::steady_clock::time_point now);
 
  private:
-  // Settles the work once: records completion or the error, tells the op's observers and, on
-  // failure, the backend.
+  // Settles the work once: records completion or the error, tells the op's observers, its
+  // future (a failure fails it) and, on failure, the backend.
   void settle(std::exception_ptr error, bool timedOut);
   std::exception_ptr withContext(const std::exception_ptr& cause) const;
 
@@ -70,15 +70,17 @@ class EngineWork final : public c10d::Work {
   std::chrono::milliseconds timeout_;
   std::chrono::steady_clock::time_point deadline_;
   c10::weak_intrusive_ptr<MigrateBackend> backend_;
-  // The op's future, once asked for, and whether it was decided yet: by the op's completion in
-  // stream order, or by its failure as the work settled (a timed-out op's stream passes it once
-  // the abort released it, and must not complete it then).
+  // The op's future, once asked for, and whether it was decided yet: by the op's failure as the
+  // work settled (a timed-out op's stream passes it once the abort released it, and must not
+  // complete it then), else by its completion in stream order, which fails only an op that had
+  // not settled as done (an abort released the stream past it).
   struct OpFuture {
     c10::intrusive_ptr<c10::ivalue::Future> future;
     std::mutex mutex;
     bool decided = false;
-    void complete(const c10::IValue& value);  // each unless decided
-    void fail(const std::exception_ptr& error);
+    bool succeeded = false;  // the work settled as done
+    void settled(const std::exception_ptr& error);
+    void completed(const c10::IValue& value, const std::exception_ptr& error);
   };
   std::shared_ptr<OpFuture> future_;
   std::shared_ptr<std::atomic<int64_t>> unsettled_;

@@ -618,6 +618,7 @@ TEST(MemberMeeting, AStuckStoreEndsTheMeetingWithinItsTimeout) {
   auto took = std::chrono::steady_clock::now() - started;
   EXPECT_LT(took, timeout + backends::kMeetingAnswerGrace + std::chrono::milliseconds(500))
       << std::chrono::duration<double>(took).count() << " s";
+  store->release();  // the meeting's thread, left behind, ends now
 }
 
 #if NCCL_MIGRATE_TORCH_HAS_SHRINK
@@ -747,6 +748,48 @@ void futureOfAStalledOp(RankContext& ctx, const PolicyMaker& policy) {
   check(future->hasError(), "the future of a timed-out op completed without an error");
   check(std::string(future->tryRetrieveErrorMessage()).find("timeout") != std::string::npos,
         "the future's error does not name the timeout: " + future->tryRetrieveErrorMessage());
+}
+
+// An op that finished keeps its result in its future, though the group was aborted after it
+// (a later op timed out) before the job asked for the future.
+TEST(SimulatedDevice, TheFutureOfAFinishedOpOutlivesALaterAbort) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       Faults stallSecond;
+                       stallSecond.stallAt = 2;
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::milliseconds(600), stallSecond);
+                       std::vector<at::Tensor> t{at::ones({4})}, u{at::ones({4})};
+                       auto finished = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                       finished->wait();
+                       check(finished->isCompleted() && finished->isSuccess(), "the first op did not finish");
+                       auto stalled = pg->allreduce(u, allreduceWith(c10d::ReduceOp::SUM));
+                       try {
+                         stalled->wait();
+                         check(false, "a stalled op completed");
+                       } catch (const c10::DistBackendError&) {
+                       }
+                       auto future = finished->getFuture();
+                       future->wait();
+                       if (future->hasError()) check(false, "the finished op's future failed: " + future->tryRetrieveErrorMessage());
+                       expectEqual(future->value().toTensorList()[0], at::full({4}, 2.0), "the finished op's future");
+                     }),
+            "");
+}
+
+// Ops of no elements complete, as in NCCL: every rank still meets the others.
+TEST(SimulatedDevice, OpsOfNoElementsComplete) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(10));
+                       std::vector<at::Tensor> t{at::ones({0})};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::milliseconds(8000));
+                       c10d::BroadcastOptions fromRank0;
+                       pg->broadcast(t, fromRank0)->wait(std::chrono::milliseconds(8000));
+                       std::vector<at::Tensor> p2p{at::ones({0})};
+                       auto work = ctx.rank == 0 ? pg->send(p2p, 1, 0) : pg->recv(p2p, 0, 0);
+                       work->wait(std::chrono::milliseconds(8000));
+                     }),
+            "");
 }
 
 TEST(SimulatedDevice, TheFutureOfATimedOutOpFails) {

@@ -367,8 +367,9 @@ bool anyAborted(const std::vector<SimNcclApi::Op>& ops) {
   return std::any_of(ops.begin(), ops.end(), [](const SimNcclApi::Op& op) { return op.comm->aborted.load(); });
 }
 
-// The bytes an op contributes, read from its send buffer while the stream is at the op.
-std::vector<uint8_t> contributionOf(const SimNcclApi::Op& op) {
+// The bytes an op contributes, read from its send buffer while the stream is at the op; none
+// for a receive or a broadcast off its root (an op of no elements contributes an empty value).
+std::optional<std::vector<uint8_t>> contributionOf(const SimNcclApi::Op& op) {
   switch (op.kind) {
     case SimNcclApi::Op::AllReduce:
     case SimNcclApi::Op::Reduce:
@@ -376,10 +377,11 @@ std::vector<uint8_t> contributionOf(const SimNcclApi::Op& op) {
     case SimNcclApi::Op::Send: return bytesAt(op.send, bytesOf(op.count, op.type));
     case SimNcclApi::Op::ReduceScatter: return bytesAt(op.send, bytesOf(op.count * op.comm->size, op.type));
     case SimNcclApi::Op::Broadcast:
-      return op.comm->rank == op.root ? bytesAt(op.send, bytesOf(op.count, op.type)) : std::vector<uint8_t>{};
-    case SimNcclApi::Op::Recv: return {};
+      if (op.comm->rank == op.root) return bytesAt(op.send, bytesOf(op.count, op.type));
+      return std::nullopt;
+    case SimNcclApi::Op::Recv: return std::nullopt;
   }
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace
@@ -390,26 +392,16 @@ std::vector<uint8_t> contributionOf(const SimNcclApi::Op& op) {
 // which can take the resolver's timeout), as ncclCommAbort ends kernels waiting on dead peers.
 struct SimNcclApi::Exchange {
   std::vector<Op> ops;                              // their buffer pointers are never used here
-  std::vector<std::vector<uint8_t>> contributions;  // one per op
+  std::vector<std::optional<std::vector<uint8_t>>> contributions;  // one per op
   std::vector<std::optional<at::Tensor>> results;   // what each op writes to its receive buffer
   std::mutex mutex;
   std::condition_variable finished;
   bool done = false;
   bool complete = false;  // false: a communicator was aborted before every part arrived
-  std::exception_ptr storeFailure;
+  std::exception_ptr failure;  // the store's, or a type the simulation does not know
 };
 
-void SimNcclApi::run(const std::vector<Op>& ops) {
-  // Faults are counted per collective of this rank's communicator.
-  for (const Op& op : ops) {
-    if (!op.collective()) continue;
-    uint64_t n = std::stoull(op.key.substr(op.key.rfind('/') + 1));
-    if (faults_.asyncErrorAt && n == *faults_.asyncErrorAt) op.comm->asyncError = ncclRemoteError;
-    if ((faults_.stallAt && n == *faults_.stallAt) || (faults_.asyncErrorAt && n == *faults_.asyncErrorAt)) {
-      while (!op.comm->aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      return;
-    }
-  }
+std::shared_ptr<SimNcclApi::Exchange> SimNcclApi::startExchange(const std::vector<Op>& ops) {
   auto exchange = std::make_shared<Exchange>();
   exchange->ops = ops;
   for (Op& op : exchange->ops) {
@@ -425,27 +417,52 @@ void SimNcclApi::run(const std::vector<Op>& ops) {
     bool complete = false;
     try {
       complete = self->transfer(*exchange);
-    } catch (const std::exception&) {
+    } catch (...) {
       failure = std::current_exception();
     }
     std::lock_guard<std::mutex> lock(exchange->mutex);
     exchange->done = true;
     exchange->complete = complete;
-    exchange->storeFailure = failure;
+    exchange->failure = failure;
     exchange->finished.notify_all();
   }).detach();
+  return exchange;
+}
 
-  std::unique_lock<std::mutex> lock(exchange->mutex);
-  while (!exchange->done) {
-    if (anyAborted(ops)) return;  // released by the abort; the exchange ends on its own
-    exchange->finished.wait_for(lock, std::chrono::milliseconds(1));
+void SimNcclApi::run(const std::vector<Op>& ops) {
+  // Faults are counted per collective of this rank's communicator.
+  for (const Op& op : ops) {
+    if (!op.collective()) continue;
+    uint64_t n = std::stoull(op.key.substr(op.key.rfind('/') + 1));
+    if (faults_.asyncErrorAt && n == *faults_.asyncErrorAt) op.comm->asyncError = ncclRemoteError;
+    if ((faults_.stallAt && n == *faults_.stallAt) || (faults_.asyncErrorAt && n == *faults_.asyncErrorAt)) {
+      while (!op.comm->aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return;
+    }
   }
-  if (exchange->storeFailure) {
+  if (anyAborted(ops)) return;  // queued behind an abort: nothing left to exchange
+  std::shared_ptr<Exchange> exchange;
+  std::exception_ptr failure;
+  try {
+    exchange = startExchange(ops);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  std::unique_lock<std::mutex> lock;
+  if (exchange) {
+    lock = std::unique_lock<std::mutex>(exchange->mutex);
+    while (!exchange->done) {
+      if (anyAborted(ops)) return;  // released by the abort; the exchange ends on its own
+      exchange->finished.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    failure = exchange->failure;
+  }
+  if (failure) {
     // The store carries the simulated transfers. When it fails (the rank hosting it died), the
     // peers are unreachable: NCCL reports that as its asynchronous error and the op never
     // completes; it never ends the process. Like a stalled op, only the abort releases the stream.
     for (const Op& op : ops) op.comm->asyncError = ncclSystemError;
-    lock.unlock();
+    if (lock.owns_lock()) lock.unlock();
     while (!anyAborted(ops)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return;
   }
@@ -462,8 +479,8 @@ bool SimNcclApi::transfer(Exchange& exchange) {
   // Post: every op's own contribution.
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    if (op.kind == Op::Recv || exchange.contributions[i].empty()) continue;
-    store.set(op.kind == Op::Send ? op.key : partKey(op, op.comm->rank), exchange.contributions[i]);
+    if (!exchange.contributions[i]) continue;
+    store.set(op.kind == Op::Send ? op.key : partKey(op, op.comm->rank), *exchange.contributions[i]);
   }
   // Collect: what each op needs from its peers.
   for (size_t i = 0; i < ops.size(); ++i) {

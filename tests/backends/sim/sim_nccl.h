@@ -91,6 +91,8 @@ class SimNcclApi final : public backends::nccl::NcclApi, public std::enable_shar
   // the communicator was aborted first; a store that fails meanwhile becomes the ops'
   // communicators' asynchronous error.
   void run(const std::vector<Op>& ops);
+  // Reads the ops' contributions and starts their exchange on its thread.
+  std::shared_ptr<Exchange> startExchange(const std::vector<Op>& ops);
   // Posts every contribution, then collects; false when an abort stopped it first.
   bool transfer(Exchange& exchange);
   void note(const char* call);

@@ -5,7 +5,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
+#include <condition_variable>
+#include <mutex>
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -16,7 +17,14 @@ class StuckStore final : public c10d::Store {
   static constexpr std::chrono::seconds kStuckFor{8};
   explicit StuckStore(c10::intrusive_ptr<c10d::Store> inner) : inner_(std::move(inner)) {}
 
-  std::atomic<bool> armed{false};  // from now on, every call hangs kStuckFor first
+  std::atomic<bool> armed{false};  // from now on, every call hangs kStuckFor first...
+  void release() {                   // ...or until this
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      released_ = true;
+    }
+    releasedCv_.notify_all();
+  }
 
   c10::intrusive_ptr<c10d::Store> clone() { return inner_->clone(); }  // pure only on newer torch
   void set(const std::string& key, const std::vector<uint8_t>& value) override { inner_->set(key, hang(value)); }
@@ -33,10 +41,16 @@ class StuckStore final : public c10d::Store {
  private:
   template <typename T>
   const T& hang(const T& argument) {
-    if (armed.load()) std::this_thread::sleep_for(kStuckFor);
+    if (armed.load()) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      releasedCv_.wait_for(lock, kStuckFor, [&] { return released_; });
+    }
     return argument;
   }
   c10::intrusive_ptr<c10d::Store> inner_;
+  std::mutex mutex_;
+  std::condition_variable releasedCv_;
+  bool released_ = false;
 };
 
 }  // namespace nccl_migrate::sim
