@@ -3,11 +3,14 @@
 #include "nccl_migrate/backends/flight_recorder.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/ivalue.h>
@@ -242,20 +245,35 @@ std::string FlightRecorder::dumpToFile(uint64_t globalRank) const {
   std::string path = prefix + std::to_string(globalRank);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  // Write then rename, so a reader never sees half a dump. The temporary file's name does not
-  // start with the prefix: torchfrtrace reads every file that does, taking the rest as a rank.
-  std::filesystem::path target(path);
-  std::string tmp = (target.parent_path() / ("." + target.filename().string() + ".tmp")).string();
+  // Write then rename, so a reader never sees half a dump.
+  std::string tmp = dumpTemporaryPath(path).string();
+  bool written = false;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     TORCH_CHECK(out, "cannot write the flight recorder dump to ", tmp,
                 "; set TORCH_FR_DUMP_TEMP_FILE to a writable path prefix");
     std::string bytes = dumpPickle();
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    written = static_cast<bool>(out.flush());
   }
-  std::filesystem::rename(tmp, path, ec);
-  TORCH_CHECK(!ec, "cannot move the flight recorder dump into place at ", path, ": ", ec.message());
+  if (written) std::filesystem::rename(tmp, path, ec);
+  if (!written || ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    TORCH_CHECK(false, "cannot ", written ? "move the flight recorder dump into place at " : "write the flight recorder dump to ",
+                written ? path : tmp, written ? ": " + ec.message() : std::string());
+  }
   return path;
+}
+
+std::filesystem::path dumpTemporaryPath(const std::filesystem::path& target) {
+  // Beside the target (a rename within one file system), named after neither its prefix nor its
+  // rank: torchfrtrace reads every file whose name contains the prefix, anywhere, and takes the
+  // rest as a rank, so a dump a process left half-written when it exited (or one being written
+  // while it reads) must not look like one.
+  static std::atomic<uint64_t> dumps{0};
+  return target.parent_path() /
+         (".nccl-migrate-dump-" + std::to_string(::getpid()) + "-" + std::to_string(dumps++) + ".partial");
 }
 
 }  // namespace nccl_migrate::backends

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -70,5 +71,9 @@ class FlightRecorder final : public OpObserver {
 
 // Nanoseconds since the epoch, the clock torch's entries use.
 int64_t nowNs();
+
+// Where a dump to `target` is written before it is renamed into place: beside it, under a name
+// torchfrtrace never mistakes for a rank's dump.
+std::filesystem::path dumpTemporaryPath(const std::filesystem::path& target);
 
 }  // namespace nccl_migrate::backends

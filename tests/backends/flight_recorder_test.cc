@@ -1,0 +1,56 @@
+// Where the flight recorder writes a dump before it is in place, and what a failed write leaves.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include <c10/util/Exception.h>
+
+#include "nccl_migrate/backends/flight_recorder.h"
+
+namespace nccl_migrate::backends {
+namespace {
+
+namespace fs = std::filesystem;
+
+// torchfrtrace reads every file whose name contains the prefix, anywhere in it, and takes what
+// follows as the rank: a half-written dump (its process exited mid-write, or a reader came while
+// it was written) must be named after neither the prefix nor the rank.
+TEST(FlightRecorderDump, ItsTemporaryFileIsNoRanksDumpToTorchfrtrace) {
+  for (const fs::path target : {fs::path("/jobs/run/fr_rank_3"), fs::path("/root/.cache/torch/comm_lib_trace_rank_12")}) {
+    fs::path tmp = dumpTemporaryPath(target);
+    EXPECT_EQ(tmp.parent_path(), target.parent_path()) << tmp;  // a rename within one file system
+    std::string name = tmp.filename().string();
+    std::string prefix = target.filename().string();
+    prefix.erase(prefix.find_last_not_of("0123456789") + 1);
+    EXPECT_EQ(name.find(prefix), std::string::npos) << name << " contains the prefix " << prefix;
+  }
+  EXPECT_NE(dumpTemporaryPath("/d/fr_1"), dumpTemporaryPath("/d/fr_1"));  // two dumps at once
+}
+
+// A dump that cannot be moved into place fails with the path and leaves no temporary file.
+TEST(FlightRecorderDump, AFailedDumpLeavesNothingBehind) {
+  fs::path dir = fs::temp_directory_path() / ("nccl-migrate-fr-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "fr_0");
+  std::ofstream(dir / "fr_0" / "keep") << "a directory where the dump would go";
+  setenv("TORCH_FR_DUMP_TEMP_FILE", (dir / "fr_").string().c_str(), 1);
+  FlightRecorder recorder(16);
+  try {
+    recorder.dumpToFile(0);
+    ADD_FAILURE() << "a dump onto a directory succeeded";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find((dir / "fr_0").string()), std::string::npos) << e.what();
+  }
+  unsetenv("TORCH_FR_DUMP_TEMP_FILE");
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(dir)) left.push_back(entry.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"fr_0"});
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace nccl_migrate::backends
