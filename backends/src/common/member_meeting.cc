@@ -12,6 +12,10 @@
 namespace nccl_migrate::backends {
 namespace {
 
+std::string communicatorNamed(const CommunicatorInfo& info, const std::string& groupName) {
+  return "communicator " + info.key + " of group '" + groupName + "'";
+}
+
 // The meeting itself, through `store`: bounded by `timeout` as long as the store answers.
 // `waitRanOut` is set once the wait for the others timed out (the check of who came follows).
 void meetThroughStore(c10d::Store& store, const std::string& prefix, const CommunicatorInfo& info,
@@ -22,8 +26,8 @@ void meetThroughStore(c10d::Store& store, const std::string& prefix, const Commu
   std::vector<std::string> keys;
   for (int r = 0; r < info.size; ++r) keys.push_back(prefix + "/member/" + std::to_string(r));
   auto unreachable = [&](const c10::Error& error) {
-    C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName +
-                                          "' could not meet its members: the group's store cannot be reached (" +
+    C10_THROW_ERROR(DistBackendError, communicatorNamed(info, groupName) +
+                                          " could not meet its members: the group's store cannot be reached (" +
                                           error.what_without_backtrace() + ")");
   };
   try {
@@ -43,7 +47,7 @@ void meetThroughStore(c10d::Store& store, const std::string& prefix, const Commu
       unreachable(error);
     }
     if (missing.empty()) return;  // the last of them came as the wait ran out: they all met
-    C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName + "': group rank(s) " +
+    C10_THROW_ERROR(DistBackendError, communicatorNamed(info, groupName) + ": group rank(s) " +
                                           missing + " did not arrive within " + std::to_string(timeout.count()) +
                                           " ms to create it (dead, or not running this op)");
   }
@@ -84,13 +88,13 @@ void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string
   } else if (!verdict->reached.wait_for(lock, timeout + kMeetingAnswerGrace, decided)) {
     std::string bound = std::to_string((timeout + kMeetingAnswerGrace).count()) + " ms";
     if (verdict->waitRanOut) {
-      C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName +
-                                            "': its members did not all arrive within " +
+      C10_THROW_ERROR(DistBackendError, communicatorNamed(info, groupName) +
+                                            ": its members did not all arrive within " +
                                             std::to_string(timeout.count()) +
                                             " ms, and the group's store did not say which within " + bound);
     }
-    C10_THROW_ERROR(DistBackendError, "communicator " + info.key + " of group '" + groupName +
-                                          "' could not meet its members: the group's store did not answer within " +
+    C10_THROW_ERROR(DistBackendError, communicatorNamed(info, groupName) +
+                                          " could not meet its members: the group's store did not answer within " +
                                           bound + " (its host is gone, or unreachable)");
   }
   if (verdict->error) std::rethrow_exception(verdict->error);

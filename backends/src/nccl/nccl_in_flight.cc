@@ -6,6 +6,14 @@
 #include <thread>
 
 namespace nccl_migrate::backends {
+namespace {
+
+std::exception_ptr abortedDuring(const std::string& op) {
+  return std::make_exception_ptr(
+      nccl::NcclError(ncclSystemError, "the communicator was aborted while " + op + " was in flight"));
+}
+
+}  // namespace
 
 bool NcclInFlight::isDone() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -15,8 +23,7 @@ bool NcclInFlight::isDone() {
     // Aborted under it: whatever the stream does now, the op did not complete. Its tensors stay
     // stashed until the stream has passed it.
     done_ = true;
-    deviceError_ = std::make_exception_ptr(nccl::NcclError(
-        ncclSystemError, "the communicator was aborted while " + p_.op + " was in flight"));
+    deviceError_ = abortedDuring(p_.op);
     if (status.state == nccl::EventState::Done) p_.stash.clear();
     return true;
   }
@@ -73,8 +80,7 @@ void NcclInFlight::onDone(std::function<void(std::exception_ptr)> callback) {
   // handle's flag is read: a host function in the stream may not call CUDA.)
   auto complete = [callback = std::move(callback), handle = p_.handle, op = p_.op] {
     if (!handle->aborted()) return callback(nullptr);
-    callback(std::make_exception_ptr(
-        nccl::NcclError(ncclSystemError, "the communicator was aborted while " + op + " was in flight")));
+    callback(abortedDuring(op));
   };
   if (p_.futureOrder == FutureOrder::CommunicatorStream) {
     p_.runtime->completeInStreamOrder(p_.stream, complete);
