@@ -13,7 +13,7 @@ except ImportError as error:  # pragma: no cover - exercised only on a broken in
     ) from error
 
 # Pending works hold tensors whose Python objects can be released only while the interpreter
-# lives; atexit hooks run before it starts tearing down.
-atexit.register(native.stop_watchdog)
+# lives; atexit hooks run before it starts tearing down (backends/src/common/exit_gate.h).
+atexit.register(native.prepare_for_exit)
 
 __all__ = ["native"]

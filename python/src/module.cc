@@ -124,8 +124,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("flight_recorder_dump_to_file", [](uint64_t rank) { return backends::EngineServices::process()->flightRecorder->dumpToFile(rank); },
         py::arg("rank"), "Writes the dump where torch writes its own (TORCH_FR_DUMP_TEMP_FILE); returns the path.");
   m.def("resolve_nccl_name", &resolveNcclName, py::arg("name"), py::arg("use_nccl2"));
-  m.def("stop_watchdog", [] { backends::stopWatchdogBeforeExit(); }, py::call_guard<py::gil_scoped_release>(),
-        "Stops the watchdog thread, releasing the works it holds; called at interpreter exit.");
+  m.def("prepare_for_exit", [] { backends::prepareForExit(); }, py::call_guard<py::gil_scoped_release>(),
+        "Waits for ops' callbacks running on other threads, then stops the watchdog thread, releasing the works it "
+        "holds; from then on other threads release nothing Python has seen. Called at interpreter exit.");
   m.def("nccl_compiled", &backends::ncclCompiled);
 #if NCCL_MIGRATE_TORCH_HAS_HEALTH_CHECK
   m.def("unhealthy_backends", [] { return c10d::HealthCheck::get()->unhealthyBackends(); },

@@ -13,6 +13,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "common/exit_gate.h"
 #include "common/in_flight_sets.h"
 
 namespace nccl_migrate::backends {
@@ -39,11 +40,11 @@ class GlooInFlight final : public InFlight {
       : work_(std::move(work)), signal_(std::move(signal)), hasFuture_(hasFuture) {}
   ~GlooInFlight() override {
     // An op Gloo has not finished (its peer died or went silent) still runs on Gloo's worker
-    // thread. Were that thread's reference the last, it would free the op's tensors there, and
-    // freeing a tensor Python owns takes the GIL, which ends the process (std::terminate) when
-    // it happens during interpreter shutdown (seen with torch 2.11). Such ops are rare and
-    // their memory goes with the process anyway: keep them.
-    if (work_ && !work_->isCompleted()) new c10::intrusive_ptr<c10d::Work>(std::move(work_));
+    // thread. Were that thread's reference the last, it would free the op's tensors there, which
+    // takes the GIL, and ends the process once the interpreter's exit has begun (ExitGate). Such
+    // ops are rare and their memory goes with the process anyway: keep them. Past the exit's
+    // start, a finished op's worker may not have let go of it yet either.
+    if (work_ && (!work_->isCompleted() || ExitGate::closed())) ExitGate::keep(std::move(work_));
   }
   bool isDone() override { return work_->isCompleted() || signal_->aborted; }
   std::exception_ptr failure() override {
@@ -72,6 +73,7 @@ class GlooInFlight final : public InFlight {
     work_->wait(timeout);  // Gloo's own error, if any
   }
   void onDone(std::function<void(std::exception_ptr)> callback) override {
+    callback = ExitGate::guard(std::move(callback));  // Gloo's worker, or our waiter, runs it
     if (hasFuture_) {
       work_->getFuture()->addCallback([callback = std::move(callback)](c10::ivalue::Future& future) {
         callback(future.hasError() ? future.exception_ptr() : nullptr);
@@ -80,14 +82,17 @@ class GlooInFlight final : public InFlight {
     }
     // Gloo gives no future for send, recv and the flat reduce-scatter: a thread waits in Gloo
     // (bounded by the group's timeout) and completes ours, so get_future() works for every op, as on NCCL.
-    std::thread([work = work_, timeout = signal_->opTimeout, callback = std::move(callback)] {
+    std::thread([work = work_, timeout = signal_->opTimeout, callback = std::move(callback)]() mutable {
       std::exception_ptr error;
       try {
         work->wait(timeout);
       } catch (...) {
         error = std::current_exception();
       }
-      callback(error);
+      std::exchange(callback, nullptr)(error);
+      ExitGate::Section section;  // the process may have begun to exit while it waited
+      if (!section) return ExitGate::keep(std::move(work));
+      work.reset();
     }).detach();
   }
 
@@ -308,12 +313,16 @@ void GlooCommunicator::abort() {
   if (!gloo_) return;
   // Gloo's abort and its teardown wait for an op blocked on a peer that may never answer; the
   // caller (the watchdog, shrink, reconfigure) must not, so they finish on their own thread.
+  // Its teardown joins Gloo's workers, which let go of the last ops there: inside a section, so
+  // that an exit starting meanwhile waits for it (ExitGate).
   std::thread([gloo = std::move(gloo_)]() mutable {
     try {
       gloo->abort();
     } catch (...) {
       // abort must not throw; the communicator is unusable either way.
     }
+    ExitGate::Section section;
+    if (!section) return ExitGate::keep(std::move(gloo));
     gloo.reset();
   }).detach();
 }

@@ -2,6 +2,7 @@
 #include "nccl_migrate/backends/engine_services.h"
 
 #include "nccl_migrate/backends/shutdown.h"
+#include "common/exit_gate.h"
 #include "engine_work.h"  // the watchdog holds works
 #include "watchdog.h"
 
@@ -23,6 +24,11 @@ const std::shared_ptr<EngineServices>& EngineServices::process() {
   return services;
 }
 
-void stopWatchdogBeforeExit() { EngineServices::process()->watchdog->stop(); }
+void prepareForExit() {
+  // First the gate, so that the works the watchdog lets go of below keep what Gloo's worker
+  // may still hold; then the watchdog, whose queued hooks and dumps run while Python is alive.
+  ExitGate::close(kExitSectionsBound);
+  EngineServices::process()->watchdog->stop();
+}
 
 }  // namespace nccl_migrate::backends

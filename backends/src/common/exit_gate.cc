@@ -1,0 +1,62 @@
+// ExitGate: see exit_gate.h. Process-wide, as the interpreter it guards is.
+#include "exit_gate.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace nccl_migrate::backends {
+namespace {
+
+struct GateState {
+  std::mutex mutex;
+  std::condition_variable sectionEnded;
+  bool closed = false;
+  int openSections = 0;
+};
+
+GateState& gate() {
+  static GateState* state = new GateState;  // never destroyed: threads may still ask at exit
+  return *state;
+}
+
+}  // namespace
+
+ExitGate::Section::Section() {
+  std::lock_guard<std::mutex> lock(gate().mutex);
+  open_ = !gate().closed;
+  if (open_) ++gate().openSections;
+}
+
+ExitGate::Section::~Section() {
+  if (!open_) return;
+  std::lock_guard<std::mutex> lock(gate().mutex);
+  if (--gate().openSections == 0) gate().sectionEnded.notify_all();
+}
+
+void ExitGate::close(std::chrono::milliseconds bound) {
+  std::unique_lock<std::mutex> lock(gate().mutex);
+  gate().closed = true;
+  gate().sectionEnded.wait_for(lock, bound, [] { return gate().openSections == 0; });
+}
+
+bool ExitGate::closed() {
+  std::lock_guard<std::mutex> lock(gate().mutex);
+  return gate().closed;
+}
+
+}  // namespace nccl_migrate::backends
+
+namespace nccl_migrate::backends {
+
+std::function<void(std::exception_ptr)> ExitGate::guard(std::function<void(std::exception_ptr)> callback) {
+  return [callback = std::move(callback), wrappedOn = std::this_thread::get_id()](std::exception_ptr error) mutable {
+    if (std::this_thread::get_id() == wrappedOn) return std::exchange(callback, nullptr)(error);
+    Section section;
+    if (!section) return keep(std::move(callback));
+    std::exchange(callback, nullptr)(error);  // the temporary, and what it captured, go before the section ends
+  };
+}
+
+}  // namespace nccl_migrate::backends
