@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 # Ops of the workload. "sub_*" run on a subgroup of every rank but the last; the batch and the
-# coalesced ops each launch as one batch.
+# coalesced ops each launch as one batch; "ddp_step" is a training step of a model under torch's
+# DistributedDataParallel, whose reducer all-reduces the gradients through the group (the first
+# one also builds the model, which broadcasts its parameters and checks their shapes).
 OPS = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "ring", "batch_ring",
-       "coalesced", "sub_all_reduce", "sub_broadcast")
+       "coalesced", "sub_all_reduce", "sub_broadcast", "ddp_step")
 ELEMENTS = 1 << 12
 SIGNALS = ("kill", "kill_store", "stop")  # faults the faulty rank's own thread strikes
 DISRUPTIVE = SIGNALS + ("sim_stall", "sim_error")  # the faulty rank leaves the group
@@ -109,6 +111,15 @@ def _run_op(dist, torch, name: str, index: int, rank: int, world: int, sub) -> N
             dist.all_reduce(b)
         batch.wait()
         _check(name, index, (a[0].item(), b[0].item()), (sum(everyone), 2 * sum(everyone)))
+    elif name == "ddp_step":
+        model = _ddp_model(dist, torch)
+        model.zero_grad(set_to_none=True)
+        model(torch.full((4, 8), mine)).sum().backward()
+        # d(sum of x @ w)/dw is the column sums of x (4 * mine); DDP averages it over the ranks.
+        want = 4 * sum(everyone) / world
+        got = model.module.weight.grad[0, 0].item()
+        if abs(got - want) > 1e-5 * want:
+            _check(name, index, got, want)
     elif name in ("sub_all_reduce", "sub_broadcast"):
         if sub is None:
             return  # not a member: the members' op does not involve this rank
@@ -122,6 +133,18 @@ def _run_op(dist, torch, name: str, index: int, rank: int, world: int, sub) -> N
             _check(name, index, t[0].item(), members[0])
     else:
         raise ValueError(f"unknown op {name!r}")
+
+
+_DDP_MODEL: list = []  # the rank's model under DDP, built by its first step
+
+
+def _ddp_model(dist, torch):
+    """A linear layer under DistributedDataParallel on the world group: built once, by the
+    first step (so its broadcast and shape check are that op's collectives)."""
+    if not _DDP_MODEL:
+        layer = torch.nn.Linear(8, 1, bias=False)
+        _DDP_MODEL.append(torch.nn.parallel.DistributedDataParallel(layer, process_group=dist.group.WORLD))
+    return _DDP_MODEL[0]
 
 
 def _write(directory: str, name: str, data: dict) -> None:

@@ -93,9 +93,10 @@ def _run_ports(number: int) -> tuple[int, int]:
 
 def _world_collectives(ops: tuple[str, ...] | list[str]) -> int:
     """How many NCCL collectives the workload surely issues on the world's communicator: one per
-    all_reduce, broadcast, all_gather and reduce_scatter, two per coalesced batch (all_to_all and
-    the rings are sends and receives; the subgroup's ops have a communicator of their own)."""
-    return sum(1 for op in ops if op in ("all_reduce", "broadcast", "all_gather", "reduce_scatter")) + \
+    all_reduce, broadcast, all_gather, reduce_scatter and DDP step (its gradients' bucket; the
+    first step's model building adds more), two per coalesced batch (all_to_all and the rings
+    are sends and receives; the subgroup's ops have a communicator of their own)."""
+    return sum(1 for op in ops if op in ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "ddp_step")) + \
         2 * sum(1 for op in ops if op == "coalesced")
 
 
@@ -350,6 +351,7 @@ def _prepare() -> None:
     """Imports torch and the toolkit once and registers the simulated-device backends, so every
     run's ranks fork from a ready process (no start-up per rank) with no thread yet running."""
     import nccl_migrate  # noqa: F401
+    import torch._dynamo  # noqa: F401  (DDP's construction imports it, some 900 modules: seconds a step must not count)
     import torch.distributed
     import torch.distributed.flight_recorder.fr_trace  # noqa: F401
     from worlds import register_simulated, world_missing
