@@ -1,5 +1,5 @@
 """One rank of a fault-campaign run (bench/faults.py): a mixed workload of collectives, p2p,
-coalesced batches and subgroup ops whose every result is checked, the fault injected on the
+coalesced batches, subgroup ops and DDP training steps whose every result is checked, the fault injected on the
 faulty rank at its op, and on every rank that raised the recovery a job would make: the
 abort hook's word, the flight-recorder dump, then shrink_group without the faulty rank and an
 all_reduce on the shrunk group. Runs in a process forked from the campaign (torch and the
@@ -118,7 +118,7 @@ def _run_op(dist, torch, name: str, index: int, rank: int, world: int, sub) -> N
         # d(sum of x @ w)/dw is the column sums of x (4 * mine); DDP averages it over the ranks.
         want = 4 * sum(everyone) / world
         got = model.module.weight.grad[0, 0].item()
-        if abs(got - want) > 1e-5 * want:
+        if not abs(got - want) <= 1e-5 * want:  # a NaN fails too
             _check(name, index, got, want)
     elif name in ("sub_all_reduce", "sub_broadcast"):
         if sub is None:

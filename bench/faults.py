@@ -1,10 +1,10 @@
 """Fault-injection campaign: real 3- and 4-rank worlds of each behaviour (legacy, rewritten,
 lazy) on each transport CI runs (Gloo on CPU-bound ranks; the NCCL communicator over the
-simulated device), a mixed workload, one fault per run at a random op and rank, and every
-survivor judged: raised DistBackendError within timeout + 2 s, abort hook ran, flight-recorder
-dump within 1 s and readable by torchfrtrace, shrink_group without the faulty rank working; no
-process dead by a signal, no hang (each run has an outer deadline). A slow rank (delayed below
-the timeout) must fail nothing. Prints the table kept in docs/backends.md.
+simulated device), a mixed workload (a DDP training step among its ops), one fault per run at
+a random op and rank, and every survivor judged: raised DistBackendError within timeout + 2 s,
+abort hook ran, flight-recorder dump within 1 s and readable by torchfrtrace, shrink_group
+without the faulty rank working; no process dead by a signal, no hang (each run has an outer
+deadline). A slow rank (delayed below the timeout) must fail nothing. Prints the table kept in docs/backends.md.
 
 A program, not a timed test: tests/python/backends/test_fault_campaign.py runs a seeded subset.
 
@@ -351,7 +351,7 @@ def _prepare() -> None:
     """Imports torch and the toolkit once and registers the simulated-device backends, so every
     run's ranks fork from a ready process (no start-up per rank) with no thread yet running."""
     import nccl_migrate  # noqa: F401
-    import torch._dynamo  # noqa: F401  (DDP's construction imports it, some 900 modules: seconds a step must not count)
+    import torch._dynamo  # DDP's construction imports it (some 900 modules): seconds a step must not count
     import torch.distributed
     import torch.distributed.flight_recorder.fr_trace  # noqa: F401
     from worlds import register_simulated, world_missing

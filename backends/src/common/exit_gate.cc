@@ -3,7 +3,6 @@
 
 #include <condition_variable>
 #include <mutex>
-#include <thread>
 #include <utility>
 
 namespace nccl_migrate::backends {
@@ -50,11 +49,18 @@ bool ExitGate::closed() {
 
 namespace nccl_migrate::backends {
 
+namespace {
+thread_local int registrationsUnderWay = 0;
+}  // namespace
+
+ExitGate::Registering::Registering() { ++registrationsUnderWay; }
+ExitGate::Registering::~Registering() { --registrationsUnderWay; }
+
 std::function<void(std::exception_ptr)> ExitGate::guard(std::function<void(std::exception_ptr)> callback) {
-  return [callback = std::move(callback), wrappedOn = std::this_thread::get_id()](std::exception_ptr error) mutable {
-    if (std::this_thread::get_id() == wrappedOn) return std::exchange(callback, nullptr)(error);
+  return [callback = std::move(callback)](std::exception_ptr error) mutable {
+    if (registrationsUnderWay > 0) return std::exchange(callback, nullptr)(error);
     Section section;
-    if (!section) return keep(std::move(callback));
+    if (!section) return keep(std::exchange(callback, nullptr));
     std::exchange(callback, nullptr)(error);  // the temporary, and what it captured, go before the section ends
   };
 }

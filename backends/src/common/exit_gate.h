@@ -5,7 +5,8 @@
 // callbacks. So work that a thread other than the caller's does for an op (Gloo's worker, a
 // waiter of ours) runs in a Section; the atexit hook closes the gate, waits for the open
 // sections, and from then on such work keeps what it holds instead of releasing it: the process
-// is ending, and its memory goes with it. (The NCCL path completes ops on the caller's thread.)
+// is ending, and its memory goes with it. (On CUDA, the NCCL path completes an op's future on
+// the caller's thread; the simulated device, a test double, on its stream's.)
 #pragma once
 
 #include <chrono>
@@ -45,10 +46,21 @@ class ExitGate {
   }
 
   // `callback` as another thread may run it: in a section, and released inside it (not later,
-  // when that thread destroys the wrapper); kept once the exit has begun. Run on the thread that
-  // wrapped it (a library completing a finished op at once), it simply runs: that thread is the
-  // caller's, so an op finished before an atexit hook that waits on its future still completes it.
+  // when that thread destroys the wrapper); kept once the exit has begun. Run while its
+  // registration is under way on that thread (see Registering), it simply runs.
   static std::function<void(std::exception_ptr)> guard(std::function<void(std::exception_ptr)> callback);
+
+  // Around handing a guarded callback to a library that may run it at once, on this thread (a
+  // future already complete): that thread is the caller's, so an op finished before an atexit
+  // hook that waits on its future still completes it. (Not the registering thread's identity:
+  // a Python callback on Gloo's worker may issue an op whose future a worker completes later.)
+  class Registering {
+   public:
+    Registering();
+    ~Registering();
+    Registering(const Registering&) = delete;
+    Registering& operator=(const Registering&) = delete;
+  };
 };
 
 }  // namespace nccl_migrate::backends

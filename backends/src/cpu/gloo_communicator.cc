@@ -75,6 +75,7 @@ class GlooInFlight final : public InFlight {
   void onDone(std::function<void(std::exception_ptr)> callback) override {
     callback = ExitGate::guard(std::move(callback));  // Gloo's worker, or our waiter, runs it
     if (hasFuture_) {
+      ExitGate::Registering registering;  // a finished op's future runs it here, at once
       work_->getFuture()->addCallback([callback = std::move(callback)](c10::ivalue::Future& future) {
         callback(future.hasError() ? future.exception_ptr() : nullptr);
       });
