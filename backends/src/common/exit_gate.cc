@@ -20,6 +20,8 @@ GateState& gate() {
   return *state;
 }
 
+thread_local int registrationsUnderWay = 0;  // see Registering
+
 }  // namespace
 
 ExitGate::Section::Section() {
@@ -44,14 +46,6 @@ bool ExitGate::closed() {
   std::lock_guard<std::mutex> lock(gate().mutex);
   return gate().closed;
 }
-
-}  // namespace nccl_migrate::backends
-
-namespace nccl_migrate::backends {
-
-namespace {
-thread_local int registrationsUnderWay = 0;
-}  // namespace
 
 ExitGate::Registering::Registering() { ++registrationsUnderWay; }
 ExitGate::Registering::~Registering() { --registrationsUnderWay; }

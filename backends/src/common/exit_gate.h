@@ -45,6 +45,15 @@ class ExitGate {
     (new std::decay_t<Held>(std::forward<Held>(held)), ...);
   }
 
+  // Lets go of `held` inside a section (its destructors run before the exit may begin), or keeps
+  // it once the exit has begun: what an op's thread does last with what it held.
+  template <class Held>
+  static void release(Held&& held) {
+    Section section;
+    if (!section) return keep(std::forward<Held>(held));
+    [[maybe_unused]] std::decay_t<Held> released = std::forward<Held>(held);  // goes before the section ends
+  }
+
   // `callback` as another thread may run it: in a section, and released inside it (not later,
   // when that thread destroys the wrapper); kept once the exit has begun. Run while its
   // registration is under way on that thread (see Registering), it simply runs.

@@ -91,9 +91,7 @@ class GlooInFlight final : public InFlight {
         error = std::current_exception();
       }
       std::exchange(callback, nullptr)(error);
-      ExitGate::Section section;  // the process may have begun to exit while it waited
-      if (!section) return ExitGate::keep(std::move(work));
-      work.reset();
+      ExitGate::release(std::move(work));  // the process may have begun to exit while it waited
     }).detach();
   }
 
@@ -322,9 +320,7 @@ void GlooCommunicator::abort() {
     } catch (...) {
       // abort must not throw; the communicator is unusable either way.
     }
-    ExitGate::Section section;
-    if (!section) return ExitGate::keep(std::move(gloo));
-    gloo.reset();
+    ExitGate::release(std::move(gloo));
   }).detach();
 }
 
