@@ -546,12 +546,16 @@ def probe_coalescing(r: Rank) -> None:
     src = [[pattern(q, torch.float32, salt=50 + i) for i in range(2)] for q in range(r.world)]
     first = src[r.rank][0].to(r.device, copy=True)
     second = torch.full_like(first, float("nan"))
+    # Device-resident before the batch: the mid-batch write is then a device-to-device copy queued
+    # behind the GPU sleep, which the host does not wait for (a copy from pageable host memory
+    # synchronizes the stream, and with it drains the sleep before the later ops are issued).
+    second_src = src[r.rank][1].to(r.device, copy=True)
     torch.cuda.synchronize()
     try:
         with _coalescing_manager(async_ops=True) as cm:
             dist.all_reduce(first, op=red.op())
             r.sleep(SLEEP_S / 2)
-            second.copy_(src[r.rank][1].to(r.device, copy=True))
+            second.copy_(second_src)
             dist.all_reduce(second, op=red.op())
         cm.wait()
         read = [first + 0, second + 0]
@@ -574,6 +578,8 @@ def probe_coalescing(r: Rank) -> None:
     gather_in = torch.full((N,), float("nan"), device=r.device)
     gathered = [torch.full((N,), float("nan"), device=r.device) for _ in range(r.world)]
     gather_src = [pattern(q, torch.float32, salt=62) for q in range(r.world)]
+    late_mine = late_in[r.rank].to(r.device, copy=True)
+    gather_mine = gather_src[r.rank].to(r.device, copy=True)
     torch.cuda.synchronize()
     try:
         # async_op=True inside the batch, as batch_isend_irecv does: a synchronous op's wait()
@@ -581,8 +587,8 @@ def probe_coalescing(r: Rank) -> None:
         with _coalescing_manager(device=r.device, async_ops=True) as cm:
             dist.all_to_all_single(out1, in1, async_op=True)
             r.sleep(SLEEP_S / 2)
-            in2.copy_(late_in[r.rank].to(r.device, copy=True))
-            gather_in.copy_(gather_src[r.rank].to(r.device, copy=True))
+            in2.copy_(late_mine)
+            gather_in.copy_(gather_mine)
             dist.all_to_all_single(out2, in2, async_op=True)
             dist.all_gather(gathered, gather_in, async_op=True)
         cm.wait()
@@ -908,8 +914,9 @@ PROBES: dict[str, Probe] = {p.name: p for p in [
           asserts="no synchronize(): inputs written behind a GPU sleep, results read by later kernels (sync, async, "
                   "out-of-place, side stream, input freed after issue)"),
     Probe("coalescing", probe_coalescing, 30,
-          asserts="_coalescing_manager: an input written mid-batch behind a GPU sleep (all_reduce batch; "
-                  "all_to_all_single batch); a list all_gather in a batch"),
+          asserts="_coalescing_manager: an input written mid-batch by a device-to-device copy behind a GPU sleep "
+                  "(all_reduce batch; all_to_all_single batch); a list all_gather in a batch; at one rank NCCL "
+                  "launches the collectives when called, so this is the one-rank ordering check"),
     Probe("graph", probe_graph, 30,
           asserts="all_reduce captured in a CUDA graph, 3 replays give the right values; watchdog and process "
                   "survive 2 s more and an ordinary op"),

@@ -36,6 +36,9 @@ void applyNcclEnvironment(GroupOptions& options) {
   options.blockingWait = env.value().blockingWait;
   options.abortOnFailure = env.value().asyncErrorHandling != 0;
   if (env.value().commNonblocking && !options.deviceComms.blocking) options.deviceComms.blocking = 0;
+  // NCCL applies NCCL_COMM_BLOCKING over the config it is given, so the mode the communicator's
+  // handle expects is decided here, the same way, and passed on in the config.
+  if (env.value().ncclCommBlocking) options.deviceComms.blocking = *env.value().ncclCommBlocking;
 }
 
 MigrateBackend::MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, GroupOptions options,

@@ -29,9 +29,10 @@ struct NcclCommunicator::OpenBatch {
   // Tensors of every op of the batch, temporaries included: NCCL reads them at the group's
   // end, so they live until the batch's work completes, as torch stashes coalesced tensors.
   std::vector<at::Tensor> stash;
-  // The streams the job issued the batch's ops from. NCCL launches a group's calls only at its
-  // end, so the communicator's stream waits for each of them once, there: that covers what the
-  // job queued between the batch's ops too, and a batch that launches nothing but copies.
+  // The streams the job issued the batch's ops from. NCCL launches a larger communicator's
+  // grouped calls only at the group's end, so the communicator's stream waits for each of them
+  // once, there: that covers what the job queued between the batch's ops too, and a batch that
+  // launches nothing but copies. (A one-rank communicator's ops also wait when called.)
   std::vector<nccl::StreamRef> callers;
   // Copies out of staging buffers (copyAfterBatch), run once the group has launched.
   std::vector<std::function<void()>> afterLaunch;
@@ -207,12 +208,11 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
   auto current = runtime.makeCurrent(info_.device);
   nccl::StreamRef caller = runtime.currentStream(info_.device);
   bool captured = runtime.capturing(caller);
-  // Every op waits for what the job queued before it; inside a batch, at the batch's end.
-  if (batch_) {
-    noteBatchCaller(caller);
-  } else {
-    waitFor(caller);
-  }
+  // Every op waits for what the job queued before it. Inside a batch NCCL launches a larger
+  // communicator's calls at the group's end, where the batch waits for its callers; a one-rank
+  // communicator's collective launches when it is called (launchesWhenCalled), so it waits now.
+  if (!batch_ || launchesWhenCalled()) waitFor(caller);
+  if (batch_) noteBatchCaller(caller);
   handle_->use(l.op, [&](ncclComm_t comm) { l.issue(comm, stream_.forNccl()); });
   for (const at::Tensor& t : l.tensors) runtime.recordStream(t, stream_);
   if (batch_) {
@@ -222,6 +222,12 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
   }
   return finished(l.op, std::move(l.tensors), captured);
 }
+
+// NCCL's taskAppend issues a one-rank collective at once (ncclLaunchOneRank: a copy, a scaling
+// kernel or nothing), group or not (src/enqueue.cc, v2.28.9 and v2.30.7). Its sends and receives
+// still wait for the group's end; waiting early for them too costs one event and orders nothing
+// wrongly, so the rule is by size alone.
+bool NcclCommunicator::launchesWhenCalled() const { return info_.size == 1; }
 
 void NcclCommunicator::waitFor(const nccl::StreamRef& caller) {
   auto ready = seams_.runtime->newEvent(info_.device);

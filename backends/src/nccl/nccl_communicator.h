@@ -66,6 +66,8 @@ class NcclCommunicator final : public Communicator {
                    std::shared_ptr<nccl::CommHandle> handle, nccl::StreamRef stream);
   nccl::CallSite site(std::string_view op) const { return handle_->site(op); }
   std::unique_ptr<InFlight> launch(Launch launch);
+  // Whether NCCL launches this communicator's collectives when they are called, group or not.
+  bool launchesWhenCalled() const;
   // The communicator's stream waits for what the job queued on `caller` so far.
   void waitFor(const nccl::StreamRef& caller);
   void noteBatchCaller(const nccl::StreamRef& caller);

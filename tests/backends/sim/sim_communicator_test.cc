@@ -71,6 +71,17 @@ c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMake
                                              std::move(services));
 }
 
+// A toolkit backend over seams a test holds (to ask the simulated NCCL what it saw), with the
+// group options as the test set them.
+c10::intrusive_ptr<MigrateBackend> simBackendOver(RankContext& ctx, std::shared_ptr<const backends::NcclSeams> seams,
+                                                  const GroupOptions& options, const PolicyMaker& policy) {
+  backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& s, const GroupOptions& o) {
+    return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
+                                             o.deviceComms);
+  };
+  return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory);
+}
+
 // Rank r's input: small integers, exact in every type.
 at::Tensor inputOf(int rank, int64_t n, at::ScalarType type) {
   return (at::arange(n, at::kDouble).remainder(3) + rank + 1).to(type);
@@ -422,33 +433,62 @@ TEST(SimulatedDevice, Defect06_AbortWithABatchOpenFreesTheCommunicatorAfterTheGr
 
 // Review item 7: a batch whose later op reads what the job wrote between ops, and a list
 // all_gather inside a batch, whose copies out of the staging buffer must follow the launch.
+void batchesOrderEachOpAndCopyAfterTheLaunch(RankContext& ctx) {
+  auto pg = simBackend(ctx, rewritten());
+  JobStream job;
+  at::Tensor first = at::ones({4}), second = at::zeros({4});
+  std::vector<std::vector<at::Tensor>> gathered{{}};
+  for (int r = 0; r < ctx.size; ++r) gathered[0].push_back(at::full({4}, -1.0));
+  std::vector<at::Tensor> gatherIn{at::full({4}, static_cast<float>(ctx.rank))};
+  pg->startCoalescing();
+  std::vector<at::Tensor> a{first};
+  (void)pg->allreduce(a, allreduceWith(c10d::ReduceOp::SUM));
+  // The job writes the next op's input on its stream, after a delay.
+  job->enqueue([second]() mutable {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    second.fill_(5.0);
+  });
+  // A reduction that changes values at one rank too (an in-place one-rank SUM is no work in NCCL).
+  std::vector<at::Tensor> b{second};
+  (void)pg->allreduce(b, allreduceWith(c10d::makePreMulSum(2.0)));
+  (void)pg->allgather(gathered, gatherIn, {});
+  auto work = pg->endCoalescing();
+  work->wait(std::chrono::milliseconds(15000));
+  expectEqual(first, at::full({4}, ctx.size), "first op of the batch");
+  expectEqual(second, at::full({4}, 10.0 * ctx.size), "second op read its input before the job wrote it");
+  for (int r = 0; r < ctx.size; ++r) {
+    expectEqual(gathered[0][r], at::full({4}, r), "all_gather in a batch, from " + std::to_string(r));
+  }
+}
+
 TEST(SimulatedDevice, Defect07_BatchesOrderEachOpAndCopyAfterTheLaunch) {
-  EXPECT_EQ(runRanks(3,
+  EXPECT_EQ(runRanks(3, batchesOrderEachOpAndCopyAfterTheLaunch), "");
+}
+
+// NCCL launches a one-rank communicator's collectives when they are called, not at the group's
+// end (docs/simulated-nccl.md), so inside a batch each op of a world of one waits for the job's
+// stream itself: a batch's single wait at its end came after the op had read its input.
+TEST(SimulatedDevice, OneRankBatchesWaitForTheJobBeforeEachOp) {
+  EXPECT_EQ(runRanks(1, batchesOrderEachOpAndCopyAfterTheLaunch), "");
+}
+
+// A list all_gather is lowered to a launch of its own (a gather into a staging buffer and copies
+// out of it): on a one-rank group the gather reads the input when it is called.
+TEST(SimulatedDevice, OneRankListAllGatherReadsWhatTheJobWrote) {
+  EXPECT_EQ(runRanks(1,
                      [](RankContext& ctx) {
                        auto pg = simBackend(ctx, rewritten());
                        JobStream job;
-                       at::Tensor first = at::ones({4}), second = at::zeros({4});
-                       std::vector<std::vector<at::Tensor>> gathered{{}};
-                       for (int r = 0; r < ctx.size; ++r) gathered[0].push_back(at::full({4}, -1.0));
-                       std::vector<at::Tensor> gatherIn{at::full({4}, static_cast<float>(ctx.rank))};
-                       pg->startCoalescing();
-                       std::vector<at::Tensor> a{first};
-                       (void)pg->allreduce(a, allreduceWith(c10d::ReduceOp::SUM));
-                       // The job writes the next op's input on its stream, after a delay.
-                       job->enqueue([second]() mutable {
+                       at::Tensor input = at::zeros({4});
+                       std::vector<std::vector<at::Tensor>> gathered{{at::full({4}, -1.0)}};
+                       job->enqueue([input]() mutable {
                          std::this_thread::sleep_for(std::chrono::milliseconds(300));
-                         second.fill_(5.0);
+                         input.fill_(7.0);
                        });
-                       std::vector<at::Tensor> b{second};
-                       (void)pg->allreduce(b, allreduceWith(c10d::ReduceOp::SUM));
-                       (void)pg->allgather(gathered, gatherIn, {});
-                       auto work = pg->endCoalescing();
+                       std::vector<at::Tensor> in{input};
+                       auto work = pg->allgather(gathered, in, {});
                        work->wait(std::chrono::milliseconds(15000));
-                       expectEqual(first, at::full({4}, 3.0), "first op of the batch");
-                       expectEqual(second, at::full({4}, 15.0), "second op read its input before the job wrote it");
-                       for (int r = 0; r < ctx.size; ++r) {
-                         expectEqual(gathered[0][r], at::full({4}, r), "all_gather in a batch, from " + std::to_string(r));
-                       }
+                       expectEqual(gathered[0][0], at::full({4}, 7.0), "one-rank list all_gather");
                      }),
             "");
 }
@@ -901,13 +941,7 @@ TEST(SimulatedDevice, Defect13_NonblockingCallsAreIssuedBeforeTheNext) {
                        auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
                        GroupOptions options{"0", "default_pg", std::chrono::seconds(20), {}, simDevice(ctx.rank)};
                        options.deviceComms.blocking = 0;
-                       backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& s,
-                                                                const GroupOptions& o) {
-                         return backends::makeCommunicatorFactory(s, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
-                                                                  o.deviceComms);
-                       };
-                       auto pg = c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options,
-                                                                     rewritten(), factory);
+                       auto pg = simBackendOver(ctx, seams, options, rewritten());
                        std::vector<at::Tensor> t{at::ones({2})};
                        waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM)));
                        waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM)));
@@ -930,6 +964,29 @@ TEST(SimulatedDevice, Defect13_NonblockingCallsAreIssuedBeforeTheNext) {
                          if (ctx.rank == 1) expectEqual(toRoot[0][r], at::full({2}, r), "gather, from " + std::to_string(r));
                        }
                        check(api->inProgressReturns() >= 5,
+                             "the simulated NCCL answered only " + std::to_string(api->inProgressReturns()) +
+                                 " calls with ncclInProgress");
+                     }),
+            "");
+}
+
+// NCCL_COMM_BLOCKING=0 makes NCCL create every communicator in nonblocking mode whatever its
+// config says (docs/simulated-nccl.md): the communicator must expect ncclInProgress from init
+// and every call, as with config.blocking=0.
+TEST(SimulatedDevice, NcclCommBlockingZeroMakesCommunicatorsNonblocking) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       setenv("NCCL_COMM_BLOCKING", "0", 1);
+                       auto seams = simulatedSeams(ctx.store);
+                       auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
+                       GroupOptions options{"0", "default_pg", std::chrono::seconds(20), {}, simDevice(ctx.rank)};
+                       backends::applyNcclEnvironment(options);
+                       auto pg = simBackendOver(ctx, seams, options, rewritten());
+                       std::vector<at::Tensor> t{at::ones({2})};
+                       waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM)));
+                       waitOn(pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM)));
+                       expectEqual(t[0], at::full({2}, 4.0), "two all_reduces under NCCL_COMM_BLOCKING=0");
+                       check(api->inProgressReturns() >= 2,
                              "the simulated NCCL answered only " + std::to_string(api->inProgressReturns()) +
                                  " calls with ncclInProgress");
                      }),

@@ -2,6 +2,7 @@
 #include "sim_nccl.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -184,6 +185,24 @@ ncclResult_t SimNcclApi::getUniqueId(ncclUniqueId* id) {
   return ncclSuccess;
 }
 
+namespace {
+
+// The mode NCCL gives a new communicator: NCCL_COMM_BLOCKING, when 0 or 1, overrides the config
+// (parseCommConfig, src/init.cc); NCCL reads it with strtoll in base 0 and ignores a value that
+// sets errno (ncclLoadParam, src/misc/param.cc); v2.28.9 and v2.30.7.
+bool nonblockingMode(const ncclConfig_t* config) {
+  int blocking = config ? config->blocking : NCCL_CONFIG_UNDEF_INT;
+  if (const char* env = std::getenv("NCCL_COMM_BLOCKING"); env && *env) {
+    errno = 0;
+    long long value = std::strtoll(env, nullptr, 0);
+    int stored = static_cast<int>(value);  // NCCL keeps it in an int
+    if (errno == 0 && (stored == 0 || stored == 1)) blocking = stored;
+  }
+  return blocking == 0;
+}
+
+}  // namespace
+
 ncclResult_t SimNcclApi::commInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                             ncclConfig_t* config) {
   note("ncclCommInitRankConfig");
@@ -207,7 +226,7 @@ ncclResult_t SimNcclApi::commInitRankConfig(ncclComm_t* comm, int nranks, ncclUn
       return ncclSystemError;
     }
   };
-  if (config && config->blocking == 0) {
+  if (nonblockingMode(config)) {
     sim->nonblocking = true;
     sim->asyncError = ncclInProgress;
     std::thread([sim, rendezvous] { sim->asyncError = rendezvous(); }).detach();
@@ -312,6 +331,12 @@ ncclResult_t SimNcclApi::stillIssuing(SimComm& comm) {
   return ncclInProgress;
 }
 
+// NCCL launches a one-rank communicator's collective when it is called, inside a group or not:
+// taskAppend issues it as ncclLaunchOneRank (a copy, a scaling kernel or nothing) and adds no task
+// for the group's end (src/enqueue.cc, taskAppend, v2.28.9 and v2.30.7). Sends and receives, and
+// every call of a larger communicator, wait for the outermost ncclGroupEnd.
+bool SimNcclApi::launchesWhenCalled(const Op& op) { return op.collective() && op.comm->size == 1; }
+
 ncclResult_t SimNcclApi::submit(Op op) {
   static const char* kCallNames[] = {"ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather",
                                      "ncclReduceScatter", "ncclSend", "ncclRecv"};
@@ -340,12 +365,15 @@ ncclResult_t SimNcclApi::submit(Op op) {
       op.preMul = it->second;  // captured now: the op may be destroyed once enqueued
     }
   }
-  if (groupDepth > 0) {
+  if (groupDepth > 0 && !launchesWhenCalled(op)) {
     deferredOps.push_back(std::move(op));
     return ncclSuccess;
   }
+  bool grouped = groupDepth > 0;
   op.stream->enqueue([self = shared_from_this(), op] { self->run({op}); });
-  return stillIssuing(*op.comm);
+  // Inside a group NCCL's own implicit group end only leaves a level (ncclEnqueueCheck), so the
+  // call answers ncclSuccess; the outermost ncclGroupEnd answers for the group.
+  return grouped ? ncclSuccess : stillIssuing(*op.comm);
 }
 
 namespace {

@@ -4,7 +4,9 @@
 // other until the store times out, as NCCL hangs). Ops run on their stream's worker when it
 // reaches them and complete when every participant's contribution has arrived; calls between
 // groupStart and groupEnd are deferred to groupEnd and progress together, so grouped sends and
-// receives cannot deadlock while a lone send waits for its receiver, as in NCCL. Using a
+// receives cannot deadlock while a lone send waits for its receiver, as in NCCL; a one-rank
+// communicator's collectives are queued when called, as NCCL launches them. Each behaviour and
+// the NCCL source it follows: docs/simulated-nccl.md. Using a
 // communicator after ncclCommAbort or ncclCommDestroy ends the process with a message.
 #pragma once
 
@@ -83,6 +85,7 @@ class SimNcclApi final : public backends::nccl::NcclApi, public std::enable_shar
   // An op of `kind` on `comm`, checked live; `root` is the peer of a send or recv.
   Op opOf(int kind, const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t redOp, int root,
           ncclComm_t comm, cudaStream_t stream, const char* call);
+  static bool launchesWhenCalled(const Op& op);
   ncclResult_t submit(Op op);
   ncclResult_t stillIssuing(SimComm& comm);
   struct Exchange;
