@@ -2,12 +2,16 @@
 // suppressions and fingerprints, run in parallel over files.
 #include "nccl_migrate/lint/linter.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -23,6 +27,7 @@
 #include "engine/suppressions.h"
 #include "frontends/cpp_module.h"
 #include "frontends/frontends.h"
+#include "frontends/python_project.h"
 #include "rules/registry.h"
 
 namespace nccl_migrate::lint {
@@ -33,14 +38,12 @@ constexpr size_t kLanguages = 5;
 
 // Facts about the whole run that single files cannot see.
 struct ProjectTables {
-  std::set<std::string> groupWrappers;       // inferred group-creating functions
+  std::set<std::string> groupWrappers;       // inferred group-creating functions, as keys (python_project.h)
   std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
 };
 
-// Names that stand for `word` in the code (group wrappers, configured or inferred, for new_group;
-// the aliases the tree's headers give ProcessGroupNCCL) fire every trigger that `word` fires, and
-// count as its words where regions are chosen. They need no module mention: a wrapper's callers
-// need not name torch.distributed.
+// Names that stand for `word` in the code (the aliases the tree's headers give ProcessGroupNCCL)
+// fire every trigger that `word` fires, and count as its words where regions are chosen.
 void addStandInTriggers(std::vector<Trigger>& triggers, const std::string& word, const std::vector<std::string>& standIns) {
   if (standIns.empty()) return;
   std::vector<Trigger> added;
@@ -51,11 +54,33 @@ void addStandInTriggers(std::vector<Trigger>& triggers, const std::string& word,
   triggers.insert(triggers.end(), added.begin(), added.end());
 }
 
-// The names a call of a group wrapper is spelled with: the last name of a configured one.
-std::vector<std::string> groupWrapperNames(const LintConfig& config, const std::set<std::string>& inferred) {
-  std::vector<std::string> names(inferred.begin(), inferred.end());
-  for (const std::string& w : config.groupWrappers) names.push_back(w.substr(w.rfind('.') + 1));
-  return names;
+// The triggers a call of a group wrapper fires: its words (a method's `self.name` and `cls.name`, any
+// other wrapper's name) together with a mention of the module it is defined in, which its callers
+// import; a configured one's last name anywhere. A method or nested function is called only in its
+// own file, which the creator call at the root of the wrapper triggers anyway: there its words
+// only choose what is parsed, and files elsewhere that say `self.step` are not parsed for it.
+std::vector<Trigger> groupWrapperTriggers(const LintConfig& config, const std::set<std::string>& inferred) {
+  std::map<std::string, std::set<std::string>> byModule;  // module ("" for any file) -> words
+  for (const std::string& key : inferred) {
+    std::string name = groupWrapperName(key);
+    std::string scope = key.substr(0, key.rfind(':'));
+    std::string module = scope.substr(0, scope.find('#'));
+    if (scope.ends_with("#self")) byModule[module].insert({"self." + name, "cls." + name});
+    else byModule[module].insert(name);
+  }
+  for (const std::string& w : config.groupWrappers) byModule[""].insert(w.substr(w.rfind('.') + 1));
+  std::vector<Trigger> triggers;
+  for (const auto& [module, words] : byModule) triggers.push_back(Trigger{{words.begin(), words.end()}, {}, module});
+  return triggers;
+}
+
+// Group wrappers stand for new_group: every trigger that names it is fired by theirs too.
+void addGroupWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<Trigger>& wrappers) {
+  if (wrappers.empty()) return;
+  bool namesNewGroup = std::any_of(triggers.begin(), triggers.end(), [](const Trigger& t) {
+    return std::find(t.anyOf.begin(), t.anyOf.end(), "new_group") != t.anyOf.end();
+  });
+  if (namesNewGroup) triggers.insert(triggers.end(), wrappers.begin(), wrappers.end());
 }
 
 // The rules a run uses, per language, each behind the prefilter that decides which of them a
@@ -70,7 +95,7 @@ struct RulePlan {
     reportUnused = ruleEnabled(config, unused.info().code, unused.info().slug, unused.info().enabledByDefault);
     names.modules = config.equivalentModules;
     names.groupWrappers = config.groupWrappers;
-    std::vector<std::string> wrappers = groupWrapperNames(config, tables.groupWrappers);
+    std::vector<Trigger> wrappers = groupWrapperTriggers(config, tables.groupWrappers);
     std::vector<std::string> aliases(tables.legacyClassAliases.begin(), tables.legacyClassAliases.end());
     names.inferredGroupWrappers = std::move(tables.groupWrappers);
     std::vector<const Rule*> enabled;
@@ -87,7 +112,7 @@ struct RulePlan {
     std::array<std::vector<RuleTriggers>, kLanguages> perLanguage;
     for (const Rule* rule : enabled) {
       RuleTriggers r{rule, rule == &unused ? std::vector<Trigger>{suppressionWords} : rule->info().triggers};
-      addStandInTriggers(r.triggers, "new_group", wrappers);
+      addGroupWrapperTriggers(r.triggers, wrappers);
       for (Language language : rule->info().languages) {
         RuleTriggers forLanguage = r;
         if (language == Language::Cpp) addStandInTriggers(forLanguage.triggers, "ProcessGroupNCCL", aliases);
@@ -334,14 +359,23 @@ std::optional<std::string> readSource(const fs::path& path, const LintConfig& co
               std::to_string(config.maxFileBytes / 1024) + " KiB limit (max-file-size-kb in the configuration)";
     return std::nullopt;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in || ec) {
+  // open and read rather than an ifstream, whose set-up (buffer, locale) costs more than reading
+  // a typical source file.
+  int fd = ec ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     warning = path.string() + ": skipped: cannot be read; check that it exists and its permissions allow reading";
     return std::nullopt;
   }
   std::string text(size, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(size));
-  text.resize(static_cast<size_t>(in.gcount()));
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
   if (text.find('\0') != std::string::npos) {
     warning = path.string() + ": skipped: binary file (contains NUL bytes); --exclude it if it is not source";
     return std::nullopt;
@@ -404,7 +438,8 @@ std::string notebookPython(const std::string& text) {
 // What the run's files tell about each other, gathered before any file is linted: the project's
 // group-creating functions, in Python files and notebooks (when NM401 runs), and the aliases its
 // C++ headers give the legacy class (when NM201 or NM204 runs). One read of the Python files,
-// notebooks and headers, on `jobs` threads that end before the workers are forked; no parse.
+// notebooks and headers, on `jobs` threads that end before the workers are forked; of the Python,
+// only the statements around calls of group creators and wrappers are parsed (group_wrappers.h).
 // The Python texts it reads stay in `preread` for the workers, which then need not read them again.
 ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig& config, unsigned jobs,
                             std::vector<std::optional<SourceRead>>& preread) {
@@ -418,6 +453,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
     if ((wrappers && python) || (aliases && header)) wanted.push_back(i);
   }
   std::vector<std::string_view> texts(wanted.size());  // into `preread`, or `notebooks`
+  std::vector<std::string> modules(wanted.size());     // each Python file's, for its imports to name
   std::vector<std::string> notebooks(wanted.size());
   std::vector<std::set<std::string>> found(wanted.size());
   std::atomic<size_t> next{0};
@@ -434,6 +470,8 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
         const std::string& kept = *preread[wanted[k]]->text;
         if (path.extension() == ".ipynb") notebooks[k] = notebookPython(kept);
         texts[k] = path.extension() == ".ipynb" ? std::string_view(notebooks[k]) : std::string_view(kept);
+        std::error_code ec;
+        modules[k] = pythonModuleOf(fs::absolute(path, ec).lexically_normal().generic_string());
       }
     }
   };
@@ -443,7 +481,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   for (std::thread& t : threads) t.join();
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
-  if (wrappers) tables.groupWrappers = inferGroupWrappers(texts, jobs);
+  if (wrappers) tables.groupWrappers = inferGroupWrappers(texts, modules, jobs);
   return tables;
 }
 

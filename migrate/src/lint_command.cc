@@ -211,12 +211,18 @@ int runLint(const std::vector<std::string>& args) {
     return shown && !parsed.exitZero ? 1 : 0;
   }
   if (parsed.fix) {
-    int fixed = lint::fixFiles(lint::applicableFixes(report, most), std::cerr);
-    if (fixed) {
-      std::cerr << "Fixed " << fixed << (fixed == 1 ? " finding.\n" : " findings.\n");
+    // Until nothing more applies, as ruff does: a fix held back because it overlapped another is
+    // offered again from the fixed text, so one --fix leaves what a second would change.
+    constexpr int kMaxFixRounds = 10;
+    int fixed = 0;
+    for (int round = 0; round < kMaxFixRounds; ++round) {
+      int applied = lint::fixFiles(lint::applicableFixes(report, most), std::cerr);
+      if (applied == 0) break;
+      fixed += applied;
       report = lint::lintPaths(parsed.paths, options);  // report what is left, from the new text
       if (!parsed.baseline.empty()) lint::applyBaseline(report, parsed.baseline);
     }
+    if (fixed) std::cerr << "Fixed " << fixed << (fixed == 1 ? " finding.\n" : " findings.\n");
   }
   if (parsed.format == "json") lint::writeJson(report, std::cout);
   else if (parsed.format == "sarif") lint::writeSarif(report, NCCL_MIGRATE_VERSION, std::cout);

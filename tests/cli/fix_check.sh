@@ -10,3 +10,15 @@ cmp -s "$dir/job.py" "$dir/orig.py" || { echo "--diff changed the file"; exit 1;
 "$cli" lint --fix "$dir/job.py"; rc=$?
 [[ $rc -eq 0 ]] || { echo "--fix left findings (exit $rc)"; exit 1; }
 grep -q 'in ("nccl", "nccl2", "nccl-lazy")' "$dir/job.py" || { echo "--fix did not rewrite"; exit 1; }
+
+# Fixes that overlap (two settings removed from one Dockerfile line) are applied in rounds by one
+# --fix, which then counts only what it applied; a second --fix changes nothing.
+printf 'FROM python:3.11\nENV PYTORCH_CUDA_ALLOC_CONF="backend:cudaMallocAsync" TORCH_DIST_USE_NCCL2="0"\nRUN true\n' > "$dir/Dockerfile"
+"$cli" lint --fix --unsafe-fixes "$dir/Dockerfile" 2> "$dir/fix.err"; rc=$?
+[[ $rc -eq 0 ]] || { echo "--fix --unsafe-fixes left findings in the Dockerfile (exit $rc)"; cat "$dir/Dockerfile"; exit 1; }
+grep -q 'Fixed 2 findings' "$dir/fix.err" || { echo "wrong count:"; cat "$dir/fix.err"; exit 1; }
+[[ "$(cat "$dir/Dockerfile")" == $'FROM python:3.11\nRUN true' ]] || { echo "unexpected Dockerfile:"; cat "$dir/Dockerfile"; exit 1; }
+cp "$dir/Dockerfile" "$dir/Dockerfile.once"
+"$cli" lint --fix --unsafe-fixes "$dir/Dockerfile" 2>/dev/null
+cmp -s "$dir/Dockerfile" "$dir/Dockerfile.once" || { echo "a second --fix changed the Dockerfile"; exit 1; }
+exit 0

@@ -51,6 +51,25 @@ void f(mine::ProcessGroupNCCL* b) { auto* p = dynamic_cast<PG*>(b); }
   EXPECT_TRUE(nm201Lines("own.cc", source, true).empty());
 }
 
+// `(Hack*)(void*)backend`: the void* hop hides the legacy class from the cast's source type; the
+// destination, a project's subclass of the legacy class, is what tells. Both tiers see it.
+TEST(CppAst, CStyleCastsThroughVoidToASubclass) {
+  const std::string source = R"(#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+class Hack : public c10d::ProcessGroupNCCL {};
+class Other {};
+#define AS_HACK(x) ((Hack*)(void*)(x))
+void f(c10d::Backend* b, void* raw) {
+  auto* h = (Hack*)(void*)b;
+  auto* l = (c10d::ProcessGroupNCCL*)b;
+  auto* o = (Other*)raw;
+  auto* m = AS_HACK(b);
+}
+)";
+  // The lexer reads the macro's body where it is defined; the AST finds the cast where it is used.
+  EXPECT_EQ(nm201Lines("hack.cc", source, false), (std::vector<int>{2, 4, 6, 7}));
+  EXPECT_EQ(nm201Lines("hack.cc", source, true), (std::vector<int>{2, 4, 6, 7, 9}));
+}
+
 std::vector<std::string> nm201Messages(const std::string& name, const std::string& text) {
   LintOptions options;
   options.cppAst.extraFlags = {"-std=c++17"};

@@ -66,7 +66,64 @@ TEST(InferGroupWrappers, FollowsWrappersOfWrappersAcrossSources) {
       "def build_all(layout):\n    return [tensor_parallel_group(r) for r in layout]\n",
       "def unrelated(r):\n    return make_pgs(r)\n",
   };
-  EXPECT_EQ(inferGroupWrappers(texts, 2), (std::set<std::string>{"build_all", "make_pg", "tensor_parallel_group"}));
+  // Keys name a wrapper's module (unknown here) or that it is a method.
+  EXPECT_EQ(inferGroupWrappers(texts, 2), (std::set<std::string>{":build_all", ":make_pg", ":tensor_parallel_group"}));
+}
+
+// Megatron-LM's layout: a signature over several lines, closed at the def's own indentation,
+// and a decorator whose arguments span lines. The parse tree, not the lines, says which function
+// holds the call.
+TEST(FunctionsCalling, SignaturesOverSeveralLinesAndDecorators) {
+  const std::string source =
+      "import torch\n"
+      "def create_group(\n"
+      "    ranks=None,\n"
+      "    timeout=None,\n"
+      "    backend=None,\n"
+      "    pg_options=None,\n"
+      "    use_local_synchronization=False,\n"
+      "    group_desc=None,\n"
+      "):\n"
+      "    kwargs = {}\n"
+      "    group = torch.distributed.new_group(**kwargs)\n"
+      "    return group\n"
+      "@register(\n"
+      "    name=\"x\",\n"
+      ")\n"
+      "def registered(r): return torch.distributed.new_group(r)\n"
+      "class Grid:\n"
+      "    def _axis_group(\n"
+      "        self,\n"
+      "        ranks,\n"
+      "    ):\n"
+      "        def one(\n"
+      "            r,\n"
+      "        ):\n"
+      "            return torch.distributed.new_group(r)\n"
+      "        return one(ranks)\n";
+  EXPECT_EQ(functionsCalling(source, kCreators), (std::set<std::string>{"create_group", "one", "registered"}));
+}
+
+// Calls reach a wrapper through the file's imports, or `self` for a method, not by name alone: a
+// project method named init_process_group that creates groups does not make every caller of
+// torch's, or of another object's method of that name, a wrapper.
+TEST(InferGroupWrappers, CallsReachWrappersThroughImportsAndSelf) {
+  std::vector<std::string_view> texts = {
+      "class Comm:\n    def init_process_group(self, b):\n        self.world = ENV.new_group()\n",
+      "import torch.distributed as dist\ndef start_job():\n    dist.init_process_group(\"nccl\")\n",
+      "class Trainer(Comm):\n    def start_comm(self):\n        self.init_process_group(\"nccl\")\n",
+      "def start_other(store):\n    store.init_process_group(\"nccl\")\n",
+      "def create_group(r):\n    return ENV.new_group(r)\n",
+      "from mypkg.groups import create_group\ndef by_name(r):\n    return create_group(r)\n",
+      "import mypkg.groups as g\ndef by_module(r):\n    return g.create_group(r)\n",
+      "from otherpkg import create_group\ndef elsewhere(r):\n    return create_group(r)\n",
+  };
+  // A method is reached through `self` in its own module (the subclass is there too).
+  std::vector<std::string> modules = {"src.mypkg.comm", "src.job", "src.mypkg.comm", "src.other", "src.mypkg.groups",
+                                      "src.a", "src.b", "src.c"};
+  EXPECT_EQ(inferGroupWrappers(texts, modules, 1),
+            (std::set<std::string>{"src.a:by_name", "src.b:by_module", "src.mypkg.comm#self:init_process_group",
+                                   "src.mypkg.comm#self:start_comm", "src.mypkg.groups:create_group"}));
 }
 
 class WrapperTree : public testing::Test {
@@ -102,6 +159,54 @@ TEST_F(WrapperTree, CallsInLoopsAreFlaggedAcrossFiles) {
         "cpu = [ps.create_cpu_group(r) for r in layout]\n"
         "once = ps.create_group([0, 1])\n");
   EXPECT_EQ(findingsIn(root_), (std::vector<std::string>{"train.py:5:NM401", "train.py:6:NM401"}));
+}
+
+// Megatron-LM's helper, with its black-style signature, is called in loops of another module that
+// imports it by name or imports its module under an alias; a single call is no finding.
+TEST_F(WrapperTree, MultiLineSignatureHelpersAreFollowedThroughImports) {
+  write("mypkg/parallel_state.py",
+        "import torch\n"
+        "def create_group(\n"
+        "    ranks=None,\n"
+        "    timeout=None,\n"
+        "    backend=None,\n"
+        "    pg_options=None,\n"
+        "    group_desc=None,\n"
+        "):\n"
+        "    kwargs = dict(ranks=ranks, timeout=timeout, backend=backend, pg_options=pg_options)\n"
+        "    group = torch.distributed.new_group(**kwargs)\n"
+        "    return group\n");
+  write("initialize.py",
+        "from mypkg.parallel_state import create_group\n"
+        "def initialize_model_parallel(tp, world, nccl_options):\n"
+        "    for i in range(world // tp):\n"
+        "        ranks = range(i * tp, (i + 1) * tp)\n"
+        "        group = create_group(ranks, pg_options=nccl_options, group_desc=\"TP\")\n"
+        "    return group\n");
+  write("experts.py",
+        "import mypkg.parallel_state as m\n"
+        "def expert_groups(layout):\n"
+        "    return [m.create_group(r, group_desc=\"EP\") for r in layout]\n"
+        "world = m.create_group(None)\n");
+  EXPECT_EQ(findingsIn(root_), (std::vector<std::string>{"experts.py:3:NM401", "initialize.py:5:NM401"}));
+}
+
+// A wrapper imported under another name is the same wrapper: its calls in loops are group
+// creation, at module level and inside a function whose import is its own.
+TEST_F(WrapperTree, WrappersImportedUnderAnAliasAreFollowed) {
+  write("mypkg/parallel_state.py",
+        "import torch.distributed as dist\n"
+        "def create_group(ranks):\n"
+        "    return dist.new_group(ranks)\n");
+  write("aliased.py",
+        "from mypkg.parallel_state import create_group as cg\n"
+        "for i in range(4):\n"
+        "    cg([i])\n");
+  write("local_import.py",
+        "def build(n):\n"
+        "    from mypkg.parallel_state import create_group as make\n"
+        "    return [make([i]) for i in range(n)]\n");
+  EXPECT_EQ(findingsIn(root_), (std::vector<std::string>{"aliased.py:3:NM401", "local_import.py:3:NM401"}));
 }
 
 // In a file large enough to be parsed in parts, a wrapper's name keeps the definitions that call it

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 
 namespace nccl_migrate::lint {
@@ -60,17 +61,27 @@ std::optional<IgnoreFile> readIgnoreFile(const fs::path& dir) {
   return file;
 }
 
-// Last matching pattern wins, across files from the root down.
-bool ignoredByGit(const std::vector<IgnoreFile>& files, const fs::path& path, bool isDirectory) {
+// `absolute` relative to `base`, both absolute and normal. A .gitignore's folder is above every
+// path walked under it, so this is mostly cutting a prefix: path arithmetic for every file and
+// every .gitignore above it was a good part of the walk.
+std::string relativeTo(const std::string& absolute, const fs::path& base) {
+  const std::string& prefix = base.native();
+  bool under = absolute.size() > prefix.size() && absolute.starts_with(prefix) &&
+               (prefix.ends_with('/') || absolute[prefix.size()] == '/');
+  if (!under) return fs::path(absolute).lexically_relative(base).generic_string();
+  return absolute.substr(prefix.size() + (prefix.ends_with('/') ? 0 : 1));
+}
+
+// Last matching pattern wins, across files from the root down. `absolute`: the path, absolute and
+// normal; `name`: its last component.
+bool ignoredByGit(const std::vector<IgnoreFile>& files, const std::string& absolute, const std::string& name, bool isDirectory) {
   bool ignored = false;
-  std::string name = path.filename().string();
-  std::error_code ec;
-  fs::path absolute = fs::absolute(path, ec).lexically_normal();
   for (const IgnoreFile& file : files) {
-    std::string rel = absolute.lexically_relative(file.base).generic_string();
+    std::optional<std::string> rel;  // only anchored patterns need it
     for (const IgnorePattern& p : file.patterns) {
       if (p.directoryOnly && !isDirectory) continue;
-      if (glob(p.glob, p.anchored ? rel : name)) ignored = !p.negate;
+      if (p.anchored && !rel) rel = relativeTo(absolute, file.base);
+      if (glob(p.glob, p.anchored ? *rel : name)) ignored = !p.negate;
     }
   }
   return ignored;
@@ -110,10 +121,17 @@ void walk(const fs::path& dir, const LintConfig& config, std::vector<IgnoreFile>
     entries.push_back(*it);
   }
   std::sort(entries.begin(), entries.end());
+  // Made absolute once for the folder: an entry's absolute path is then this and its name.
+  std::string absoluteDir = config.respectGitignore ? fs::absolute(dir, ec).lexically_normal().native() : "";
+  if (!absoluteDir.ends_with('/')) absoluteDir += '/';
   for (const fs::directory_entry& entry : entries) {
     const fs::path& path = entry.path();
     bool isDirectory = entry.is_directory(ec) && !entry.is_symlink(ec);
-    if (excluded(config, path) || (config.respectGitignore && ignoredByGit(ignores, path, isDirectory))) continue;
+    if (excluded(config, path)) continue;
+    if (config.respectGitignore) {
+      std::string name = path.filename().native();
+      if (ignoredByGit(ignores, absoluteDir + name, name, isDirectory)) continue;
+    }
     if (isDirectory) {
       if (!isSkippedDirectory(path)) walk(path, config, ignores, out);
       continue;
@@ -125,13 +143,27 @@ void walk(const fs::path& dir, const LintConfig& config, std::vector<IgnoreFile>
   if (pushed) ignores.pop_back();
 }
 
+// Whether lexically_normal would leave `path` as it is: no empty, "." or ".." component (a
+// trailing '/' it keeps).
+bool isLexicallyNormal(std::string_view path) {
+  if (path.empty()) return true;
+  for (size_t begin = path.starts_with('/') ? 1 : 0; begin < path.size();) {
+    size_t end = std::min(path.find('/', begin), path.size());
+    std::string_view component = path.substr(begin, end - begin);
+    if (component.empty() || component == "." || component == "..") return false;
+    begin = end + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool globMatchesPath(const std::string& pattern, const fs::path& path) {
   std::string p = pattern;
   if (!p.empty() && p.back() == '/') p.pop_back();
   if (p.starts_with("./")) p = p.substr(2);
-  std::string text = path.lexically_normal().generic_string();
+  // Walked paths are mostly normal already, and lexically_normal costs as much as the match.
+  std::string text = isLexicallyNormal(path.native()) ? path.generic_string() : path.lexically_normal().generic_string();
   if (text.starts_with("./")) text = text.substr(2);
   // Try the whole path, then each suffix that starts after a '/'.
   for (size_t at = 0;;) {

@@ -4,8 +4,13 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <cstdint>
+#include <iostream>
+#include <optional>
 #include <ostream>
 #include <sstream>
+
+#include "engine/fix_check.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -33,16 +38,77 @@ std::map<std::string, std::vector<const Finding*>> byFile(const std::vector<cons
 
 }  // namespace
 
-std::string applyFixes(const std::string& text, const std::vector<const Finding*>& findings) {
-  std::vector<Edit> edits;
-  for (const Finding* f : findings) {
-    if (f->fix) edits.insert(edits.end(), f->fix->edits.begin(), f->fix->edits.end());
+namespace {
+
+bool sameEdit(const Edit& a, const Edit& b) {
+  return a.range.begin == b.range.begin && a.range.end == b.range.end && a.replacement == b.replacement;
+}
+
+// Two edits touch the same text, or insert at the same point (whose order would be a guess).
+bool overlap(const Edit& a, const Edit& b) {
+  if (a.range.begin == b.range.begin) return true;
+  return a.range.begin < b.range.end && b.range.begin < a.range.end;
+}
+
+// The edits of the fixes that can all be applied: a fix's edits go in together or not at all
+// (half a fix can break the code: the lambda without the removed comparison), in file order;
+// an edit identical to one already taken (the same fix reported for two classes of one
+// isinstance tuple) is applied once. The edits taken never overlap, so each new edit is checked
+// against its two neighbours in begin order alone: linear-logarithmic in the number of edits.
+struct CompatibleEdits {
+  std::vector<Edit> edits;  // in file order
+  int fixes = 0;            // how many fixes they make up
+};
+
+CompatibleEdits compatibleEdits(const std::string& text, const std::vector<const Finding*>& findings) {
+  std::vector<const Fix*> fixes;
+  for (const Finding* f : findings)
+    if (f->fix && !f->fix->edits.empty()) fixes.push_back(&*f->fix);
+  auto firstEdit = [](const Fix* f) {
+    size_t first = f->edits.front().range.begin;
+    for (const Edit& e : f->edits) first = std::min(first, e.range.begin);
+    return first;
+  };
+  std::stable_sort(fixes.begin(), fixes.end(), [&](const Fix* a, const Fix* b) { return firstEdit(a) < firstEdit(b); });
+  std::map<size_t, Edit> taken;  // by begin
+  // Whether `e` is already taken (true), fits among the taken edits (false), or clashes (nullopt).
+  auto against = [&](const Edit& e) -> std::optional<bool> {
+    auto next = taken.lower_bound(e.range.begin);
+    if (next != taken.end() && next->first == e.range.begin) {
+      if (sameEdit(e, next->second)) return true;
+      return std::nullopt;
+    }
+    if (next != taken.end() && next->second.range.begin < e.range.end) return std::nullopt;
+    if (next != taken.begin() && e.range.begin < std::prev(next)->second.range.end) return std::nullopt;
+    return false;
+  };
+  CompatibleEdits out;
+  for (const Fix* fix : fixes) {
+    std::vector<Edit> fresh;
+    bool fits = true;
+    for (const Edit& e : fix->edits) {
+      if (e.range.end < e.range.begin || e.range.end > text.size()) fits = false;
+      std::optional<bool> known = against(e);
+      if (!known) fits = false;
+      for (const Edit& f : fresh)
+        if (overlap(e, f)) fits = false;
+      if (known && !*known) fresh.push_back(e);
+    }
+    if (!fits) continue;
+    for (const Edit& e : fresh) taken.emplace(e.range.begin, e);
+    ++out.fixes;
   }
-  std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.range.begin < b.range.begin; });
+  for (const auto& [begin, edit] : taken) out.edits.push_back(edit);
+  return out;
+}
+
+}  // namespace
+
+// One pass over the file: every edit is an offset into the original text.
+std::string applyFixes(const std::string& text, const std::vector<const Finding*>& findings) {
   std::string out;
   size_t at = 0;
-  for (const Edit& e : edits) {
-    if (e.range.begin < at || e.range.end > text.size()) continue;  // overlaps an earlier edit
+  for (const Edit& e : compatibleEdits(text, findings).edits) {
     out += text.substr(at, e.range.begin - at);
     out += e.replacement;
     at = e.range.end;
@@ -50,35 +116,81 @@ std::string applyFixes(const std::string& text, const std::vector<const Finding*
   return out + text.substr(at);
 }
 
-// Fixes replace text within lines, so both versions have lines that correspond one to one;
-// each changed line becomes a hunk with up to 3 lines of context, and close hunks merge.
+namespace {
+
+// Which lines of a and b correspond: the common start and end, and between them a longest common
+// subsequence where it is small enough to compute (fixes remove or change a few lines); a
+// larger middle is shown as replaced. pairs[i] is the line of b matching line i of a, or npos.
+std::vector<size_t> matchLines(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  constexpr size_t kNone = std::string::npos;
+  std::vector<size_t> pairs(a.size(), kNone);
+  size_t head = 0;
+  while (head < a.size() && head < b.size() && a[head] == b[head]) pairs[head] = head, ++head;
+  size_t tailA = a.size(), tailB = b.size();
+  while (tailA > head && tailB > head && a[tailA - 1] == b[tailB - 1]) pairs[--tailA] = --tailB;
+  size_t n = tailA - head, m = tailB - head;
+  if (n == 0 || m == 0 || n * m > 4'000'000) return pairs;
+  std::vector<std::vector<uint32_t>> lcs(n + 1, std::vector<uint32_t>(m + 1, 0));
+  for (size_t i = n; i-- > 0;)
+    for (size_t j = m; j-- > 0;)
+      lcs[i][j] = a[head + i] == b[head + j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+  for (size_t i = 0, j = 0; i < n && j < m;) {
+    if (a[head + i] == b[head + j]) pairs[head + i] = head + j, ++i, ++j;
+    else if (lcs[i + 1][j] >= lcs[i][j + 1]) ++i;
+    else ++j;
+  }
+  return pairs;
+}
+
+struct DiffLine {
+  char mark;  // ' ', '-', '+'
+  const std::string* text;
+  size_t oldLine, newLine;  // 0-based positions before and after this line
+};
+
+std::vector<DiffLine> diffLines(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<size_t> pairs = matchLines(a, b);
+  std::vector<DiffLine> out;
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (i < a.size() && pairs[i] == std::string::npos) {
+      out.push_back({'-', &a[i], i, j}), ++i;
+    } else if (j < b.size() && (i == a.size() || pairs[i] > j)) {
+      out.push_back({'+', &b[j], i, j}), ++j;
+    } else {
+      out.push_back({' ', &a[i], i, j}), ++i, ++j;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// Hunks of changed lines with up to 3 lines of context; close hunks merge.
 std::string unifiedDiff(const std::string& path, const std::string& before, const std::string& after) {
   std::vector<std::string> a = splitLines(before), b = splitLines(after);
-  if (a.size() != b.size()) {  // a fix that adds lines: show the whole file
-    std::ostringstream out;
-    out << "--- " << path << "\n+++ " << path << "\n@@ -1," << a.size() << " +1," << b.size() << " @@\n";
-    for (const auto& l : a) out << '-' << l << '\n';
-    for (const auto& l : b) out << '+' << l << '\n';
-    return out.str();
-  }
+  std::vector<DiffLine> lines = diffLines(a, b);
   std::vector<size_t> changed;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i]) changed.push_back(i);
+  for (size_t k = 0; k < lines.size(); ++k)
+    if (lines[k].mark != ' ') changed.push_back(k);
   if (changed.empty()) return "";
   std::ostringstream out;
   out << "--- " << path << "\n+++ " << path << '\n';
-  size_t k = 0;
-  while (k < changed.size()) {
-    size_t start = changed[k] >= 3 ? changed[k] - 3 : 0;
-    size_t last = changed[k];
-    while (k + 1 < changed.size() && changed[k + 1] <= last + 7) last = changed[++k];
-    size_t end = std::min(a.size(), last + 4);
-    out << "@@ -" << start + 1 << ',' << end - start << " +" << start + 1 << ',' << end - start << " @@\n";
-    for (size_t i = start; i < end; ++i) {
-      if (a[i] == b[i]) out << ' ' << a[i] << '\n';
-      else out << '-' << a[i] << "\n+" << b[i] << '\n';
+  size_t c = 0;
+  while (c < changed.size()) {
+    size_t start = changed[c] >= 3 ? changed[c] - 3 : 0;
+    size_t last = changed[c];
+    while (c + 1 < changed.size() && changed[c + 1] <= last + 7) last = changed[++c];
+    size_t end = std::min(lines.size(), last + 4);
+    size_t oldCount = 0, newCount = 0;
+    for (size_t k = start; k < end; ++k) {
+      oldCount += lines[k].mark != '+';
+      newCount += lines[k].mark != '-';
     }
-    ++k;
+    out << "@@ -" << lines[start].oldLine + (oldCount ? 1 : 0) << ',' << oldCount << " +"
+        << lines[start].newLine + (newCount ? 1 : 0) << ',' << newCount << " @@\n";
+    for (size_t k = start; k < end; ++k) out << lines[k].mark << *lines[k].text << '\n';
+    ++c;
   }
   return out.str();
 }
@@ -98,13 +210,17 @@ int fixFiles(const std::vector<const Finding*>& fixes, std::ostream& out) {
     std::string before = readFile(path);
     std::string after = applyFixes(before, findings);
     if (after == before) continue;
+    if (std::optional<std::string> broken = fixBreaksSyntax(path, before, after)) {
+      out << "warning: " << path << ": fixes not applied: " << *broken << "; please report this with the file\n";
+      continue;
+    }
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
     if (!file) {
       out << "warning: " << path << ": cannot write the fixed file; check its permissions\n";
       continue;
     }
     file << after;
-    fixed += static_cast<int>(findings.size());
+    fixed += compatibleEdits(before, findings).fixes;  // a fix held back for overlapping another is not counted
   }
   return fixed;
 }
@@ -113,7 +229,12 @@ int diffFiles(const std::vector<const Finding*>& fixes, std::ostream& out) {
   int shown = 0;
   for (const auto& [path, findings] : byFile(fixes)) {
     std::string before = readFile(path);
-    std::string diff = unifiedDiff(path, before, applyFixes(before, findings));
+    std::string after = applyFixes(before, findings);
+    if (std::optional<std::string> broken = fixBreaksSyntax(path, before, after)) {
+      std::cerr << "warning: " << path << ": fixes not shown: " << *broken << "; please report this with the file\n";
+      continue;
+    }
+    std::string diff = unifiedDiff(path, before, after);
     if (diff.empty()) continue;
     out << diff;
     shown += static_cast<int>(findings.size());

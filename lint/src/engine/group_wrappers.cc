@@ -1,128 +1,103 @@
-// Wrapper inference by text (see group_wrappers.h). Each round is one pass over each source: every
-// '(' is looked back from to the identifier before it, which is looked up in the round's names; a
-// source with a hit gets one forward pass over its lines that tracks the enclosing `def`s. So a
-// round costs a scan of the sources whatever the number of names, and nothing is quadratic.
+// Wrapper inference (see group_wrappers.h). One pass over each source notes the names it calls (the
+// identifier before each '('). Each round then asks every source, without reading it again,
+// whether it calls a name the round seeks (torch's creators first, then the wrappers the round
+// before found; a method's name only in its own module); a source that does is scanned for those
+// calls, and the statement around each, narrowed to the innermost statement of its function, class
+// or compound statement, is parsed with the headers above it and the source's imports. No part of a
+// source is parsed twice; the fixed point is taken over everything read so far.
 #include "group_wrappers.h"
 
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <thread>
-#include <cctype>
+#include <cstdint>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 
+#include "engine/python_text.h"
+#include "frontends/frontends.h"
+#include "frontends/python_project.h"
+#include "python_scopes.h"
 #include "rules/torch_names.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace nccl_migrate::lint {
 namespace {
 
-constexpr size_t kMaxCallBytes = 4096;  // a call's argument text looked at for backend=
-constexpr int kMaxRounds = 8;           // wrappers of wrappers of ...
+constexpr int kMaxRounds = 4;  // wrappers of wrappers of ...
 
-// A table, not std::isalnum: this runs for every '(' of every Python file of the run.
-constexpr auto kIdentifierBytes = [] {
-  std::array<bool, 256> table{};
-  for (int c = 0; c < 256; ++c) table[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-  return table;
-}();
-
-bool isIdentifierByte(char c) { return kIdentifierBytes[static_cast<unsigned char>(c)]; }
-
-size_t lineStart(std::string_view text, size_t at) {
-  size_t nl = text.rfind('\n', at == 0 ? 0 : at - 1);
-  return at == 0 || nl == std::string_view::npos ? 0 : nl + 1;
+// FNV-1a: inline and cheap for the short identifiers hashed for every '(' of the run.
+uint32_t hashName(std::string_view name) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  return h;
 }
 
-size_t indentation(std::string_view line) {
-  size_t n = 0;
-  while (n < line.size() && (line[n] == ' ' || line[n] == '\t')) ++n;
-  return n;
-}
-
-// The argument text of the call whose '(' is at `open`, up to its ')' or the bound.
-std::string_view callArguments(std::string_view text, size_t open) {
-  int depth = 0;
-  size_t end = std::min(text.size(), open + kMaxCallBytes);
-  for (size_t i = open; i < end; ++i) {
-    if (text[i] == '(') ++depth;
-    else if (text[i] == ')' && --depth == 0) return text.substr(open + 1, i - open - 1);
+// Calls `visit` with the offset of each '(' of `source`, sixteen bytes at a time: a '(' comes every
+// few dozen bytes of Python, too often for a memchr call per '('.
+template <class Visit>
+void forEachOpenParen(std::string_view source, Visit&& visit) {
+  const char* data = source.data();
+  size_t size = source.size(), at = 0;
+#if defined(__SSE2__)
+  const __m128i paren = _mm_set1_epi8('(');
+  for (; at + 16 <= size; at += 16) {
+    auto mask = static_cast<uint32_t>(_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at)), paren)));
+    for (; mask; mask &= mask - 1) visit(at + static_cast<size_t>(__builtin_ctz(mask)));
   }
-  return text.substr(open + 1, end - open - 1);
+#endif
+  for (; at < size; ++at)
+    if (data[at] == '(') visit(at);
 }
 
-// `backend="..."` naming no eager NCCL backend ("gloo", "nccl-lazy"); a computed backend counts
-// as NCCL, as in NM401.
-bool namesOtherBackend(std::string_view arguments) {
-  size_t at = arguments.find("backend");
-  if (at == std::string_view::npos) return false;
-  size_t eq = arguments.find_first_not_of(" \t", at + 7);
-  if (eq == std::string_view::npos || arguments[eq] != '=') return false;
-  size_t quote = arguments.find_first_not_of(" \t", eq + 1);
-  if (quote == std::string_view::npos || (arguments[quote] != '"' && arguments[quote] != '\'')) return false;
-  size_t close = arguments.find(arguments[quote], quote + 1);
-  if (close == std::string_view::npos) return false;
-  return !selectsEagerNccl(std::string(arguments.substr(quote + 1, close - quote - 1)));
+// The names a source calls (the identifier before each '('), hashed, sorted and unique: read in
+// one pass, so that later rounds ask a source about their names without scanning it again.
+std::vector<uint32_t> calledNames(std::string_view source) {
+  std::vector<uint32_t> names;
+  forEachOpenParen(source, [&](size_t open) {
+    size_t stop = open;
+    while (stop > 0 && (source[stop - 1] == ' ' || source[stop - 1] == '\t')) --stop;
+    size_t begin = stop;
+    while (begin > 0 && isIdentifierByte(source[begin - 1])) --begin;
+    if (begin == stop) return;
+    uint32_t h = hashName(source.substr(begin, stop - begin));
+    if (names.empty() || names.back() != h) names.push_back(h);  // `f(g(...))` chains repeat less than runs of one name
+  });
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
 }
 
-// `def name(` (or `async def`) at the start of a stripped line: the name, else empty.
-std::string_view definedName(std::string_view code) {
-  if (code.starts_with("async ")) code.remove_prefix(6);
-  if (!code.starts_with("def ")) return {};
-  code.remove_prefix(4);
-  size_t end = 0;
-  while (end < code.size() && isIdentifierByte(code[end])) ++end;
-  return code.substr(0, end);
-}
-
-// Offsets of the calls of `names` that create an eager NCCL group, outside comments and outside
-// their own `def` lines.
+// Offsets of what looks like a call of one of `names` outside a comment and a docstring's example:
+// where the statements worth parsing are.
 std::vector<size_t> callsOf(std::string_view source, const std::unordered_set<std::string_view>& names) {
   std::vector<size_t> hits;
-  if (source.empty()) return hits;  // a view of nothing may have no data at all, which memchr may not see
-  for (const char* p = static_cast<const char*>(std::memchr(source.data(), '(', source.size())); p;
-       p = static_cast<const char*>(std::memchr(p + 1, '(', source.data() + source.size() - p - 1))) {
-    size_t open = static_cast<size_t>(p - source.data());
-    size_t end = open;
-    while (end > 0 && (source[end - 1] == ' ' || source[end - 1] == '\t')) --end;
-    size_t begin = end;
+  forEachOpenParen(source, [&](size_t open) {
+    size_t stop = open;
+    while (stop > 0 && (source[stop - 1] == ' ' || source[stop - 1] == '\t')) --stop;
+    size_t begin = stop;
     while (begin > 0 && isIdentifierByte(source[begin - 1])) --begin;
-    if (begin == end || !names.contains(source.substr(begin, end - begin))) continue;
+    if (begin == stop || !names.contains(source.substr(begin, stop - begin))) return;
     size_t start = lineStart(source, begin);
     std::string_view before = source.substr(start, begin - start);
-    if (before.find('#') != std::string_view::npos) continue;  // a comment (or a '#' in a string: rare)
-    std::string_view head = before.substr(indentation(before));
-    if (head == "def " || head == "async def ") continue;  // its own definition
-    if (namesOtherBackend(callArguments(source, open))) continue;
+    if (before.find('#') != std::string_view::npos) return;  // a comment (or a '#' in a string: rare)
+    before.remove_prefix(std::min(before.find_first_not_of(" \t"), before.size()));
+    if (before.starts_with(">>>") || before.starts_with("...")) return;  // a docstring's example
     hits.push_back(begin);
-    if (p + 1 >= source.data() + source.size()) break;
-  }
+  });
   return hits;
 }
 
-// The function around each hit (sorted offsets), by one pass over the lines with the stack of
-// enclosing `def`s; module-level hits have none.
-std::set<std::string> enclosingFunctions(std::string_view source, const std::vector<size_t>& hits) {
-  std::set<std::string> out;
-  std::vector<std::pair<size_t, std::string_view>> defs;  // (indentation, name), innermost last
-  size_t next = 0;
-  for (size_t start = 0; start < source.size() && next < hits.size();) {
-    size_t end = source.find('\n', start);
-    if (end == std::string_view::npos) end = source.size();
-    std::string_view line = source.substr(start, end - start);
-    size_t indent = indentation(line);
-    std::string_view code = line.substr(indent);
-    if (!code.empty() && code.front() != '#') {
-      while (!defs.empty() && defs.back().first >= indent) defs.pop_back();
-      for (; next < hits.size() && hits[next] < end; ++next) {
-        if (!defs.empty()) out.insert(std::string(defs.back().second));
-      }
-      if (std::string_view name = definedName(code); !name.empty()) defs.emplace_back(indent, name);
-    }
-    start = end + 1;
-  }
-  return out;
+bool callsAny(const std::vector<uint32_t>& called, const std::vector<uint32_t>& sought) {
+  return std::any_of(sought.begin(), sought.end(), [&](uint32_t h) { return std::binary_search(called.begin(), called.end(), h); });
 }
 
 // Names whose calls cannot be told from other functions' by name alone: a class's __init__ is
@@ -135,42 +110,169 @@ bool isTrackable(const std::string& name) {
   return !(name.starts_with("__") && name.ends_with("__")) && !kGeneric.contains(name);
 }
 
+// A call of one of torch's group creators (by their last name, unless the call resolves to
+// another of torch's functions) or of a wrapper of `wrappers`, naming no backend without eager NCCL
+// communicators.
+bool createsGroups(const CallInFunction& call, const std::string& caller, const std::set<std::string>& creators,
+                   const GroupWrapperIndex& wrappers) {
+  if (call.backend && !selectsEagerNccl(*call.backend)) return false;
+  if (creators.contains(call.name)) {
+    if (!call.qualifiedName.starts_with("torch.")) return true;
+    if (std::any_of(creators.begin(), creators.end(), [&](const std::string& c) { return isDistributed(call.qualifiedName, c); }))
+      return true;
+  }
+  return wrappers.reaches(call, caller);
+}
+
+// What has been read of one source so far.
+struct SourceReading {
+  std::optional<PythonScopes> scopes;  // made on its first parse
+  bool importsRead = false;  // its leading imports, parsed with its first statements, bind in `names`
+  PythonNames names;
+  std::vector<FunctionCalls> functions;
+};
+
+// Parses the statements of `text` around `hits` not read yet, with the imports the first time.
+void readAround(std::string_view text, const std::vector<size_t>& hits, SourceReading& reading) {
+  if (!reading.scopes) reading.scopes.emplace(text);
+  std::vector<ParseRegion> regions = reading.scopes->unreadAround(hits);
+  if (regions.empty()) return;
+  if (!reading.importsRead) {
+    std::vector<ParseRegion> imports = leadingImports(text);
+    regions.insert(regions.end(), imports.begin(), imports.end());
+    regions = mergeRegions(std::move(regions));
+    reading.importsRead = true;
+  }
+  std::vector<FunctionCalls> read = pythonFunctionCalls(text, regions, reading.names);
+  std::move(read.begin(), read.end(), std::back_inserter(reading.functions));
+}
+
+// The names sought in a round, each with the part of its keys before the colon ("*" for torch's
+// creators, which any source may call).
+using Sought = std::map<std::string, std::vector<std::string>, std::less<>>;
+
+// Whether the call at `hit` in a source of module `caller` may reach a wrapper of `scope`, by the
+// text alone: a method only through self or cls in its own module, a nested function by its bare
+// name in its own module, a module's function in its own module or in a source that names the
+// module (as its import does). Keeps the parse to the statements that may matter.
+bool mayReach(std::string_view text, size_t hit, const std::string& scope, const std::string& caller) {
+  if (scope == "*") return true;
+  size_t hash = scope.find('#');
+  std::string module = scope.substr(0, hash);
+  std::string_view kind = hash == std::string::npos ? std::string_view() : std::string_view(scope).substr(hash + 1);
+  bool same = module.empty() || caller.empty() || module == caller;
+  bool attribute = hit > 0 && text[hit - 1] == '.';
+  if (kind == "self") {
+    size_t begin = hit - (attribute ? 1 : 0);
+    while (begin > 0 && isIdentifierByte(text[begin - 1])) --begin;
+    std::string_view receiver = attribute ? text.substr(begin, hit - 1 - begin) : std::string_view();
+    return same && (receiver == "self" || receiver == "cls");
+  }
+  if (kind == "local") return same && !attribute;
+  if (same) return true;
+  std::string_view last = std::string_view(module).substr(module.rfind('.') + 1);
+  return text.find(last) != std::string_view::npos;
+}
+
+// The hits of `sought` that may reach one of its wrappers.
+std::vector<size_t> reachingHits(std::string_view text, std::vector<size_t> hits, const Sought& sought, const std::string& caller) {
+  std::erase_if(hits, [&](size_t hit) {
+    size_t end = hit;
+    while (end < text.size() && isIdentifierByte(text[end])) ++end;
+    auto it = sought.find(text.substr(hit, end - hit));
+    if (it == sought.end()) return true;
+    for (const std::string& scope : it->second)
+      if (mayReach(text, hit, scope, caller)) return false;
+    return true;
+  });
+  return hits;
+}
+
+// Adds to `wrappers` (keys) every trackable function of `readings` that calls a creator or a
+// wrapper, to the fixed point; returns what the next round seeks.
+Sought closeOver(const std::vector<SourceReading>& readings, const std::vector<std::string>& modules,
+                                std::set<std::string>& wrappers) {
+  const std::set<std::string>& creators = groupCreatorNames();
+  GroupWrapperIndex index(wrappers);
+  Sought added;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < readings.size(); ++i) {
+      for (const FunctionCalls& f : readings[i].functions) {
+        if (creators.contains(f.function) || !isTrackable(f.function)) continue;
+        std::string key = groupWrapperKey(modules[i], f);
+        if (wrappers.contains(key)) continue;
+        bool calls = std::any_of(f.calls.begin(), f.calls.end(), [&](const CallInFunction& c) { return createsGroups(c, modules[i], creators, index); });
+        if (!calls) continue;
+        wrappers.insert(key);
+        index.add(key);
+        added[f.function].push_back(key.substr(0, key.rfind(':')));
+        changed = true;
+      }
+    }
+  }
+  return added;
+}
+
 }  // namespace
 
 std::set<std::string> functionsCalling(std::string_view source, const std::set<std::string>& creators) {
-  std::unordered_set<std::string_view> names(creators.begin(), creators.end());
-  std::vector<size_t> hits = callsOf(source, names);
-  if (hits.empty()) return {};
-  std::set<std::string> found = enclosingFunctions(source, hits);
-  std::erase_if(found, [](const std::string& name) { return !isTrackable(name); });
+  std::set<std::string> found;
+  GroupWrapperIndex none;
+  for (const FunctionCalls& f : pythonFunctionCalls(source, {})) {
+    if (!isTrackable(f.function) || creators.contains(f.function)) continue;
+    for (const CallInFunction& call : f.calls) {
+      if (createsGroups(call, "", creators, none)) found.insert(f.function);
+    }
+  }
   return found;
 }
 
 std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& texts, unsigned threads) {
-  const std::set<std::string> creators = {"new_group", "split_group", "new_subgroups", "new_subgroups_by_enumeration"};
+  return inferGroupWrappers(texts, std::vector<std::string>(texts.size()), threads);
+}
+
+std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
+                                         unsigned threads) {
+  std::vector<SourceReading> readings(texts.size());
+  std::vector<std::vector<uint32_t>> called(texts.size());
   std::set<std::string> wrappers;
-  std::set<std::string> searching = creators;
+  Sought searching;
+  for (const std::string& creator : groupCreatorNames()) searching[creator] = {"*"};
   for (int round = 0; round < kMaxRounds && !searching.empty(); ++round) {
-    std::unordered_set<std::string_view> names(searching.begin(), searching.end());
-    std::vector<std::set<std::string>> found(texts.size());
+    // A method or nested function is called only in its own module: its name is sought there
+    // alone; torch's creators and modules' functions everywhere.
+    std::unordered_set<std::string_view> names;
+    std::vector<uint32_t> everywhere;
+    std::unordered_map<std::string_view, std::vector<uint32_t>> inModule;
+    for (const auto& [name, scopes] : searching) {
+      names.insert(name);
+      for (const std::string& scope : scopes) {
+        size_t hash = scope.find('#');
+        if (hash == std::string::npos || hash == 0) everywhere.push_back(hashName(name));
+        else inModule[std::string_view(scope).substr(0, hash)].push_back(hashName(name));
+      }
+    }
     std::atomic<size_t> next{0};
     auto scan = [&] {
       for (size_t i = next++; i < texts.size(); i = next++) {
+        if (round == 0) called[i] = calledNames(texts[i]);
+        auto local = inModule.find(modules[i]);
+        if (!callsAny(called[i], everywhere) && (local == inModule.end() || !callsAny(called[i], local->second))) continue;
         std::vector<size_t> hits = callsOf(texts[i], names);
-        if (!hits.empty()) found[i] = enclosingFunctions(texts[i], hits);
+        if (!hits.empty()) hits = reachingHits(texts[i], std::move(hits), searching, modules[i]);
+        if (hits.empty()) continue;
+        readAround(texts[i], hits, readings[i]);
       }
     };
+    // Every thread the run has, whatever the tree's size: the table is built before any file is
+    // linted, so a thread idle here is idle for the whole run, and starting one costs far less
+    // than the first round's pass over every source.
     std::vector<std::thread> workers;
     for (unsigned t = 1; t < std::min<size_t>(threads, texts.size()); ++t) workers.emplace_back(scan);
     scan();
     for (std::thread& w : workers) w.join();
-    std::set<std::string> fresh;
-    for (const std::set<std::string>& names : found) {
-      for (const std::string& name : names) {
-        if (isTrackable(name) && !creators.contains(name) && wrappers.insert(name).second) fresh.insert(name);
-      }
-    }
-    searching = std::move(fresh);
+    searching = closeOver(readings, modules, wrappers);
   }
   return wrappers;
 }

@@ -120,8 +120,27 @@ class Collector : public MatchFinder::MatchCallback {
     if (!sm.isWrittenInMainFile(loc)) return;  // headers are linted as files of their own
     clang::PresumedLoc p = sm.getPresumedLoc(loc);
     if (p.isInvalid()) return;
-    model_.typeChecks.push_back({kind, "c10d::ProcessGroupNCCL", std::move(spelling),
-                                 {static_cast<int>(p.getLine()), static_cast<int>(p.getColumn())}, std::move(downcastTo)});
+    TypeCheck check{kind, "c10d::ProcessGroupNCCL", std::move(spelling),
+                    {static_cast<int>(p.getLine()), static_cast<int>(p.getColumn())}, std::move(downcastTo)};
+    withLexerRanges(check);
+    model_.typeChecks.push_back(std::move(check));
+  }
+
+  // The engine keeps one finding per line of the two tiers' (the AST's where both report), so
+  // the cast the lexer found on this line lends its fix ranges; the AST adds no ranges of its own.
+  void withLexerRanges(TypeCheck& check) const {
+    for (const TypeCheck& lexed : model_.typeChecks) {
+      if (lexed.where.line != check.where.line || lexed.qualifiedName != check.qualifiedName) continue;
+      if (lexed.kind != check.kind || lexed.callee.end <= lexed.callee.begin) continue;
+      check.callee = lexed.callee;
+      check.operand = lexed.operand;
+      check.castName = lexed.castName;
+      check.nullTest = lexed.nullTest;
+      check.testNegated = lexed.testNegated;
+      check.toPointer = lexed.toPointer;
+      check.operandIsObjectPointer = lexed.operandIsObjectPointer;
+      return;
+    }
   }
 
   SourceModel& model_;
@@ -190,6 +209,12 @@ std::string clangAddCppAstFacts(SourceModel& model, const std::string& text, con
   finder.addMatcher(cxxDynamicCastExpr(hasDestinationType(pointerOrRefToSubclass), fromLegacy).bind("downcast"), &collector);
   finder.addMatcher(cxxStaticCastExpr(hasDestinationType(pointerOrRefToSubclass), fromLegacy).bind("downcast"), &collector);
   finder.addMatcher(cxxReinterpretCastExpr(hasDestinationType(pointerOrRefToSubclass), fromLegacy).bind("downcast"),
+                    &collector);
+  // C-style casts: `(c10d::ProcessGroupNCCL*)b`, and `(Hack*)(void*)pg.getBackend(...).get()` to a
+  // project's subclass from any source, the void* hop hiding the legacy class on the way.
+  finder.addMatcher(cStyleCastExpr(hasDestinationType(pointerOrRefToLegacy)).bind("cast"), &collector);
+  finder.addMatcher(cStyleCastExpr(hasDestinationType(pointerOrRefToSubclass), unless(hasDestinationType(pointerOrRefToLegacy)))
+                        .bind("downcast"),
                     &collector);
   finder.addMatcher(
       callExpr(callee(functionDecl(hasAnyName("dynamic_pointer_cast", "static_pointer_cast",

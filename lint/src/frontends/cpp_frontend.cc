@@ -28,6 +28,8 @@ struct Tok {
   clang::tok::TokenKind kind;
   std::string text;  // identifier spelling, or punctuation
   Location where;
+  size_t begin = 0;  // bytes of the file, for fixes
+  size_t end = 0;
 };
 
 std::vector<Tok> tokenize(const std::string& path, const std::string& text) {
@@ -50,7 +52,8 @@ std::vector<Tok> tokenize(const std::string& path, const std::string& text) {
   while (true) {
     lexer.LexFromRawLexer(token);
     if (token.is(clang::tok::eof)) break;
-    Tok t{token.getKind(), {}, {}};
+    Tok t{token.getKind(), {}, {}, sources.getFileOffset(token.getLocation()), 0};
+    t.end = t.begin + token.getLength();
     if (token.is(clang::tok::raw_identifier)) {
       t.text = token.getRawIdentifier().str();
     } else if (token.isLiteral() || token.is(clang::tok::comment)) {
@@ -71,6 +74,8 @@ std::vector<Tok> tokenize(const std::string& path, const std::string& text) {
 // are far shorter; the bound keeps a file of repeated openers (`setenv(setenv(...`) linear.
 constexpr size_t kMaxLookahead = 256;
 
+constexpr const char* kLegacyClass = "c10d::ProcessGroupNCCL";
+
 const std::unordered_set<std::string> kCastNames = {
     "dynamic_cast", "static_cast", "reinterpret_cast",
     "dynamic_pointer_cast", "static_pointer_cast",
@@ -86,9 +91,11 @@ class CppScanner {
 
   // Names a header of the tree declared (aliases), known before this file's own.
   void seed(const std::unordered_map<std::string, std::string>& typeAliases,
-            const std::unordered_map<std::string, std::string>& namespaceAliases) {
+            const std::unordered_map<std::string, std::string>& namespaceAliases,
+            const std::unordered_set<std::string>& legacySubclasses) {
     typeAliases_.insert(typeAliases.begin(), typeAliases.end());
     namespaceAliases_.insert(namespaceAliases.begin(), namespaceAliases.end());
+    legacySubclasses_.insert(legacySubclasses.begin(), legacySubclasses.end());
   }
 
   // Only the names a file declares, for a header included by the linted file.
@@ -98,6 +105,7 @@ class CppScanner {
   }
   const std::unordered_map<std::string, std::string>& typeAliases() const { return typeAliases_; }
   const std::unordered_map<std::string, std::string>& namespaceAliases() const { return namespaceAliases_; }
+  const std::unordered_set<std::string>& legacySubclasses() const { return legacySubclasses_; }
 
   // `#include "a/b.h"` and `#include <a/b.h>`, as written.
   std::vector<std::string> includes() const {
@@ -125,6 +133,7 @@ class CppScanner {
         model_.strings.push_back({unquote(t.text), t.where});
         continue;
       }
+      if (isPunct(i, "(")) onCStyleCast(i);
       if (t.kind != clang::tok::raw_identifier) continue;
       if ((t.text == "setenv" || t.text == "putenv" || t.text == "_putenv") && isPunct(i + 1, "(")) onSetenv(i);
       if (kCastNames.contains(t.text) && isPunct(i + 1, "<")) onCast(i);
@@ -222,6 +231,7 @@ class CppScanner {
       if ((isIdent(i, "class") || isIdent(i, "struct")) && isIdent(i + 1, "ProcessGroupNCCL") && !usesC10d_) {
         definesOwnLegacyName_ = true;
       }
+      if (isIdent(i, "class") || isIdent(i, "struct")) collectLegacySubclass(i);
     }
   }
 
@@ -277,7 +287,198 @@ class CppScanner {
     std::string target = qualifiedNameAt(j);
     if (target.empty()) return;
     auto kind = castName.starts_with("dynamic") ? TypeCheck::Kind::CheckedCast : TypeCheck::Kind::UncheckedCast;
-    model_.typeChecks.push_back({kind, target, castName + "<" + spelled + ">", where});
+    TypeCheck check{kind, target, castName + "<" + spelled + ">", where};
+    if (legacySubclasses_.contains(target)) {
+      check.qualifiedName = kLegacyClass;
+      check.downcastTo = target;
+    }
+    bool pointer = castName.ends_with("pointer_cast");
+    while (isPunct(j, "*") || isPunct(j, "&") || isPunct(j, "&&") || isIdent(j, "const") || isIdent(j, "volatile")) {
+      pointer |= isPunct(j, "*");
+      ++j;
+    }
+    size_t close = isPunct(j, ">") && isPunct(j + 1, "(") ? matching(j + 1) : kNone;
+    // Over a pointer already checked against the legacy class (what NM201's fix writes), the
+    // cast reinterprets only a legacy object: the inner cast is the one to report.
+    if (close != kNone && !castName.starts_with("dynamic") && checkedAgainstLegacy(j + 2)) return;
+    if (close != kNone) {
+      size_t first = calleeStart(i);
+      check.callee = {toks_[first].begin, toks_[j + 1].begin};
+      check.castName = {toks_[i].begin, toks_[i].end};
+      check.operand = {toks_[j + 1].end, toks_[close].begin};
+      check.operandIsObjectPointer = isObjectPointer(j + 2, close);
+      check.toPointer = pointer && !castName.ends_with("pointer_cast");
+      if (pointer) markNullTest(check, first, close);
+    }
+    model_.typeChecks.push_back(std::move(check));
+  }
+
+  // Whether the operand in tokens [begin, end) ends with a call that yields an object's pointer:
+  // `x.get()`, `x->get()`, `pg.getBackend(...)`, `pg.getDefaultBackend()`.
+  bool isObjectPointer(size_t begin, size_t end) const {
+    if (end <= begin + 2 || !isPunct(end - 1, ")")) return false;
+    int depth = 0;
+    size_t open = end - 1;
+    for (size_t k = end; k-- > begin;) {
+      if (isPunct(k, ")")) ++depth;
+      else if (isPunct(k, "(") && --depth == 0) {
+        open = k;
+        break;
+      }
+    }
+    if (depth != 0 || open <= begin) return false;
+    const auto& name = toks_[open - 1].text;
+    if (name == "getBackend" || name == "getDefaultBackend") return true;
+    return name == "get" && open == end - 2 && open >= begin + 2 && (isPunct(open - 2, ".") || isPunct(open - 2, "->"));
+  }
+
+  // `(T*)expr` where T is the legacy class or a subclass of it declared in the tree, as in
+  // `(Hack*)(void*)pg.getBackend(...).get()`: a reinterpretation no named-cast pattern sees.
+  void onCStyleCast(size_t i) {
+    if (i > 0 && ((toks_[i - 1].kind == clang::tok::raw_identifier && toks_[i - 1].text != "return") ||
+                  isPunct(i - 1, ")") || isPunct(i - 1, "]") || isPunct(i - 1, ">"))) {
+      return;  // a call, a declaration's parameter list, sizeof(...), a template's argument
+    }
+    size_t j = i + 1;
+    while (isIdent(j, "const") || isIdent(j, "class") || isIdent(j, "struct")) ++j;
+    if (j >= toks_.size() || (toks_[j].kind != clang::tok::raw_identifier && !isPunct(j, "::"))) return;
+    size_t nameBegin = j;
+    std::string target = qualifiedNameAt(j);
+    bool subclass = legacySubclasses_.contains(target);
+    if (!isPunct(j, "*") || (target != kLegacyClass && !subclass)) return;
+    size_t nameEnd = j;
+    while (isPunct(j, "*") || isIdent(j, "const")) ++j;
+    if (!isPunct(j, ")") || !startsExpression(j + 1)) return;
+    size_t close = j;
+    size_t operand = close + 1;
+    std::string spelled = "(" + spelledBetween(nameBegin, nameEnd) + "*)";
+    for (size_t hop = voidPointerCastEnd(operand); hop != kNone; hop = voidPointerCastEnd(operand)) {
+      spelled += "(void*)";
+      operand = hop + 1;
+    }
+    if (checkedAgainstLegacy(operand)) return;
+    TypeCheck check{TypeCheck::Kind::UncheckedCast, kLegacyClass, spelled, toks_[nameBegin].where};
+    if (subclass) check.downcastTo = target;
+    check.toPointer = true;
+    check.callee = {toks_[i].begin, toks_[close].end};
+    size_t last = postfixExpressionEnd(operand);
+    if (last != kNone) check.operand = {toks_[operand].begin, toks_[last].end};
+    check.operandIsObjectPointer = last != kNone && isObjectPointer(operand, last + 1);
+    model_.typeChecks.push_back(std::move(check));
+  }
+
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+
+  // `dynamic_cast<c10d::ProcessGroupNCCL*>(` at k.
+  bool checkedAgainstLegacy(size_t k) const {
+    if (isPunct(k, "::")) ++k;
+    if (!isIdent(k, "dynamic_cast") || !isPunct(k + 1, "<")) return false;
+    size_t j = k + 2;
+    return qualifiedNameAt(j) == kLegacyClass && isPunct(j, "*");
+  }
+
+  // The parenthesis closing the one at `open`, or kNone (a statement ends first, or too far).
+  size_t matching(size_t open) const {
+    int depth = 0;
+    for (size_t k = open; k < std::min(toks_.size(), open + kMaxLookahead); ++k) {
+      if (isPunct(k, "(")) ++depth;
+      else if (isPunct(k, ")") && --depth == 0) return k;
+      else if (isPunct(k, ";") || isPunct(k, "{") || isPunct(k, "}")) return kNone;
+    }
+    return kNone;
+  }
+
+  // The first token of the callee whose name is at `i`, its qualifiers included (`std::`, `::`).
+  size_t calleeStart(size_t i) const {
+    while (i >= 2 && isPunct(i - 1, "::") && toks_[i - 2].kind == clang::tok::raw_identifier) i -= 2;
+    if (i >= 1 && isPunct(i - 1, "::")) --i;
+    return i;
+  }
+
+  bool startsExpression(size_t k) const {
+    if (k >= toks_.size()) return false;
+    return toks_[k].kind == clang::tok::raw_identifier || isPunct(k, "(") || isPunct(k, "::") || isPunct(k, "*") ||
+           isPunct(k, "&");
+  }
+
+  // `(void*)` or `(const void*)` at k: the index of its `)`, else kNone.
+  size_t voidPointerCastEnd(size_t k) const {
+    if (!isPunct(k, "(")) return kNone;
+    size_t j = k + 1;
+    if (isIdent(j, "const")) ++j;
+    if (!isIdent(j, "void") || !isPunct(j + 1, "*") || !isPunct(j + 2, ")")) return kNone;
+    return j + 2;
+  }
+
+  // The last token of the postfix expression starting at k (`a::b.c(d)->e[f]`, `(x)`), or kNone
+  // where its extent is not plain to the lexer (template arguments, operators).
+  size_t postfixExpressionEnd(size_t k) const {
+    size_t last = kNone;
+    if (isPunct(k, "(")) {
+      last = matching(k);
+    } else {
+      size_t j = k;
+      if (isPunct(j, "::")) ++j;
+      while (j < toks_.size() && toks_[j].kind == clang::tok::raw_identifier) {
+        last = j;
+        if (!isPunct(j + 1, "::")) break;
+        j += 2;
+      }
+    }
+    while (last != kNone && last + 1 < toks_.size()) {
+      size_t next = last + 1;
+      if ((isPunct(next, ".") || isPunct(next, "->")) && next + 1 < toks_.size() &&
+          toks_[next + 1].kind == clang::tok::raw_identifier) {
+        last = next + 1;
+      } else if (isPunct(next, "(")) {
+        last = matching(next);
+      } else if (isPunct(next, "[")) {
+        size_t depth = 0, j = next;
+        for (; j < std::min(toks_.size(), next + kMaxLookahead); ++j) {
+          if (isPunct(j, "[")) ++depth;
+          else if (isPunct(j, "]") && --depth == 0) break;
+        }
+        last = j < toks_.size() && isPunct(j, "]") ? j : kNone;
+      } else if (isPunct(next, "<")) {
+        return kNone;
+      } else {
+        break;
+      }
+    }
+    return last;
+  }
+
+  // A cast whose result is only tested for null (`if (cast)`, `!cast`, `cast && x`,
+  // `cast != nullptr`): a test that a name comparison can replace. Tokens first..last span the
+  // cast; a result read further (`cast->x`, `auto* p = cast`) is a value, left alone.
+  void markNullTest(TypeCheck& check, size_t first, size_t last) const {
+    auto is = [&](size_t k, std::initializer_list<std::string_view> any) {
+      if (k >= toks_.size()) return false;
+      for (std::string_view p : any)
+        if (p == "return" ? isIdent(k, p) : isPunct(k, p)) return true;
+      return false;
+    };
+    auto isNull = [&](size_t k) {
+      return isIdent(k, "nullptr") || isIdent(k, "NULL") ||
+             (k < toks_.size() && toks_[k].kind == clang::tok::numeric_constant && toks_[k].text == "0");
+    };
+    const std::initializer_list<std::string_view> kBefore = {"(", "=", "return", "&&", "||", ",", "?", ":", "{", ";"};
+    const std::initializer_list<std::string_view> kAfter = {")", ";", "&&", "||", ",", "?", ":", "}"};
+    size_t prev = first == 0 ? kNone : first - 1;
+    size_t next = last + 1;
+    if (is(next, {".", "->", "[", "("})) return;
+    if ((is(next, {"==", "!="})) && isNull(next + 1) && is(next + 2, kAfter) && is(prev, kBefore)) {
+      check.nullTest = {toks_[first].begin, toks_[next + 1].end};
+      check.testNegated = isPunct(next, "==");
+    } else if (prev != kNone && prev >= 2 && is(prev, {"==", "!="}) && isNull(prev - 1) && is(prev - 2, kBefore) &&
+               is(next, kAfter)) {
+      check.nullTest = {toks_[prev - 1].begin, toks_[last].end};
+      check.testNegated = isPunct(prev, "==");
+    } else if (is(prev, {"!"}) || (is(prev, {"&&", "||"}) && is(next, kAfter)) ||
+               (is(next, {"&&", "||", "?"}) && is(prev, kBefore)) ||
+               (is(prev, {"("}) && prev >= 1 && (isIdent(prev - 1, "if") || isIdent(prev - 1, "while")) && is(next, {")"}))) {
+      check.nullTest = {toks_[first].begin, toks_[last].end};
+    }
   }
 
   // make_intrusive<T>(...), make_shared<T>(...), make_unique<T>(...): a construction of T, recorded
@@ -306,25 +507,53 @@ class CppScanner {
     return out;
   }
 
-  // `class X : public a::B, private C {` records each base as a Subclass type check.
-  void onClassHead(size_t i) {
+  struct Base {
+    std::string name;     // resolved
+    std::string spelled;  // first token as written
+    Location where;
+  };
+
+  // `class X : public a::B, private C {`: X and its bases; no bases for a head without a list.
+  std::vector<Base> classHead(size_t i, std::string& name) const {
+    std::vector<Base> bases;
     size_t j = i + 1;
     size_t limit = std::min(toks_.size(), i + kMaxLookahead);
     while (j < limit && toks_[j].kind == clang::tok::raw_identifier && !isPunct(j + 1, ":") &&
            !isPunct(j + 1, "{") && !isPunct(j + 1, ";")) {
       ++j;  // attributes/macros such as TORCH_API before the class name
     }
-    if (!isPunct(j + 1, ":")) return;
+    if (j >= toks_.size() || toks_[j].kind != clang::tok::raw_identifier || !isPunct(j + 1, ":")) return bases;
+    name = toks_[j].text;
     j += 2;
     // A base list ends at its body, or where another declaration begins.
     while (j < limit && !isPunct(j, "{") && !isPunct(j, ";") && !isIdent(j, "class") && !isIdent(j, "struct")) {
       while (isIdent(j, "public") || isIdent(j, "private") || isIdent(j, "protected") || isIdent(j, "virtual")) ++j;
       Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
-      std::string spelled = j < toks_.size() ? toks_[j].text : "";
+      size_t first = j;
       std::string base = qualifiedNameAt(j);
-      if (!base.empty()) model_.typeChecks.push_back({TypeCheck::Kind::Subclass, base, spelled, where});
+      std::string spelled = spelledBetween(first, j);
+      if (!base.empty()) bases.push_back({base, spelled, where});
       while (j < limit && !isPunct(j, ",") && !isPunct(j, "{") && !isPunct(j, ";")) ++j;
       if (isPunct(j, ",")) ++j;
+    }
+    return bases;
+  }
+
+  // Records each base as a Subclass type check.
+  void onClassHead(size_t i) {
+    std::string name;
+    for (const Base& b : classHead(i, name)) model_.typeChecks.push_back({TypeCheck::Kind::Subclass, b.name, b.spelled, b.where});
+  }
+
+  // A class deriving from the legacy one (directly or through another such class): a pointer
+  // cast to it is a downcast the rewritten backend's object is not.
+  void collectLegacySubclass(size_t i) {
+    std::string name;
+    for (const Base& b : classHead(i, name)) {
+      if (b.name != kLegacyClass && !legacySubclasses_.contains(b.name)) continue;
+      legacySubclasses_.insert(name);
+      legacySubclasses_.insert(resolve(name));
+      return;
     }
   }
 
@@ -334,6 +563,7 @@ class CppScanner {
   bool definesOwnLegacyName_ = false;
   std::unordered_map<std::string, std::string> namespaceAliases_;
   std::unordered_map<std::string, std::string> typeAliases_;  // `using X = a::B;`, `typedef a::B X;`
+  std::unordered_set<std::string> legacySubclasses_;  // as written and as resolved
 };
 
 }  // namespace
@@ -359,11 +589,12 @@ class TreeHeaders {
       scanner.collectDeclarations();
       typeAliases_.insert(scanner.typeAliases().begin(), scanner.typeAliases().end());
       namespaceAliases_.insert(scanner.namespaceAliases().begin(), scanner.namespaceAliases().end());
+      legacySubclasses_.insert(scanner.legacySubclasses().begin(), scanner.legacySubclasses().end());
       collect(header->string(), nested, depth + 1);
     }
   }
 
-  void seed(CppScanner& scanner) const { scanner.seed(typeAliases_, namespaceAliases_); }
+  void seed(CppScanner& scanner) const { scanner.seed(typeAliases_, namespaceAliases_, legacySubclasses_); }
 
  private:
   static constexpr int kMaxDepth = 3;
@@ -399,6 +630,7 @@ class TreeHeaders {
   std::set<std::string> visited_;
   std::unordered_map<std::string, std::string> typeAliases_;
   std::unordered_map<std::string, std::string> namespaceAliases_;
+  std::unordered_set<std::string> legacySubclasses_;
 };
 
 }  // namespace

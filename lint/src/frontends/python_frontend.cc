@@ -1,10 +1,11 @@
 // Python frontend: walks a tree-sitter-python syntax tree in source order, keeping an import
 // and alias table and the string constants assigned so far, and records type checks, calls,
 // comparisons, attribute reads, string literals, environment assignments and comments with their
-// qualified names.
+// qualified names, and for each call the function and the arms of `if` statements it is in.
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,20 +16,21 @@
 
 #include "frontends.h"
 #include "python_names.h"
+#include "python_parse.h"
+#include "python_project.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 
 namespace nccl_migrate::lint {
 namespace {
 
-using TreePtr = std::unique_ptr<TSTree, decltype(&ts_tree_delete)>;
-using ParserPtr = std::unique_ptr<TSParser, decltype(&ts_parser_delete)>;
 
 // Field ids by name, looked up once: ts_node_child_by_field_name compares names on every call.
 struct FieldIds {
   TSFieldId alias;
   TSFieldId arguments;
   TSFieldId attribute;
+  TSFieldId consequence;
   TSFieldId function;
   TSFieldId key;
   TSFieldId left;
@@ -49,6 +51,7 @@ const FieldIds kField = {
     .alias = fieldId("alias"),
     .arguments = fieldId("arguments"),
     .attribute = fieldId("attribute"),
+    .consequence = fieldId("consequence"),
     .function = fieldId("function"),
     .key = fieldId("key"),
     .left = fieldId("left"),
@@ -70,8 +73,14 @@ class PythonWalker {
  public:
   PythonWalker(const std::string& text, SourceModel& model, const NameEquivalences& equivalences,
                const std::vector<ParseRegion>& leftOut)
-      : text_(text), model_(model), equivalences_(equivalences), leftOut_(leftOut) {
+      : text_(text), model_(model), equivalences_(equivalences), wrappers_(wrapperIndex(equivalences.inferredGroupWrappers)),
+        leftOut_(leftOut) {
     names_.setEquivalentModules(&equivalences.modules);
+    // The module the project-wide table knows this file as (linter.cc names it the same way).
+    if (!wrappers_.empty()) {
+      std::error_code ec;
+      module_ = pythonModuleOf(std::filesystem::absolute(model.path, ec).lexically_normal().generic_string());
+    }
   }
   ~PythonWalker() {
     for (TSTreeCursor& cursor : cursors_) ts_tree_cursor_delete(&cursor);
@@ -94,8 +103,12 @@ class PythonWalker {
       if (step.restoresState) {
         loopDepth_ = step.loopDepth;
         inDocumentation_ = step.inDocumentation;
+        function_ = step.function;
+        arm_ = step.arm;
+        formatStringDepth_ = step.formatStringDepth;
         continue;
       }
+      if (step.arm != kSameArm) arm_ = step.arm;
       bindLeftOutBefore(ts_node_start_byte(step.node));
       visit(step.node, steps);
     }
@@ -109,12 +122,25 @@ class PythonWalker {
   }
 
  private:
-  // A node to visit, or the state to return to once a node's children are done.
+  static constexpr int kSameArm = -2;  // a step that stays in the arm it is scheduled from
+
+  // A node to visit, or the state to return to once a node's children are done. A node to visit
+  // may enter an arm of an `if` statement.
   struct Step {
     TSNode node;
     int loopDepth;
     bool inDocumentation;
     bool restoresState;
+    int function = -1;  // restored: index in functions_, -1 at module level
+    int arm = kSameArm;  // restored, or entered: index in arms_, -1 outside any
+    int formatStringDepth = 0;  // restored
+  };
+
+  // An arm of an `if` statement (its `if` block, an `elif` or the `else`), inside `parent`.
+  struct Arm {
+    int parent;
+    int statement;
+    int index;
   };
 
   void visit(TSNode node, std::vector<Step>& steps) {
@@ -127,8 +153,10 @@ class PythonWalker {
     if (type == "class_definition") onClass(node);
     // A loop around a `def` does not run the function's body repeatedly, so depth restarts inside.
     if (type == "function_definition") return onFunction(node, steps);
+    if (type == "if_statement") return onIf(node, steps);
     if (type == "assignment") onAssignment(node);
     if (type == "call") {
+      calleeOfLastCall_ = field(node, kField.function);  // visited next, as the call's first child
       onCall(node);
       // Strings a program prints or logs document a setting; they set nothing.
       if (isDocumentingCall(node)) inDocumentation = true;
@@ -139,7 +167,9 @@ class PythonWalker {
     if (type == "string" || type == "concatenated_string") {
       onString(node);
       // f-string interpolations hold code.
-      return visitChildren(node, loopDepth_, steps, [](std::string_view t) { return t == "interpolation" || t == "string"; });
+      visitChildren(node, loopDepth_, steps, [](std::string_view t) { return t == "interpolation" || t == "string"; });
+      ++formatStringDepth_;  // for the children just scheduled; their restore step undoes it
+      return;
     }
     visitChildren(node, loopDepth_ + isLoop(type), steps, [](std::string_view) { return true; });
     inDocumentation_ = inDocumentation;
@@ -161,7 +191,7 @@ class PythonWalker {
   // return to the current depth after them.
   template <class Wanted>
   void visitChildren(TSNode node, int childLoopDepth, std::vector<Step>& steps, Wanted&& wanted) {
-    steps.push_back({node, loopDepth_, inDocumentation_, true});
+    steps.push_back({node, loopDepth_, inDocumentation_, true, function_, arm_, formatStringDepth_});
     size_t first = steps.size();
     forEachNamedChild(node, [&](TSNode child) {
       if (wanted(typeOf(child))) steps.push_back({child, 0, false, false});
@@ -278,7 +308,7 @@ class PythonWalker {
 
   void onFromImport(TSNode node) {
     TSNode module = field(node, kField.moduleName);
-    if (typeOf(module) == "relative_import") return;  // project-local
+    if (typeOf(module) == "relative_import") return onRelativeImport(node, module);  // project-local
     std::string moduleName = textOf(module);
     forEachNamedChild(node, [&](TSNode child) {
       if (ts_node_eq(child, module)) return;
@@ -287,6 +317,22 @@ class PythonWalker {
         names_.bindFromImport(moduleName, textOf(field(child, kField.name)), textOf(field(child, kField.alias)));
       } else if (type == "dotted_name") {
         names_.bindFromImport(moduleName, textOf(child), "");
+      }
+    });
+  }
+
+  // Names from the project's own modules stay unresolved for the rules; the table of group
+  // wrappers still matches them by their module (".groups.create_group").
+  void onRelativeImport(TSNode node, TSNode module) {
+    std::string moduleName = textOf(module);
+    forEachNamedChild(node, [&](TSNode child) {
+      if (ts_node_eq(child, module)) return;
+      std::string_view type = typeOf(child);
+      if (type == "aliased_import") {
+        std::string name = textOf(field(child, kField.name));
+        relativeImports_[textOf(field(child, kField.alias))] = moduleName + "." + name;
+      } else if (type == "dotted_name") {
+        relativeImports_[textOf(child)] = moduleName + "." + textOf(child);
       }
     });
   }
@@ -301,9 +347,43 @@ class PythonWalker {
     names_.bindLocalDefinition(textOf(field(node, kField.name)));
   }
 
+  // A function's body runs when it is called, not where it stands: outside any arm.
   void onFunction(TSNode node, std::vector<Step>& steps) {
-    bindDefinition(textOf(field(node, kField.name)));
+    std::string name = textOf(field(node, kField.name));
+    bindDefinition(name);
     visitChildren(node, 0, steps, [](std::string_view) { return true; });
+    function_ = static_cast<int>(functions_.size());
+    functionIsWrapper_.push_back(isGroupWrapperFunction(name));
+    functions_.push_back(std::move(name));
+    arm_ = -1;
+  }
+
+  // Each arm is entered by its first step; the condition and comments stay where they are.
+  void onIf(TSNode node, std::vector<Step>& steps) {
+    steps.push_back({node, loopDepth_, inDocumentation_, true, function_, arm_, formatStringDepth_});
+    size_t first = steps.size();
+    int statement = statements_++;
+    int index = 0;
+    TSNode consequence = field(node, kField.consequence);
+    forEachNamedChild(node, [&](TSNode child) {
+      std::string_view type = typeOf(child);
+      bool arm = ts_node_eq(child, consequence) || type == "elif_clause" || type == "else_clause";
+      int entered = kSameArm;
+      if (arm) {
+        entered = static_cast<int>(arms_.size());
+        arms_.push_back({arm_, statement, index++});
+      }
+      steps.push_back({child, 0, false, false, -1, arm ? entered : arm_});
+    });
+    std::reverse(steps.begin() + static_cast<std::ptrdiff_t>(first), steps.end());
+  }
+
+  // The arms around the current point, outermost first.
+  std::vector<Call::Arm> armsHere() const {
+    std::vector<Call::Arm> out;
+    for (int a = arm_; a >= 0; a = arms_[a].parent) out.push_back({arms_[a].statement, arms_[a].index});
+    std::reverse(out.begin(), out.end());
+    return out;
   }
 
   // `PG = dist.ProcessGroupNCCL` makes PG an alias; `CONF = "..."` a known string; any other
@@ -333,10 +413,43 @@ class PythonWalker {
     return !dotted.empty() && names_.qualify(dotted) == "os.environ";
   }
 
-  // A call of a function the project-wide table found creating groups, by its last name.
-  bool isInferredWrapper(const std::string& dotted) const {
-    if (equivalences_.inferredGroupWrappers.empty() || dotted.empty()) return false;
-    return equivalences_.inferredGroupWrappers.contains(dotted.substr(dotted.rfind('.') + 1));
+  // The index of a run's table, built once per thread rather than for every file: a run's files
+  // share one table (compared, not rebuilt, for each).
+  static const GroupWrapperIndex& wrapperIndex(const std::set<std::string>& keys) {
+    thread_local std::set<std::string> builtFor;
+    thread_local GroupWrapperIndex index;
+    if (builtFor != keys) {
+      index = GroupWrapperIndex(keys);
+      builtFor = keys;
+    }
+    return index;
+  }
+
+  // A call of a function the project-wide table found creating groups, through the file's imports
+  // (a module's function), `self` (a method) or its bare name (a nested function).
+  bool isInferredWrapper(TSNode function, const std::string& dotted, const std::string& qualified) const {
+    if (wrappers_.empty() || dotted.empty()) return false;
+    CallInFunction call;
+    call.name = dotted.substr(dotted.rfind('.') + 1);
+    // An alias (`from pkg.ps import create_group as cg`) is looked up under the name it imports.
+    std::string defined = qualified.empty() ? call.name : qualified.substr(qualified.rfind('.') + 1);
+    if (!wrappers_.names(call.name) && !wrappers_.names(defined)) return false;  // most calls: no wrapper has the name
+    call.qualifiedName = qualified;
+    if (qualified.empty()) {
+      std::string head = dotted.substr(0, dotted.find('.'));
+      if (auto it = relativeImports_.find(head); it != relativeImports_.end()) call.qualifiedName = it->second + dotted.substr(head.size());
+    }
+    call.onAttribute = typeOf(function) == "attribute";
+    call.onSelf = dotted == "self." + call.name || dotted == "cls." + call.name;
+    return wrappers_.reaches(call, module_);
+  }
+
+  // A function the project's group wrappers, inferred or configured, name.
+  bool isGroupWrapperFunction(const std::string& name) const {
+    if (wrappers_.names(name)) return true;
+    for (const std::string& w : equivalences_.groupWrappers)
+      if (w == name || w.ends_with("." + name)) return true;
+    return false;
   }
 
   bool isConfiguredWrapper(const std::string& spelling) const {
@@ -353,21 +466,37 @@ class PythonWalker {
     Call call;
     call.spelling = dotted.empty() ? snippetOf(function) : dotted;
     call.qualifiedName = dotted.empty() ? "" : names_.qualify(dotted);
-    if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted) || isInferredWrapper(dotted)) {
+    // torch's own functions are torch's, whatever the project names its helpers.
+    bool torchName = call.qualifiedName.starts_with("torch.");
+    if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted) ||
+        (!torchName && isInferredWrapper(function, dotted, call.qualifiedName))) {
       call.qualifiedName = "torch.distributed.new_group";
+    } else if (!torchName && typeOf(function) == "attribute") {
+      // A group creator reached through a receiver not resolved here (a project's own mirror of
+      // torch.distributed, an attribute of an object made elsewhere) is known by its last name.
+      std::string method = textOf(field(function, kField.attribute));
+      if (groupCreatorNames().contains(method)) call.qualifiedName = "torch.distributed." + method;
     }
     call.where = locationOf(node);
     call.loopDepth = loopDepth_;
+    if (function_ >= 0) {
+      call.function = functions_[function_];
+      call.inGroupWrapper = functionIsWrapper_[static_cast<size_t>(function_)];
+    }
+    if (arm_ >= 0) call.branches = armsHere();
     collectArguments(field(node, kField.arguments), call);
-    if (dotted == "isinstance" && names_.isBuiltin("isinstance")) onIsinstance(field(node, kField.arguments));
+    if (dotted == "isinstance" && names_.isBuiltin("isinstance")) onIsinstance(function, field(node, kField.arguments));
     onEnvironmentCall(function, field(node, kField.arguments), call);
     model_.calls.push_back(std::move(call));
   }
 
   void collectArguments(TSNode list, Call& call) const {
     if (typeOf(list) != "argument_list") return;
+    call.hasArgumentList = formatStringDepth_ == 0;
+    call.nextArgumentAt = ts_node_start_byte(list) + 1;
     forEachNamedChild(list, [&](TSNode arg) {
       if (typeOf(arg) == "comment") return;
+      call.nextArgumentAt = ts_node_end_byte(arg);
       Argument a;
       TSNode value = arg;
       if (typeOf(arg) == "keyword_argument") {
@@ -417,11 +546,29 @@ class PythonWalker {
     }
   }
 
-  void onIsinstance(TSNode arguments) {
-    if (ts_node_named_child_count(arguments) < 2) return;
-    TSNode classes = ts_node_named_child(arguments, 1);
-    if (typeOf(classes) != "tuple") return recordTypeCheck(TypeCheck::Kind::Isinstance, classes);
-    forEachNamedChild(classes, [&](TSNode cls) { recordTypeCheck(TypeCheck::Kind::Isinstance, cls); });
+  // Every check of one isinstance call carries the same callee (the word `isinstance`) and
+  // operand, so a fix that rewrites the call is the same edit from each of its classes.
+  void onIsinstance(TSNode callee, TSNode arguments) {
+    std::vector<TSNode> args;  // comments between the arguments are named children too
+    forEachNamedChild(arguments, [&](TSNode arg) {
+      if (typeOf(arg) != "comment") args.push_back(arg);
+    });
+    if (args.size() < 2) return;
+    TSNode object = args[0], classes = args[1];
+    auto record = [&](TSNode cls) {
+      if (TypeCheck* check = recordTypeCheck(TypeCheck::Kind::Isinstance, cls)) {
+        check->callee = rangeOf(callee);
+        check->operand = rangeOf(object);
+      }
+    };
+    if (typeOf(classes) != "tuple") return record(classes);
+    forEachNamedChild(classes, record);
+  }
+
+  // A node's bytes, for fixes; empty inside an f-string (formatStringDepth_).
+  Range rangeOf(TSNode node) const {
+    if (formatStringDepth_ > 0) return {};
+    return {ts_node_start_byte(node), ts_node_end_byte(node)};
   }
 
   void onComparison(TSNode node) {
@@ -466,7 +613,7 @@ class PythonWalker {
     cmp.where = locationOf(node);
     // The fix rewrites from the end of the subject to the end of the comparison; only the
     // subject-first order is rewritable.
-    if (ts_node_start_byte(lhs) == ts_node_start_byte(node)) {
+    if (ts_node_start_byte(lhs) == ts_node_start_byte(node) && formatStringDepth_ == 0) {
       cmp.literalSide = {ts_node_end_byte(lhs), ts_node_end_byte(node)};
     }
     model_.comparisons.push_back(std::move(cmp));
@@ -478,30 +625,51 @@ class PythonWalker {
   }
 
   void onAttribute(TSNode node) {
-    model_.attributes.push_back(
-        {textOf(field(node, kField.attribute)), snippetOf(field(node, kField.object)), locationOf(field(node, kField.attribute))});
+    TSNode object = field(node, kField.object);
+    AttributeUse use{textOf(field(node, kField.attribute)), snippetOf(object), locationOf(field(node, kField.attribute))};
+    use.object = rangeOf(object);
+    if (formatStringDepth_ == 0) use.dotName = {ts_node_end_byte(object), ts_node_end_byte(node)};
+    // Not ts_node_parent, which walks down from the root: quadratic in a deep chain of attributes.
+    use.called = ts_node_eq(calleeOfLastCall_, node);
+    model_.attributes.push_back(std::move(use));
   }
 
   void onString(TSNode node) {
     if (auto value = stringValueOf(node)) model_.strings.push_back({*value, locationOf(node), inDocumentation_});
   }
 
-  void recordTypeCheck(TypeCheck::Kind kind, TSNode classExpr) {
+  // The check recorded, or null when the class expression names nothing.
+  TypeCheck* recordTypeCheck(TypeCheck::Kind kind, TSNode classExpr) {
     std::string dotted = dottedOf(classExpr);
-    if (dotted.empty()) return;
+    if (dotted.empty()) return nullptr;
     model_.typeChecks.push_back({kind, names_.qualify(dotted), dotted, locationOf(classExpr)});
+    return &model_.typeChecks.back();
   }
 
   const std::string& text_;
   SourceModel& model_;
   const NameEquivalences& equivalences_;
+  const GroupWrapperIndex& wrappers_;  // the inferred wrappers, by name
+  std::string module_;          // this file's, for the wrappers; empty when there are none
+  std::unordered_map<std::string, std::string> relativeImports_;  // name -> ".module.name"
   PythonNames names_;
   std::unordered_map<std::string, std::string> constants_;  // name -> string value known so far
   std::unordered_map<std::string, std::string> assigned_;   // name -> its last assigned value's text
   const std::vector<ParseRegion>& leftOut_;
   size_t nextLeftOut_ = 0;
   int loopDepth_ = 0;
+  // Inside an f-string's interpolation: code a fix may not write into, since what fixes write
+  // holds quotes, which the f-string's own may end before Python 3.12 (PEP 701). Ranges for
+  // fixes stay empty there.
+  int formatStringDepth_ = 0;
+  TSNode calleeOfLastCall_{};      // the function of the call visited last
   bool inDocumentation_ = false;  // inside a print/log call or a help= argument
+  int function_ = -1;             // the innermost function, in functions_
+  int arm_ = -1;                  // the innermost arm of an `if`, in arms_
+  int statements_ = 0;            // `if` statements so far
+  std::vector<std::string> functions_;
+  std::vector<bool> functionIsWrapper_;  // per function: one of the project's group wrappers
+  std::vector<Arm> arms_;
   mutable std::deque<TSTreeCursor> cursors_;  // forEachNamedChild's, by nesting level
   mutable size_t openCursors_ = 0;
 };
@@ -513,20 +681,7 @@ SourceModel parsePython(const std::string& path, const std::string& text, const 
   SourceModel model;
   model.path = path;
   model.language = Language::Python;
-  // One parser per thread, kept for the run: creating one allocates its stacks and tables.
-  thread_local ParserPtr parser = [] {
-    ParserPtr p(ts_parser_new(), &ts_parser_delete);
-    ts_parser_set_language(p.get(), tree_sitter_python());
-    return p;
-  }();
-  std::vector<TSRange> ranges;
-  for (const ParseRegion& r : regions) {
-    ranges.push_back({{r.beginRow, 0}, {r.endRow, r.endColumn}, static_cast<uint32_t>(r.begin), static_cast<uint32_t>(r.end)});
-  }
-  // An empty list restores the whole document for the parser's next file.
-  ts_parser_set_included_ranges(parser.get(), ranges.data(), static_cast<uint32_t>(ranges.size()));
-  TreePtr tree(ts_parser_parse_string(parser.get(), nullptr, text.data(), static_cast<uint32_t>(text.size())),
-               &ts_tree_delete);
+  PythonTree tree = parsePythonRegions(text, regions);
   if (!tree) return model;
   TSNode root = ts_tree_root_node(tree.get());
   model.hadSyntaxErrors = ts_node_has_error(root);

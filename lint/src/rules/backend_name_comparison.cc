@@ -11,6 +11,22 @@ namespace {
 
 constexpr const char* kNames = "(\"nccl\", \"nccl2\", \"nccl-lazy\")";
 
+// The first group this file creates under a backend string get_backend never reports as "nccl"
+// (torch 2.15 returns the string a group was created with); null when every group here is made as
+// plain "nccl", or its backend is not known. What the file knows: groups made in other files of the
+// project are not seen.
+const Argument* otherNcclBackend(const SourceModel& model) {
+  for (const Call& call : model.calls) {
+    const std::string& q = call.qualifiedName;
+    const Argument* backend = nullptr;
+    if (isDistributed(q, "init_process_group")) backend = call.argument("backend", 0);
+    else if (isDistributed(q, "new_group")) backend = call.argument("backend", 2);
+    else if (isDistributed(q, "new_subgroups") || isDistributed(q, "new_subgroups_by_enumeration")) backend = call.keyword("backend");
+    if (backend && backend->stringValue && namesNcclOtherThanPlain(*backend->stringValue)) return backend;
+  }
+  return nullptr;
+}
+
 bool namesOnlyLegacyNccl(const std::vector<std::string>& literals) {
   bool nccl = std::find(literals.begin(), literals.end(), "nccl") != literals.end();
   bool nccl2 = std::find(literals.begin(), literals.end(), "nccl2") != literals.end();
@@ -22,6 +38,8 @@ class BackendNameComparison final : public Rule {
   const RuleInfo& info() const override { return info_; }
 
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
+    const Argument* otherBackend = nullptr;
+    bool otherBackendKnown = false;
     for (const StringComparison& cmp : model.comparisons) {
       if (!namesOnlyLegacyNccl(cmp.literals)) continue;
       bool backendName = cmp.subjectCallee.ends_with(".name") && !cmp.subjectCallHasArguments;
@@ -38,9 +56,17 @@ class BackendNameComparison final : public Rule {
         }
         out.push_back(std::move(f));
       } else {
+        // get_backend returns the name a group was created with: "nccl" stays "nccl", so only a
+        // file that also creates groups under another NCCL spelling can miss them.
+        if (!otherBackendKnown) {
+          otherBackend = otherNcclBackend(model);
+          otherBackendKnown = true;
+        }
+        if (!otherBackend) continue;
         out.push_back(finding(model, cmp.where,
-                              cmp.subjectText + " returns the backend string the group was created with, which may be "
-                              "device-qualified and compound (\"cpu:gloo,cuda:nccl\") or \"nccl2\"/\"nccl-lazy\"; check "
+                              cmp.subjectText + " returns the backend string the group was created with, and this file "
+                              "creates groups as \"" + *otherBackend->stringValue + "\" (line " +
+                              std::to_string(otherBackend->where.line) + "), which never equals \"nccl\"; check "
                               "group._get_backend(torch.device(\"cuda\")).name() in " + std::string(kNames)));
       }
     }
@@ -53,8 +79,9 @@ class BackendNameComparison final : public Rule {
       .summary = "Backend recognised by comparing its name with \"nccl\" alone",
       .rationale = "A group created with backend \"nccl\" that resolves to torch 2.15's rewritten backend reports "
                    "name() == \"nccl2\"; nccl-lazy reports \"nccl-lazy\". Code that tests name() == \"nccl\" silently "
-                   "takes its non-NCCL branch. dist.get_backend() returns the requested string, which can be compound "
-                   "(\"cpu:gloo,cuda:nccl2\").",
+                   "takes its non-NCCL branch. dist.get_backend() returns the string the group was created with: "
+                   "\"nccl\" for groups created as \"nccl\", but a compound (\"cpu:gloo,cuda:nccl\") or another NCCL "
+                   "name (\"nccl2\", \"nccl-lazy\") as given, so it is reported where the file creates groups so.",
       .example = "if pg._get_backend(torch.device(\"cuda\")).name() == \"nccl\": ...",
       .fix = "Test membership in (\"nccl\", \"nccl2\", \"nccl-lazy\"). The fix is safe: legacy backends still report "
              "\"nccl\", so the test keeps its result there and recognises the new backends.",
@@ -62,6 +89,8 @@ class BackendNameComparison final : public Rule {
       .languages = {Language::Python},
       .enabledByDefault = true,
       .triggers = {{.anyOf = {"\"nccl\"", "'nccl'"}}},
+      // Groups created under other NCCL spellings make get_backend comparisons wrong.
+      .contextWords = {"nccl2", "nccl-lazy", "nccl-legacy", "cuda:nccl", "cuda:NCCL"},
   };
 };
 

@@ -3,6 +3,7 @@
 
 #include "nccl_migrate/lint/rule.h"
 #include "registry.h"
+#include "setting_fixes.h"
 #include "torch_names.h"
 
 namespace nccl_migrate::lint {
@@ -25,13 +26,14 @@ class CudaMallocAsync final : public Rule {
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
     for (const Setting& s : model.settings) {
       if (!selectsCudaMallocAsync(s.value)) continue;
-      if (isAllocatorVariable(s.key)) {
-        out.push_back(finding(model, s.where, s.key + "=" + s.value + " selects the cudaMallocAsync allocator: " + kWhy));
-      } else {
-        // A job's own key or variable (a launcher config, ALLOC_CONF=...) carrying the value on.
-        out.push_back(finding(model, s.where, s.key + ": \"" + s.value + "\" selects the cudaMallocAsync allocator "
-                                                  "once it reaches PYTORCH_CUDA_ALLOC_CONF: " + kWhy));
-      }
+      Finding f = isAllocatorVariable(s.key)
+                      ? finding(model, s.where, s.key + "=" + s.value + " selects the cudaMallocAsync allocator: " + kWhy)
+                      // A job's own key or variable (a launcher config, ALLOC_CONF=...) carrying the value on.
+                      : finding(model, s.where, s.key + ": \"" + s.value + "\" selects the cudaMallocAsync allocator "
+                                                    "once it reaches PYTORCH_CUDA_ALLOC_CONF: " + kWhy);
+      // Only the backend entry goes: expandable_segments and the other options keep working.
+      f.fix = removeValueItems(s, selectsCudaMallocAsync, "Remove backend:cudaMallocAsync");
+      out.push_back(std::move(f));
     }
     // The literal, wherever the string goes next (built in a variable, joined, passed on);
     // printed, logged and help texts only document it.
@@ -61,8 +63,12 @@ class CudaMallocAsync final : public Rule {
                    "under that hook; the combination should be tested before the upgrade.",
       .example = "os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"backend:cudaMallocAsync\"",
       .fix = "Test the job on torch 2.15 with this allocator, or use the native caching allocator (drop "
-             "backend:cudaMallocAsync).",
-      .fixSafety = FixSafety::None,
+             "backend:cudaMallocAsync). `--fix --unsafe-fixes` drops the backend:cudaMallocAsync entry where the "
+             "setting is written in a shell script, Dockerfile or configuration file, keeping the other entries "
+             "(\"backend:cudaMallocAsync,expandable_segments:True\" becomes \"expandable_segments:True\") and "
+             "removing the setting when it had no other. Unsafe: the job then runs torch's native caching allocator, "
+             "whose memory use and fragmentation differ.",
+      .fixSafety = FixSafety::Unsafe,
       .languages = {Language::Python, Language::Cpp, Language::Shell, Language::Dockerfile, Language::Config},
       .enabledByDefault = true,
       .triggers = {{.anyOf = {"cudaMallocAsync*"}}},

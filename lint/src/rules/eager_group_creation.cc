@@ -1,4 +1,5 @@
-// NM401 eager-group-creation: process groups created in loops or at many call sites.
+// NM401 eager-group-creation: process groups created in loops, many in one call, or at many call
+// sites.
 #include <string>
 #include <vector>
 
@@ -16,10 +17,17 @@ constexpr const char* kAdvice =
     "create the groups once, use one split_group per family of groups, or backend=\"nccl-lazy\" where lazy creation "
     "fits";
 
+// One group per subgroup, every rank taking part in all of them.
+bool createsManyGroups(const Call& call) {
+  const std::string& q = call.qualifiedName;
+  return isDistributed(q, "new_subgroups") || isDistributed(q, "new_subgroups_by_enumeration");
+}
+
+// Calls that create groups: torch's creators, and the project's wrappers, which the frontend names
+// as new_group.
 bool createsGroup(const Call& call) {
   const std::string& q = call.qualifiedName;
-  return isDistributed(q, "new_group") || isDistributed(q, "split_group") || isDistributed(q, "new_subgroups") ||
-         isDistributed(q, "new_subgroups_by_enumeration");
+  return isDistributed(q, "new_group") || isDistributed(q, "split_group") || createsManyGroups(call);
 }
 
 // A known backend that resolves to no eager NCCL ("gloo", "nccl-lazy") is not eager NCCL.
@@ -37,10 +45,17 @@ class EagerGroupCreation final : public Rule {
     std::vector<const Call*> sites;
     for (const Call& call : model.calls) {
       if (!createsGroup(call) || !eagerNccl(call)) continue;
-      if (call.loopDepth == 0) sites.push_back(&call);  // loops are reported on their own
       if (call.loopDepth > 0) {
         out.push_back(finding(model, call.where, call.spelling + "() in a loop creates one process group per "
                                                      "iteration; " + kCost + ". Consider: " + kAdvice));
+      } else if (createsManyGroups(call)) {
+        out.push_back(finding(model, call.where, call.spelling + "() creates one process group per subgroup in one "
+                                                     "call, and every rank creates all of them; " + kCost +
+                                                     ". Consider: " + kAdvice));
+      } else if (!call.inGroupWrapper) {
+        // A wrapper's own creation call makes its groups where the wrapper is called, so only
+        // those calls count; loops and many-group calls are reported on their own.
+        sites.push_back(&call);
       }
     }
     int threshold = context.config.groupSitesThreshold;
@@ -56,11 +71,12 @@ class EagerGroupCreation final : public Rule {
   RuleInfo info_{
       .code = "NM401",
       .slug = "eager-group-creation",
-      .summary = "Process groups created in a loop or at many call sites",
+      .summary = "Process groups created in a loop, many in one call, or at many call sites",
       .rationale = "torch 2.15's rewritten NCCL backend creates a group's communicator eagerly, when the group is "
                    "created (pytorch #192895), one per group. Code that creates many groups, typically in a loop, now "
                    "pays for all of their communicators up front. NCCL documents that more communicators use more "
-                   "memory unless they are split with shared resources.",
+                   "memory unless they are split with shared resources. new_subgroups and "
+                   "new_subgroups_by_enumeration create one group per subgroup in a single call.",
       .example = "groups = [dist.new_group(ranks) for ranks in layout]",
       .fix = "Create groups once and reuse them, derive a family with one split_group, or use backend=\"nccl-lazy\". "
              "Project wrappers around new_group can be declared with group-wrappers in the configuration; the "
@@ -68,7 +84,10 @@ class EagerGroupCreation final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {{.anyOf = {"new_group", "split_group", "new_subgroups*"}, .module = "torch.distributed"}},
+      // A creator called on a receiver (`dist.new_group` of a project's own mirror of
+      // torch.distributed, `ENV.new_group`) counts without a mention of torch.distributed.
+      .triggers = {{.anyOf = {"new_group", "split_group", "new_subgroups*"}, .module = "torch.distributed"},
+                   {.anyOf = {".new_group", ".split_group", ".new_subgroups*"}}},
   };
 };
 

@@ -2,6 +2,7 @@
 // picks its GPU by something other than its local rank.
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <string>
 
 #include "nccl_migrate/lint/rule.h"
@@ -17,6 +18,36 @@ bool mentionsLocalRank(std::string text) {
 }
 
 bool isSetDevice(const std::string& q) { return q == "torch.cuda.set_device" || q == "torch.accelerator.set_device_index"; }
+
+// Whether every run that reaches `later` has passed `earlier` just before in the same function:
+// `earlier` stands in no `if` arm that `later` is not in too.
+bool alwaysBefore(const Call& earlier, const Call& later) {
+  if (earlier.function != later.function || earlier.where.line >= later.where.line) return false;
+  if (earlier.branches.size() > later.branches.size()) return false;
+  for (size_t i = 0; i < earlier.branches.size(); ++i) {
+    if (earlier.branches[i].statement != later.branches[i].statement ||
+        earlier.branches[i].index != later.branches[i].index) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// `device_id=` with the device the process selected, added to the init call. Only where the
+// selection's argument can be written again at the init call with the same meaning as far as
+// the model can tell: a plain expression (no call, which could answer differently the second
+// time), set unconditionally before the init in the same function, through a name spelled
+// `torch.` (so `torch` is the module there). Unsafe: the expression's names may have been
+// rebound between the two lines, and the job's device binding changes on purpose.
+std::optional<Fix> deviceIdFix(const Call& chooser, const Call& init) {
+  const std::string& device = chooser.arguments.front().text;
+  if (!init.hasArgumentList || !chooser.spelling.starts_with("torch.")) return std::nullopt;
+  if (device.find_first_of("()\n") != std::string::npos || !alwaysBefore(chooser, init)) return std::nullopt;
+  std::string argument = "device_id=torch.device(\"cuda\", " + device + ")";
+  if (!init.arguments.empty()) argument = ", " + argument;
+  return Fix{"Pass the selected device as device_id", FixSafety::Unsafe,
+             {Edit{{init.nextArgumentAt, init.nextArgumentAt}, argument}}};
+}
 
 class InitWithoutDeviceId final : public Rule {
  public:
@@ -35,12 +66,13 @@ class InitWithoutDeviceId final : public Rule {
       // No backend means torch's default device map, whose CUDA entry is nccl.
       if (backend && (!backend->stringValue || !selectsDefaultNccl(*backend->stringValue))) continue;
       const std::string& device = chooser->arguments.front().text;
-      out.push_back(finding(model, call.where,
+      Finding& found = out.emplace_back(finding(model, call.where,
                             "init_process_group() without device_id while this process selects its GPU with " +
                                 chooser->spelling + "(" + device + ") (line " + std::to_string(chooser->where.line) +
                                 "), not by local rank: the rewritten NCCL backend then infers the device itself, and "
                                 "jobs have failed with \"Duplicate GPU detected\". Pass device_id=torch.device(\"cuda\", " +
                                 device + ")"));
+      found.fix = deviceIdFix(*chooser, call);
     }
   }
 
@@ -54,8 +86,11 @@ class InitWithoutDeviceId final : public Rule {
                    "selected GPUs by something other than LOCAL_RANK, and fixed it by passing each worker's selected "
                    "device to init_process_group.",
       .example = "torch.cuda.set_device(rank % 4)\ndist.init_process_group(\"nccl\")",
-      .fix = "Pass the device the process selected: init_process_group(\"nccl\", device_id=torch.device(\"cuda\", dev)).",
-      .fixSafety = FixSafety::None,
+      .fix = "Pass the device the process selected: init_process_group(\"nccl\", device_id=torch.device(\"cuda\", dev)). "
+             "The fix (unsafe) adds exactly that where the selection's argument is a plain expression (no call) set in "
+             "the same function before the init on every path, through `torch.`; it is unsafe because a name in the "
+             "expression may have been rebound between the two lines.",
+      .fixSafety = FixSafety::Unsafe,
       .languages = {Language::Python},
       .enabledByDefault = true,
       .triggers = {{.anyOf = {"init_process_group"}, .andAnyOf = {"set_device*"}, .module = "torch.distributed"}},

@@ -76,11 +76,13 @@ class MultiGpuProcessGroup final : public Rule {
     return false;
   }
 
-  // DDP(model) with no device_ids after model.cuda(), in a process that never picks its GPU: every
-  // rank's model lands on cuda:0.
+  // DDP(model) with no device_ids after model.cuda(), on a path where the process never picks its
+  // GPU: every rank's model lands on cuda:0, or one process drives every visible GPU. A GPU picked
+  // in another arm of an `if` (the launcher's `if args.gpu is not None:` branch) does not count.
   void checkDdpWithoutDevice(const SourceModel& model, const Call& ddp, std::vector<Finding>& out) const {
     const Call* moved = nullptr;
     for (const Call& call : model.calls) {
+      if (call.exclusiveWith(ddp)) continue;
       if (selectsDevice(call)) return;
       bool toDefaultCuda = call.spelling.ends_with(".cuda") && call.arguments.empty() && call.where.line <= ddp.where.line;
       if (toDefaultCuda && !moved) moved = &call;
@@ -89,9 +91,10 @@ class MultiGpuProcessGroup final : public Rule {
     out.push_back(finding(model, ddp.where,
                           ddp.spelling + "() without device_ids wraps a model moved with " + moved->spelling +
                               "() (line " + std::to_string(moved->where.line) +
-                              ") in a process that never selects its GPU, so every rank runs on cuda:0; the rewritten "
-                              "backend binds each process group to one device and such jobs fail with \"Duplicate GPU "
-                              "detected\". Call torch.cuda.set_device(local_rank) first and pass device_ids=[local_rank]"));
+                              ") where the process selects no GPU, so every rank runs on cuda:0 (or one process "
+                              "drives every visible GPU); the rewritten backend binds each process group to one device "
+                              "and such jobs fail with \"Duplicate GPU detected\". Call "
+                              "torch.cuda.set_device(local_rank) first and pass device_ids=[local_rank]"));
   }
 
   static bool selectsDevice(const Call& call) {

@@ -3,6 +3,7 @@
 
 #include "nccl_migrate/lint/rule.h"
 #include "registry.h"
+#include "setting_fixes.h"
 #include "torch_names.h"
 
 namespace nccl_migrate::lint {
@@ -20,10 +21,15 @@ class PinnedLegacyBackend final : public Rule {
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
     for (const Setting& s : model.settings) {
       if (isUseNccl2Variable(s.key) && useNccl2SelectsLegacy(s.value)) {
-        out.push_back(finding(model, s.where, "TORCH_DIST_USE_NCCL2=0 makes backend \"nccl\" build the legacy "
-                                              "ProcessGroupNCCL; " + std::string(kAdvice)));
+        Finding f = finding(model, s.where, "TORCH_DIST_USE_NCCL2=0 makes backend \"nccl\" build the legacy "
+                                            "ProcessGroupNCCL; " + std::string(kAdvice));
+        f.fix = removeSetting(s, "Remove TORCH_DIST_USE_NCCL2=0");
+        out.push_back(std::move(f));
       } else if (!s.isEnvironment && namesLegacyBackend(s.value)) {
-        out.push_back(finding(model, s.where, s.key + ": \"" + s.value + "\" pins the legacy NCCL backend; " + kAdvice));
+        Finding f = finding(model, s.where, s.key + ": \"" + s.value + "\" pins the legacy NCCL backend; " + kAdvice);
+        // "nccl" is the name without a pin: whatever TORCH_DIST_USE_NCCL2 and torch select.
+        f.fix = replaceInValue(s, "nccl-legacy", "nccl", "Name the NCCL backend \"nccl\"");
+        out.push_back(std::move(f));
       }
     }
     for (const StringLiteral& str : model.strings) {
@@ -43,8 +49,13 @@ class PinnedLegacyBackend final : public Rule {
                    "release has promised to keep the legacy backend.",
       .example = "dist.init_process_group(backend=\"nccl-legacy\")",
       .fix = "Compare both behaviours with `nccl-migrate ab`, fix what differs, and remove the pin; where a choice per "
-             "run is needed, use nccl-migrate's shim instead of a hard-coded name.",
-      .fixSafety = FixSafety::None,
+             "run is needed, use nccl-migrate's shim instead of a hard-coded name. `--fix --unsafe-fixes` removes "
+             "TORCH_DIST_USE_NCCL2=0 where it is set in a shell script, Dockerfile or configuration file (the "
+             "`export` line, the `ENV` line, the YAML/TOML/.env key, or the assignment word in front of a command, "
+             "the rest of the line kept), and renames nccl-legacy to nccl in a configuration value "
+             "(\"cpu:gloo,cuda:nccl-legacy\" becomes \"cpu:gloo,cuda:nccl\"). Unsafe: the job then runs the "
+             "rewritten backend on torch 2.15, which is the change to verify with `nccl-migrate ab` first.",
+      .fixSafety = FixSafety::Unsafe,
       .languages = {Language::Python, Language::Cpp, Language::Shell, Language::Dockerfile, Language::Config},
       .enabledByDefault = true,
       .triggers = {{.anyOf = {"nccl-legacy", "TORCH_DIST_USE_NCCL2"}}},

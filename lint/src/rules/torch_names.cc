@@ -41,6 +41,16 @@ bool selectsEagerNccl(const std::string& backend) {
   return false;
 }
 
+bool namesNcclOtherThanPlain(const std::string& backend) {
+  auto entries = shim::parseBackendString(backend);
+  if (!entries.ok()) return false;
+  for (const shim::DeviceBackend& entry : entries.value()) {
+    if (!behaviourWhenUnset(entry.backend)) continue;  // not an NCCL backend
+    if (!entry.device.empty() || !shim::isDefaultNcclName(entry.backend)) return true;
+  }
+  return false;
+}
+
 bool namesLegacyBackend(const std::string& value) {
   size_t at = 0;
   while (at < value.size()) {

@@ -25,6 +25,11 @@ bool selectsDefaultNccl(const std::string& backend);
 // communicators ("nccl" with TORCH_DIST_USE_NCCL2 unset, "nccl2"; not "nccl-lazy" or legacy).
 bool selectsEagerNccl(const std::string& backend);
 
+// A backend string with an NCCL entry that is not the plain name "nccl": a device map
+// ("cpu:gloo,cuda:nccl") or another NCCL name ("nccl2", "nccl-lazy", "nccl-legacy"). get_backend
+// returns such a string as the group was created with it, so it never equals "nccl".
+bool namesNcclOtherThanPlain(const std::string& backend);
+
 // A value holding a backend string (alone or among words, as in "--backend nccl-legacy") that
 // names the legacy backend explicitly.
 bool namesLegacyBackend(const std::string& value);

@@ -22,6 +22,8 @@ struct Location {
 struct Range {
   size_t begin = 0;
   size_t end = 0;
+  // Whether it covers any text: a frontend leaves a range empty where it cannot tell.
+  bool known() const { return end > begin; }
 };
 
 // A runtime type test against a named class: Python isinstance / `type(x) is`, C++ casts and
@@ -38,6 +40,25 @@ struct TypeCheck {
   // A cast from the class `qualifiedName` down to this subclass of it (a project's own), which the
   // object stops being when the backend is replaced; empty for other checks.
   std::string downcastTo;
+  // Where fixes may edit; empty ranges where the frontend cannot tell. `callee`: what the check
+  // is made with: Python's word `isinstance`; a C++ named cast from its first token (qualifiers
+  // included) to its opening parenthesis (`std::static_pointer_cast<c10d::ProcessGroupNCCL>`);
+  // a C-style cast's parenthesised type. `operand`: the object checked: a named cast's argument,
+  // the expression a C-style cast applies to (past `(void*)` hops), isinstance's first argument.
+  Range callee;
+  Range operand;
+  Range castName;  // C++ named casts: the name alone (`static_pointer_cast`), for a rename
+  // C++: the span to replace when the cast's result is only tested for null (`if (cast)`,
+  // `!cast`, `cast && ...`, `cast != nullptr`), from the cast to the end of its comparison with
+  // null; `testNegated` when that comparison is `== nullptr`. Empty when the result is used.
+  Range nullTest;
+  bool testNegated = false;
+  bool toPointer = false;  // C++: the cast yields a raw pointer (`T*`), not a reference or smart pointer
+  // C++: the operand is known to be an object's pointer: it ends with `.get()`/`->get()` or a
+  // call of `getBackend`/`getDefaultBackend` (a smart pointer's or a process group's backend). A
+  // raw pointer's type is not known to the lexer, and one from `void*` takes neither dynamic_cast
+  // nor a method call, so the fixes that need an object's pointer ask for this.
+  bool operandIsObjectPointer = false;
 };
 
 // One argument of a call as written.
@@ -60,6 +81,31 @@ struct Call {
   Location where;
   std::vector<Argument> arguments;
   int loopDepth = 0;  // enclosing for/while loops and comprehensions in the same function
+  // The innermost function around the call (its bare name; empty at module level), and whether it
+  // is one of the project's group wrappers: the groups are then made where it is called.
+  std::string function;
+  bool inGroupWrapper = false;
+  // An arm of an `if` statement: the statement (numbered in the file) and which arm (0 for its
+  // `if` block, then each `elif`, then `else`).
+  struct Arm {
+    int statement = 0;
+    int index = 0;
+  };
+  std::vector<Arm> branches;  // the arms around the call in its function, outermost first
+  // For fixes that add an argument, where a written argument list takes one more: just past its
+  // last argument (before a trailing comma), or just past `(` when it has none.
+  bool hasArgumentList = false;
+  size_t nextArgumentAt = 0;
+
+  // Whether this call and `other` stand in different arms of one `if` statement, so that no run
+  // passes both.
+  bool exclusiveWith(const Call& other) const {
+    for (size_t i = 0; i < branches.size() && i < other.branches.size(); ++i) {
+      if (branches[i].statement != other.branches[i].statement) return false;
+      if (branches[i].index != other.branches[i].index) return true;
+    }
+    return false;
+  }
 
   const Argument* keyword(const std::string& name) const {
     for (const Argument& a : arguments)
@@ -97,6 +143,12 @@ struct AttributeUse {
   std::string name;
   std::string objectText;
   Location where;
+  // For fixes, empty where the frontend cannot tell: the object expression, and the rest of the
+  // attribute expression from the end of the object to the end of the name (`.name`, with any
+  // blanks or line breaks between); `called` when the attribute is the function of a call.
+  Range object;
+  Range dotName;
+  bool called = false;
 };
 
 // A string literal in code (never a comment or a docstring).
@@ -114,6 +166,12 @@ struct Setting {
   std::string value;  // the value as far as it is known; unknown parts are left out
   Location where;
   bool isEnvironment = false;  // set in the environment (not only a config key)
+  // For fixes that remove the setting, empty where the frontend cannot tell: `statement` is all
+  // that sets it (the whole line with its newline for `export X=0`, `ENV X=0`, `X: 0`; the word
+  // and its separating blank for one of several assignments on a line); `valueRange` the value as
+  // written, quotes excluded, so that one item of a compound value can be cut.
+  Range statement;
+  Range valueRange;
 };
 
 // A comment, for suppressions; frontends collect them, the linter interprets them.

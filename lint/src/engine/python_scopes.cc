@@ -1,0 +1,211 @@
+// Reading a Python source in parts (see python_scopes.h). Statements are found from the lines
+// around a position (a line at column 0 that starts one), and split with pythonStatements, which
+// follows brackets, strings and continuation lines; no whole-file pass is made.
+#include "python_scopes.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "engine/python_text.h"
+
+namespace nccl_migrate::lint {
+namespace {
+
+// A line at column 0 that starts a statement: code, not a closing bracket or a comment.
+bool startsStatement(std::string_view text, size_t line) {
+  if (line >= text.size()) return false;
+  char c = text[line];
+  return isIdentifierByte(c) || c == '@';
+}
+
+// A clause that continues the compound statement above it.
+bool continuesStatement(std::string_view text, size_t line) {
+  std::string_view rest = text.substr(line, 8);
+  return rest.starts_with("else") || rest.starts_with("elif ") || rest.starts_with("except") || rest.starts_with("finally");
+}
+
+size_t nextLine(std::string_view text, size_t at) {
+  size_t nl = text.find('\n', at);
+  return nl == std::string_view::npos ? text.size() : nl + 1;
+}
+
+// The newlines in [begin, end), sixteen bytes at a time.
+uint32_t newlinesIn(std::string_view text, size_t begin, size_t end) {
+  uint32_t n = 0;
+#if defined(__SSE2__)
+  const __m128i newline = _mm_set1_epi8('\n');
+  for (; begin + 16 <= end; begin += 16) {
+    __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + begin));
+    n += static_cast<uint32_t>(__builtin_popcount(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, newline)))));
+  }
+#endif
+  for (; begin < end; ++begin) n += text[begin] == '\n';
+  return n;
+}
+
+// [begin, end) as a region of whole lines; `row` is the row of `begin` when known.
+ParseRegion regionOf(std::string_view text, size_t begin, size_t end, std::optional<uint32_t> row = std::nullopt) {
+  ParseRegion r;
+  r.begin = begin;
+  r.end = end;
+  r.beginRow = row ? *row : newlinesIn(text, 0, begin);
+  r.endRow = r.beginRow + newlinesIn(text, begin, end);
+  if (end == text.size() && (end == 0 || text[end - 1] != '\n')) r.endColumn = static_cast<uint32_t>(end - lineStart(text, end));
+  return r;
+}
+
+// The top-level statement around `at`, from the lines around it alone (a file can be large and
+// the call is in one of its statements): back to the line at column 0 that starts it (an `if` for
+// its `else`, with the decorators above a `def`), forward to the next such line. A line at column 0
+// inside a triple-quoted string can cut it short; the parse then reads less.
+ParseRegion topLevelStatementAt(std::string_view text, size_t at, std::vector<std::pair<size_t, uint32_t>>& rows) {
+  size_t begin = lineStart(text, at);
+  while (begin > 0 && (!startsStatement(text, begin) || continuesStatement(text, begin))) begin = lineStart(text, begin - 1);
+  while (begin > 0) {
+    size_t above = lineStart(text, begin - 1);
+    if (text[above] != '@') break;
+    begin = above;
+  }
+  size_t end = nextLine(text, at);
+  while (end < text.size() && !startsStatement(text, end)) end = nextLine(text, end);
+  // The row of `begin`, counted from the nearest position before it whose row is known.
+  auto known = std::upper_bound(rows.begin(), rows.end(), std::make_pair(begin, UINT32_MAX)) - 1;
+  uint32_t row = known->second + newlinesIn(text, known->first, begin);
+  rows.insert(known + 1, {begin, row});
+  return regionOf(text, begin, end, row);
+}
+
+// A statement whose body is statements of their own: `def` and `class`, decorated or not, and the
+// clauses of compound statements (`if is_available():` around a whole module).
+bool hasBody(std::string_view text, const ParseRegion& block) {
+  for (size_t start = block.begin; start < block.end;) {
+    size_t end = std::min(text.find('\n', start), block.end);
+    std::string_view line = text.substr(start, end - start);
+    line.remove_prefix(std::min(line.find_first_not_of(" \t"), line.size()));
+    if (line.starts_with("class ")) return true;
+    if (line.starts_with("async ")) line.remove_prefix(6);
+    if (!line.starts_with("@")) {
+      for (std::string_view keyword : {"def ", "if ", "elif ", "else:", "try:", "except", "finally:", "with ", "for ", "while "})
+        if (line.starts_with(keyword)) return true;
+      return false;
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+// The indentation of a block's body: that of its first indented code line; 0 when none.
+size_t bodyIndent(std::string_view text, const ParseRegion& block) {
+  for (size_t nl = text.find('\n', block.begin); nl != std::string_view::npos && nl + 1 < block.end; nl = text.find('\n', nl + 1)) {
+    size_t lead = text.find_first_not_of(" \t", nl + 1);
+    if (lead == std::string_view::npos || lead >= block.end) break;
+    if (text[lead] != '\n' && text[lead] != '\r' && text[lead] != '#' && lead > nl + 1) return lead - nl - 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+PythonScopes::PythonScopes(std::string_view text) : text_(text) {}
+
+// Splits unit `k` into its header and body statements, when it has a body worth splitting.
+void PythonScopes::split(size_t k) {
+  constexpr int kMaxBodyDepth = 6;
+  const Unit& unit = units_[k];
+  if (unit.depth >= kMaxBodyDepth || !hasBody(text_, unit.region)) return;
+  size_t indent = bodyIndent(text_, unit.region);
+  std::vector<ParseRegion> members = indent ? pythonStatements(text_, unit.region, indent) : std::vector<ParseRegion>{};
+  if (members.size() < 2) return;
+  int header = static_cast<int>(units_.size());
+  int parent = unit.header, depth = unit.depth + 1;
+  std::vector<int> children;
+  for (size_t m = 0; m < members.size(); ++m) {
+    children.push_back(static_cast<int>(units_.size()));
+    units_.push_back({members[m], m == 0 ? parent : header, depth});
+  }
+  units_[k].children = std::move(children);
+}
+
+// The unit (split as far as it goes) that holds `at`, unless a unit read before does; -1 for none.
+int PythonScopes::unitAt(size_t at) {
+  auto holds = [&](const std::vector<int>& among) -> int {
+    auto it = std::upper_bound(among.begin(), among.end(), at,
+                               [&](size_t offset, int u) { return offset < units_[static_cast<size_t>(u)].region.begin; });
+    if (it == among.begin()) return -1;
+    int u = *(it - 1);
+    return at < units_[static_cast<size_t>(u)].region.end ? u : -1;
+  };
+  int k = holds(topLevel_);
+  if (k < 0) {
+    k = static_cast<int>(units_.size());
+    units_.push_back({topLevelStatementAt(text_, at, rows_)});
+    auto where = std::upper_bound(topLevel_.begin(), topLevel_.end(), units_.back().region.begin,
+                                  [&](size_t begin, int u) { return begin < units_[static_cast<size_t>(u)].region.begin; });
+    topLevel_.insert(where, k);
+  }
+  while (k >= 0 && !units_[static_cast<size_t>(k)].read) {
+    if (units_[static_cast<size_t>(k)].children.empty()) split(static_cast<size_t>(k));
+    const std::vector<int>& children = units_[static_cast<size_t>(k)].children;
+    if (children.empty()) return k;
+    int inner = holds(children);
+    if (inner < 0) return k;
+    k = inner;
+  }
+  return -1;
+}
+
+std::vector<ParseRegion> PythonScopes::unreadAround(const std::vector<size_t>& offsets) {
+  std::vector<ParseRegion> regions;
+  for (size_t at : offsets) {
+    int k = unitAt(at);
+    if (k < 0) continue;
+    units_[static_cast<size_t>(k)].read = true;
+    for (int u = k; u >= 0; u = units_[static_cast<size_t>(u)].header) regions.push_back(units_[static_cast<size_t>(u)].region);
+  }
+  return mergeRegions(std::move(regions));
+}
+
+std::vector<ParseRegion> mergeRegions(std::vector<ParseRegion> regions) {
+  std::sort(regions.begin(), regions.end(), [](const ParseRegion& a, const ParseRegion& b) { return a.begin < b.begin; });
+  std::vector<ParseRegion> merged;
+  for (const ParseRegion& r : regions) {
+    if (!merged.empty() && merged.back().end >= r.begin) {
+      if (r.end > merged.back().end) {
+        merged.back().end = r.end;
+        merged.back().endRow = r.endRow;
+        merged.back().endColumn = r.endColumn;
+      }
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+std::vector<ParseRegion> leadingImports(std::string_view text) {
+  std::vector<ParseRegion> imports;
+  uint32_t row = 0;
+  for (size_t line = 0; line < text.size();) {
+    std::string_view rest = text.substr(line, 10);
+    if (rest.starts_with("def ") || rest.starts_with("class ") || rest.starts_with("async def ") || rest.starts_with("@")) break;
+    size_t next = nextLine(text, line);
+    if (rest.starts_with("import ") || rest.starts_with("from ")) {
+      while (next < text.size() && !startsStatement(text, next)) next = nextLine(text, next);
+      imports.push_back(regionOf(text, line, next, row));
+      row = imports.back().endRow;
+    } else {
+      ++row;
+    }
+    line = next;
+  }
+  return imports;
+}
+
+}  // namespace nccl_migrate::lint

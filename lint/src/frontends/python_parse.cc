@@ -1,0 +1,26 @@
+// parsePythonRegions: see python_parse.h.
+#include "python_parse.h"
+
+extern "C" const TSLanguage* tree_sitter_python();
+
+namespace nccl_migrate::lint {
+
+PythonTree parsePythonRegions(std::string_view text, const std::vector<ParseRegion>& regions) {
+  using ParserPtr = std::unique_ptr<TSParser, decltype(&ts_parser_delete)>;
+  thread_local ParserPtr parser = [] {
+    ParserPtr p(ts_parser_new(), &ts_parser_delete);
+    ts_parser_set_language(p.get(), tree_sitter_python());
+    return p;
+  }();
+  std::vector<TSRange> ranges;
+  ranges.reserve(regions.size());
+  for (const ParseRegion& r : regions) {
+    ranges.push_back({{r.beginRow, 0}, {r.endRow, r.endColumn}, static_cast<uint32_t>(r.begin), static_cast<uint32_t>(r.end)});
+  }
+  // An empty list restores the whole document for the parser's next file.
+  ts_parser_set_included_ranges(parser.get(), ranges.data(), static_cast<uint32_t>(ranges.size()));
+  return PythonTree(ts_parser_parse_string(parser.get(), nullptr, text.data(), static_cast<uint32_t>(text.size())),
+                    &ts_tree_delete);
+}
+
+}  // namespace nccl_migrate::lint

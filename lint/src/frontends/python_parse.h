@@ -1,0 +1,22 @@
+// Parsing a Python source, whole or in the regions chosen for a run, with tree-sitter-python: the
+// one place the Python frontend and the project model make their trees.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include <tree_sitter/api.h>
+
+#include "frontends.h"
+
+namespace nccl_migrate::lint {
+
+using PythonTree = std::unique_ptr<TSTree, decltype(&ts_tree_delete)>;
+
+// The tree of `text`, parsed only in `regions` (each with the file's own positions), or whole
+// when there are none; null when tree-sitter gives up. One parser per thread, kept for the run:
+// creating one allocates its stacks and tables.
+PythonTree parsePythonRegions(std::string_view text, const std::vector<ParseRegion>& regions);
+
+}  // namespace nccl_migrate::lint

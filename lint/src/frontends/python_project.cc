@@ -1,0 +1,300 @@
+// The functions of a Python file and what each calls (see python_project.h), by one walk of the
+// parse tree with a cursor: no recursion, so the file's nesting cannot exhaust a thread's stack.
+// And the index that says which calls reach the project's group wrappers.
+#include "python_project.h"
+
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <utility>
+
+#include <tree_sitter/api.h>
+
+#include "python_names.h"
+#include "python_parse.h"
+
+extern "C" const TSLanguage* tree_sitter_python();
+
+namespace nccl_migrate::lint {
+namespace {
+
+
+TSFieldId fieldId(const char* name) {
+  return ts_language_field_id_for_name(tree_sitter_python(), name, static_cast<uint32_t>(std::strlen(name)));
+}
+
+TSSymbol symbol(const char* name) {
+  return ts_language_symbol_for_name(tree_sitter_python(), name, static_cast<uint32_t>(std::strlen(name)), true);
+}
+
+// Looked up once: the walk compares every node's symbol with these.
+struct Grammar {
+  TSSymbol functionDefinition = symbol("function_definition");
+  TSSymbol classDefinition = symbol("class_definition");
+  TSSymbol call = symbol("call");
+  TSSymbol importStatement = symbol("import_statement");
+  TSSymbol importFromStatement = symbol("import_from_statement");
+  TSSymbol attribute = symbol("attribute");
+  TSSymbol identifier = symbol("identifier");
+  TSSymbol keywordArgument = symbol("keyword_argument");
+  TSSymbol string = symbol("string");
+  TSSymbol stringContent = symbol("string_content");
+  TSSymbol aliasedImport = symbol("aliased_import");
+  TSSymbol dottedName = symbol("dotted_name");
+  TSFieldId name = fieldId("name");
+  TSFieldId function = fieldId("function");
+  TSFieldId arguments = fieldId("arguments");
+  TSFieldId attributeField = fieldId("attribute");
+  TSFieldId object = fieldId("object");
+  TSFieldId value = fieldId("value");
+  TSFieldId alias = fieldId("alias");
+  TSFieldId moduleName = fieldId("module_name");
+};
+
+const Grammar& grammar() {
+  static const Grammar g;
+  return g;
+}
+
+class FunctionCallWalker {
+ public:
+  FunctionCallWalker(std::string_view text, PythonNames& names) : text_(text), g_(grammar()), names_(names) {}
+
+  std::vector<FunctionCalls> walk(TSNode root) {
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    std::vector<std::pair<uint32_t, size_t>> open;  // (depth, index in out_) of the enclosing defs
+    std::vector<std::pair<uint32_t, bool>> scopes;  // (depth, is a class) of the enclosing defs and classes
+    uint32_t depth = 0;
+    for (;;) {
+      TSNode node = ts_tree_cursor_current_node(&cursor);
+      TSSymbol s = ts_node_symbol(node);
+      bool descend = true;
+      if (s == g_.functionDefinition) {
+        FunctionScope scope = scopes.empty() ? FunctionScope::Module : scopes.back().second ? FunctionScope::Method : FunctionScope::Nested;
+        open.emplace_back(depth, out_.size());
+        scopes.emplace_back(depth, false);
+        out_.push_back({textOf(ts_node_child_by_field_id(node, g_.name)), scope, {}});
+      } else if (s == g_.classDefinition) {
+        scopes.emplace_back(depth, true);
+      } else if (s == g_.call && !open.empty()) {
+        onCall(node, out_[open.back().second]);
+      } else if (s == g_.importStatement) {
+        onImport(node);
+        descend = false;
+      } else if (s == g_.importFromStatement) {
+        onFromImport(node);
+        descend = false;
+      }
+      if (descend && ts_tree_cursor_goto_first_child(&cursor)) {
+        ++depth;
+        continue;
+      }
+      // Up until a next sibling; a def is done once the walk is past it.
+      while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+        if (!ts_tree_cursor_goto_parent(&cursor)) {
+          ts_tree_cursor_delete(&cursor);
+          return std::move(out_);
+        }
+        --depth;
+      }
+      while (!open.empty() && open.back().first >= depth) open.pop_back();
+      while (!scopes.empty() && scopes.back().first >= depth) scopes.pop_back();
+    }
+  }
+
+ private:
+  std::string textOf(TSNode node) const {
+    if (ts_node_is_null(node)) return "";
+    uint32_t begin = ts_node_start_byte(node), end = ts_node_end_byte(node);
+    return std::string(text_.substr(begin, end - begin));
+  }
+
+  // `a.b.c` of identifiers and attributes; empty for anything else.
+  std::string dottedOf(TSNode node) const {
+    std::string suffix;
+    for (; !ts_node_is_null(node) && ts_node_symbol(node) == g_.attribute; node = ts_node_child_by_field_id(node, g_.object)) {
+      suffix = "." + textOf(ts_node_child_by_field_id(node, g_.attributeField)) + suffix;
+    }
+    if (ts_node_is_null(node) || ts_node_symbol(node) != g_.identifier) return "";
+    return textOf(node) + suffix;
+  }
+
+  void onCall(TSNode node, FunctionCalls& function) const {
+    TSNode callee = ts_node_child_by_field_id(node, g_.function);
+    if (ts_node_is_null(callee)) return;
+    CallInFunction call;
+    TSSymbol s = ts_node_symbol(callee);
+    if (s == g_.identifier) {
+      call.name = textOf(callee);
+    } else if (s == g_.attribute) {
+      call.name = textOf(ts_node_child_by_field_id(callee, g_.attributeField));
+      call.onAttribute = true;
+      TSNode object = ts_node_child_by_field_id(callee, g_.object);
+      std::string receiver = ts_node_symbol(object) == g_.identifier ? textOf(object) : "";
+      call.onSelf = receiver == "self" || receiver == "cls";
+    } else {
+      return;
+    }
+    if (std::string dotted = dottedOf(callee); !dotted.empty()) call.qualifiedName = names_.qualify(dotted);
+    call.backend = backendKeyword(ts_node_child_by_field_id(node, g_.arguments));
+    function.calls.push_back(std::move(call));
+  }
+
+  // The value of `backend="..."` when it is a plain string literal.
+  std::optional<std::string> backendKeyword(TSNode arguments) const {
+    uint32_t n = ts_node_named_child_count(arguments);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode argument = ts_node_named_child(arguments, i);
+      if (ts_node_symbol(argument) != g_.keywordArgument || textOf(ts_node_child_by_field_id(argument, g_.name)) != "backend") continue;
+      TSNode value = ts_node_child_by_field_id(argument, g_.value);
+      if (ts_node_is_null(value) || ts_node_symbol(value) != g_.string) return std::nullopt;
+      std::string literal;
+      uint32_t parts = ts_node_named_child_count(value);
+      for (uint32_t k = 0; k < parts; ++k) {
+        TSNode part = ts_node_named_child(value, k);
+        if (ts_node_symbol(part) == g_.stringContent) literal += textOf(part);
+      }
+      return literal;
+    }
+    return std::nullopt;
+  }
+
+  void onImport(TSNode node) {
+    uint32_t n = ts_node_named_child_count(node);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode child = ts_node_named_child(node, i);
+      if (ts_node_symbol(child) == g_.aliasedImport) {
+        names_.bindImport(textOf(ts_node_child_by_field_id(child, g_.name)), textOf(ts_node_child_by_field_id(child, g_.alias)));
+      } else {
+        names_.bindImport(textOf(child), "");
+      }
+    }
+  }
+
+  void onFromImport(TSNode node) {
+    TSNode module = ts_node_child_by_field_id(node, g_.moduleName);
+    if (ts_node_is_null(module)) return;
+    std::string moduleName = textOf(module);  // ".groups" for a relative one: the index strips the dots
+    uint32_t n = ts_node_named_child_count(node);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode child = ts_node_named_child(node, i);
+      if (ts_node_eq(child, module)) continue;
+      if (ts_node_symbol(child) == g_.aliasedImport) {
+        names_.bindFromImport(moduleName, textOf(ts_node_child_by_field_id(child, g_.name)), textOf(ts_node_child_by_field_id(child, g_.alias)));
+      } else if (ts_node_symbol(child) == g_.dottedName) {
+        names_.bindFromImport(moduleName, textOf(child), "");
+      }
+    }
+  }
+
+  std::string_view text_;
+  const Grammar& g_;
+  PythonNames& names_;
+  std::vector<FunctionCalls> out_;
+};
+
+}  // namespace
+
+const std::set<std::string>& groupCreatorNames() {
+  static const std::set<std::string> names = {"new_group", "split_group", "new_subgroups", "new_subgroups_by_enumeration"};
+  return names;
+}
+
+std::string pythonModuleOf(const std::string& path) {
+  std::string module = path;
+  for (const char* suffix : {".py", ".pyi", ".ipynb"}) {
+    if (module.ends_with(suffix)) {
+      module.resize(module.size() - std::strlen(suffix));
+      break;
+    }
+  }
+  if (module.ends_with("/__init__")) module.resize(module.size() - std::strlen("/__init__"));
+  while (module.starts_with("/") || module.starts_with("./")) module.erase(0, module[0] == '/' ? 1 : 2);
+  for (char& c : module)
+    if (c == '/' || c == '\\') c = '.';
+  return module;
+}
+
+std::string groupWrapperKey(const std::string& module, const FunctionCalls& function) {
+  switch (function.scope) {
+    case FunctionScope::Method: return module + "#self:" + function.function;
+    case FunctionScope::Nested: return module + "#local:" + function.function;
+    case FunctionScope::Module: break;
+  }
+  return module + ":" + function.function;
+}
+
+std::string groupWrapperName(const std::string& key) { return key.substr(key.rfind(':') + 1); }
+
+GroupWrapperIndex::GroupWrapperIndex(const std::set<std::string>& keys) {
+  for (const std::string& key : keys) add(key);
+}
+
+// A bare name (no module) is a function of a module not known.
+void GroupWrapperIndex::add(const std::string& key) {
+  size_t colon = key.rfind(':');
+  if (colon == std::string::npos) scopes_[key].push_back("");
+  else scopes_[key.substr(colon + 1)].push_back(key.substr(0, colon));
+}
+
+namespace {
+
+// `module` (a file's, from its path) is what `imported` names: the same dotted name or its last
+// components, or the package above it (a name its __init__.py re-exports). An unknown module
+// matches any.
+bool isModule(const std::string& module, std::string imported) {
+  imported.erase(0, imported.find_first_not_of('.'));  // relative: the package's own when nothing is left
+  if (module.empty() || imported.empty() || module == imported) return true;
+  if (module.ends_with("." + imported)) return true;
+  size_t dot = module.rfind('.');
+  if (dot == std::string::npos) return false;
+  std::string package = module.substr(0, dot);
+  return package == imported || package.ends_with("." + imported);
+}
+
+bool sameModule(const std::string& a, const std::string& b) { return a.empty() || b.empty() || a == b; }
+
+}  // namespace
+
+bool GroupWrapperIndex::reaches(const CallInFunction& call, const std::string& caller) const {
+  const std::string& q = call.qualifiedName;
+  // The name the callee was defined under: an alias (`from pkg.ps import create_group as cg`)
+  // is qualified to it.
+  std::string name = call.name;
+  if (size_t dot = q.rfind('.'); dot != std::string::npos && !call.onSelf) name = q.substr(dot + 1);
+  auto it = scopes_.find(name);
+  if (it == scopes_.end()) return false;
+  // The module part of `mod.name` as imported; empty when the file's imports do not name it.
+  std::string imported;
+  if (q.size() > name.size() && q.ends_with("." + name)) imported = q.substr(0, q.size() - name.size() - 1);
+  bool bare = !call.onAttribute && q.empty();  // defined in the caller's module, or unknown
+  for (const std::string& scope : it->second) {
+    size_t hash = scope.find('#');
+    std::string module = scope.substr(0, hash);
+    std::string_view kind = hash == std::string::npos ? std::string_view() : std::string_view(scope).substr(hash + 1);
+    if (kind == "self") {
+      if (call.onSelf && sameModule(module, caller)) return true;
+    } else if (kind == "local") {
+      if (bare && sameModule(module, caller)) return true;
+    } else if (bare) {
+      if (sameModule(module, caller)) return true;
+    } else if (!imported.empty() && isModule(module, imported)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std::vector<ParseRegion>& regions) {
+  PythonNames names;
+  return pythonFunctionCalls(text, regions, names);
+}
+
+std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std::vector<ParseRegion>& regions,
+                                               PythonNames& names) {
+  PythonTree tree = parsePythonRegions(text, regions);
+  if (!tree) return {};
+  return FunctionCallWalker(text, names).walk(ts_tree_root_node(tree.get()));
+}
+
+}  // namespace nccl_migrate::lint

@@ -1,0 +1,80 @@
+// The project model of Python sources: what each function calls, read from the parse tree, and
+// which calls reach the project's group-creating wrappers (engine/group_wrappers.h builds the
+// table). From the tree rather than the text, so that a signature over many lines, decorators,
+// nested functions and methods all name the right function; calls are matched through the
+// file's imports, not by name alone, so a `backward` or `_unflatten` of an unrelated class is not
+// taken for a wrapper of the same name.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "frontends.h"
+#include "python_names.h"
+
+namespace nccl_migrate::lint {
+
+// torch.distributed's group creators, by their last name: `new_group`, `split_group`, ...
+const std::set<std::string>& groupCreatorNames();
+
+// One call in a function's own body (a nested function's calls are the nested function's).
+struct CallInFunction {
+  std::string name;                    // the callee's last name: `create_group`, `_make` of `self._make`
+  // As the file's imports resolve it ("mypkg.ps.create_group"; ".ps.create_group" through a
+  // relative import); empty if they do not.
+  std::string qualifiedName;
+  std::optional<std::string> backend;  // a `backend=` string literal it passes
+  bool onAttribute = false;            // `x.name(...)` rather than `name(...)`
+  bool onSelf = false;                 // `self.name(...)` or `cls.name(...)`
+};
+
+// Where a function is defined, which decides how it can be called.
+enum class FunctionScope { Module, Method, Nested };
+
+struct FunctionCalls {
+  std::string function;  // bare name
+  FunctionScope scope = FunctionScope::Module;
+  std::vector<CallInFunction> calls;
+};
+
+// The functions defined in `regions` of `text` (empty: all of it) and the calls in each. Imports
+// of the parsed regions bind in `names`, which qualify the calls after them, as in parsePython; a
+// source read in parts keeps one `names` for them all, so its imports are parsed once.
+std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std::vector<ParseRegion>& regions,
+                                               PythonNames& names);
+std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std::vector<ParseRegion>& regions);
+
+// The dotted module a Python file defines, from its path ("/src/mypkg/ps.py" -> "src.mypkg.ps",
+// a package's __init__.py its folder): matched against imports by its last components.
+std::string pythonModuleOf(const std::string& path);
+
+// A wrapper as the table keeps it: "<module>:<name>" for a module's function, "<module>#self:<name>"
+// for a method, "<module>#local:<name>" for a nested function; the module is empty when unknown
+// (a bare name is read as ":<name>").
+std::string groupWrapperKey(const std::string& module, const FunctionCalls& function);
+std::string groupWrapperName(const std::string& key);
+
+// The table's wrappers by name, to tell whether a call made in module `caller` reaches one: a
+// module's function through its module (imported by name or as a module, relatively too, or called
+// in its own module), a method through `self` in its own module, a nested function by its bare
+// name in its own module. An unknown module (empty) matches any.
+class GroupWrapperIndex {
+ public:
+  GroupWrapperIndex() = default;
+  explicit GroupWrapperIndex(const std::set<std::string>& keys);
+  void add(const std::string& key);
+
+  bool reaches(const CallInFunction& call, const std::string& caller) const;
+  // Whether some wrapper has this name (the function a call stands in).
+  bool names(const std::string& function) const { return scopes_.contains(function); }
+  bool empty() const { return scopes_.empty(); }
+
+ private:
+  std::unordered_map<std::string, std::vector<std::string>> scopes_;  // name -> the part of its keys before the colon
+};
+
+}  // namespace nccl_migrate::lint

@@ -1,0 +1,159 @@
+// What the Python frontend reads for the project model: each function's calls from the parse tree
+// (for the table of group wrappers), and for each call its function and the arms of `if`
+// statements around it (for rules that ask which path a call is on).
+#include "frontends/frontends.h"
+#include "frontends/python_project.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace nccl_migrate::lint {
+namespace {
+
+// function -> its calls' last names, in order.
+std::map<std::string, std::vector<std::string>> callsByFunction(const std::string& source) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const FunctionCalls& f : pythonFunctionCalls(source, {})) {
+    std::vector<std::string>& names = out[f.function];
+    for (const CallInFunction& c : f.calls) names.push_back(c.name);
+  }
+  return out;
+}
+
+// A black-style signature, a decorator over several lines, a nested function and a method: each
+// call belongs to the innermost function around it.
+TEST(PythonFunctionCalls, EachCallBelongsToItsInnermostFunction) {
+  const std::string source =
+      "import torch\n"
+      "def create_group(\n"
+      "    ranks=None,\n"
+      "    backend=None,\n"
+      "):\n"
+      "    group = torch.distributed.new_group(**kwargs)\n"
+      "    return group\n"
+      "@functools.lru_cache(\n"
+      "    maxsize=None,\n"
+      ")\n"
+      "def cached(ranks):\n"
+      "    return create_group(ranks)\n"
+      "def outer(layout):\n"
+      "    def inner(\n"
+      "        r,\n"
+      "    ):\n"
+      "        return make(r)\n"
+      "    return [inner(r) for r in layout]\n"
+      "class Topology:\n"
+      "    def _make(\n"
+      "        self,\n"
+      "        ranks,\n"
+      "    ):\n"
+      "        return self.dist.split_group(ranks)\n";
+  std::map<std::string, std::vector<std::string>> expected = {
+      {"create_group", {"new_group"}},
+      {"cached", {"create_group"}},
+      {"outer", {"inner"}},
+      {"inner", {"make"}},
+      {"_make", {"split_group"}},
+  };
+  EXPECT_EQ(callsByFunction(source), expected);
+}
+
+// Imports qualify the calls after them, so a wrapper's table can tell torch's own functions from the
+// project's; a backend= string literal is kept for the engine to judge.
+TEST(PythonFunctionCalls, QualifiedNamesAndBackends) {
+  const std::string source =
+      "import torch.distributed as dist\n"
+      "from mypkg.parallel import create_group\n"
+      "def setup_groups():\n"
+      "    dist.init_process_group(backend=\"nccl\")\n"
+      "    return create_group([0, 1], backend=\"gloo\")\n";
+  std::vector<FunctionCalls> functions = pythonFunctionCalls(source, {});
+  ASSERT_EQ(functions.size(), 1u);
+  ASSERT_EQ(functions[0].calls.size(), 2u);
+  EXPECT_EQ(functions[0].calls[0].qualifiedName, "torch.distributed.init_process_group");
+  EXPECT_EQ(functions[0].calls[0].backend, "nccl");
+  EXPECT_EQ(functions[0].calls[1].qualifiedName, "mypkg.parallel.create_group");
+  EXPECT_EQ(functions[0].calls[1].backend, "gloo");
+}
+
+const Call& callNamed(const SourceModel& model, const std::string& spelling, int nth = 0) {
+  for (const Call& call : model.calls)
+    if (call.spelling == spelling && nth-- == 0) return call;
+  static const Call none;
+  ADD_FAILURE() << "no call " << spelling;
+  return none;
+}
+
+// The launcher's two arms: the call in the `else` and the one in the `if` never both run; a call
+// before the `if`, or in another function, runs with either.
+TEST(PythonBranches, CallsKnowTheArmsAroundThem) {
+  const std::string source =
+      "import torch\n"
+      "def main_worker(args, model):\n"
+      "    torch.cuda.set_device(0)\n"
+      "    if args.gpu is not None:\n"
+      "        torch.cuda.set_device(args.gpu)\n"
+      "        if args.extra:\n"
+      "            log()\n"
+      "    elif args.cpu:\n"
+      "        log()\n"
+      "    else:\n"
+      "        model.cuda()\n"
+      "def other():\n"
+      "    torch.cuda.set_device(1)\n";
+  SourceModel model = parsePython("t.py", source, NameEquivalences{});
+  const Call& before = callNamed(model, "torch.cuda.set_device", 0);
+  const Call& inIf = callNamed(model, "torch.cuda.set_device", 1);
+  const Call& nested = callNamed(model, "log", 0);
+  const Call& inElif = callNamed(model, "log", 1);
+  const Call& inElse = callNamed(model, "model.cuda");
+  const Call& elsewhere = callNamed(model, "torch.cuda.set_device", 2);
+  EXPECT_TRUE(before.branches.empty());
+  ASSERT_EQ(inIf.branches.size(), 1u);
+  EXPECT_EQ(inIf.branches[0].index, 0);
+  EXPECT_EQ(nested.branches.size(), 2u);
+  ASSERT_EQ(inElif.branches.size(), 1u);
+  EXPECT_EQ(inElif.branches[0].index, 1);
+  ASSERT_EQ(inElse.branches.size(), 1u);
+  EXPECT_EQ(inElse.branches[0].index, 2);
+  EXPECT_TRUE(inElse.exclusiveWith(inIf));
+  EXPECT_TRUE(inElse.exclusiveWith(nested));
+  EXPECT_TRUE(inElif.exclusiveWith(inElse));
+  EXPECT_FALSE(inIf.exclusiveWith(nested));
+  EXPECT_FALSE(inElse.exclusiveWith(before));
+  EXPECT_FALSE(inElse.exclusiveWith(elsewhere));
+  EXPECT_EQ(inElse.function, "main_worker");
+  EXPECT_EQ(elsewhere.function, "other");
+}
+
+// Group creators called on receivers the frontend cannot resolve are known by their last name; a
+// receiver resolved to torch keeps torch's name, and a call in a wrapper says so.
+TEST(PythonGroupCreators, UnresolvedReceiversAndWrappers) {
+  const std::string source =
+      "import mypkg.distributed as dist\n"
+      "import torch\n"
+      "def create_group(r):\n"
+      "    return dist.new_group(r)\n"
+      "ENV.new_subgroups_by_enumeration(layout)\n"
+      "self.dist.split_group(split_ranks=r)\n"
+      "torch.cuda.new_group(r)\n"
+      "dist.init_process_group()\n"
+      "torch.distributed.init_process_group()\n";
+  NameEquivalences names;
+  names.inferredGroupWrappers = {"t:create_group", "mypkg.distributed:init_process_group"};
+  SourceModel model = parsePython("t.py", source, names);
+  EXPECT_EQ(callNamed(model, "dist.new_group").qualifiedName, "torch.distributed.new_group");
+  EXPECT_TRUE(callNamed(model, "dist.new_group").inGroupWrapper);
+  EXPECT_EQ(callNamed(model, "ENV.new_subgroups_by_enumeration").qualifiedName, "torch.distributed.new_subgroups_by_enumeration");
+  EXPECT_FALSE(callNamed(model, "ENV.new_subgroups_by_enumeration").inGroupWrapper);
+  EXPECT_EQ(callNamed(model, "self.dist.split_group").qualifiedName, "torch.distributed.split_group");
+  EXPECT_EQ(callNamed(model, "torch.cuda.new_group").qualifiedName, "torch.cuda.new_group");
+  // The project has a helper named init_process_group that creates groups: the mirror's call is
+  // taken for it, torch's own stays torch's.
+  EXPECT_EQ(callNamed(model, "dist.init_process_group").qualifiedName, "torch.distributed.new_group");
+  EXPECT_EQ(callNamed(model, "torch.distributed.init_process_group").qualifiedName, "torch.distributed.init_process_group");
+}
+
+}  // namespace
+}  // namespace nccl_migrate::lint
