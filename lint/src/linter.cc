@@ -3,6 +3,7 @@
 #include "nccl_migrate/lint/linter.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "engine/group_wrappers.h"
 #include "engine/isolation.h"
 #include "engine/prefilter.h"
+#include "engine/python_docstrings.h"
 #include "engine/python_regions.h"
 #include "engine/suppressions.h"
 #include "frontends/cpp_module.h"
@@ -90,7 +92,9 @@ struct RulePlan {
   bool reportUnused = false;
   NameEquivalences names;
 
-  explicit RulePlan(const LintConfig& config, ProjectTables tables = {}) {
+  // `languages`: those of the files to lint (a run of Python files builds no C++ automaton); empty:
+  // every language.
+  explicit RulePlan(const LintConfig& config, ProjectTables tables = {}, const std::set<Language>& languages = {}) {
     const Rule& unused = unusedSuppressionRule();
     reportUnused = ruleEnabled(config, unused.info().code, unused.info().slug, unused.info().enabledByDefault);
     names.modules = config.equivalentModules;
@@ -114,6 +118,7 @@ struct RulePlan {
       RuleTriggers r{rule, rule == &unused ? std::vector<Trigger>{suppressionWords} : rule->info().triggers};
       addGroupWrapperTriggers(r.triggers, wrappers);
       for (Language language : rule->info().languages) {
+        if (!languages.empty() && !languages.contains(language)) continue;
         RuleTriggers forLanguage = r;
         if (language == Language::Cpp) addStandInTriggers(forLanguage.triggers, "ProcessGroupNCCL", aliases);
         perLanguage[static_cast<size_t>(language)].push_back(std::move(forLanguage));
@@ -222,9 +227,16 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
                     const RulePlan& plan) {
   FileResult result;
   result.scanned = true;
-  PrefilterMatches matches = plan.prefilter(language).scan(text);
-  std::vector<const Rule*> rules = plan.prefilter(language).triggeredRules(matches);
+  const Prefilter& prefilter = plan.prefilter(language);
+  PrefilterMatches matches = prefilter.scan(text);
+  std::vector<const Rule*> rules = prefilter.triggeredRules(matches);
   if (rules.empty()) return result;
+  if (language == Language::Python) {
+    // A rule's words in a docstring say nothing of the code (python_docstrings.h).
+    prefilter.dropWithin(matches, pythonDocstrings(text));
+    rules = prefilter.triggeredRules(matches);
+    if (rules.empty()) return result;
+  }
   result.parsed = true;
   SourceModel model;
   try {
@@ -352,18 +364,23 @@ size_t replaceInvalidUtf8(std::string& text) {
 
 // Reads a file into one string sized up front, or explains in a warning why it is skipped.
 std::optional<std::string> readSource(const fs::path& path, const LintConfig& config, std::string& warning) {
-  std::error_code ec;
-  uintmax_t size = fs::file_size(path, ec);
-  if (!ec && size > config.maxFileBytes) {
-    warning = path.string() + ": skipped: " + std::to_string(size / 1024) + " KiB is over the " +
-              std::to_string(config.maxFileBytes / 1024) + " KiB limit (max-file-size-kb in the configuration)";
-    return std::nullopt;
+  // open, fstat and read rather than an ifstream, whose set-up (buffer, locale) costs more than
+  // reading a typical source file, and than a stat by name, which walks the path again.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat info {};
+  if (fd >= 0 && (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))) {
+    ::close(fd);
+    fd = -1;
   }
-  // open and read rather than an ifstream, whose set-up (buffer, locale) costs more than reading
-  // a typical source file.
-  int fd = ec ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     warning = path.string() + ": skipped: cannot be read; check that it exists and its permissions allow reading";
+    return std::nullopt;
+  }
+  auto size = static_cast<uintmax_t>(info.st_size);
+  if (size > config.maxFileBytes) {
+    ::close(fd);
+    warning = path.string() + ": skipped: " + std::to_string(size / 1024) + " KiB is over the " +
+              std::to_string(config.maxFileBytes / 1024) + " KiB limit (max-file-size-kb in the configuration)";
     return std::nullopt;
   }
   std::string text(size, '\0');
@@ -456,6 +473,8 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   std::vector<std::string> modules(wanted.size());     // each Python file's, for its imports to name
   std::vector<std::string> notebooks(wanted.size());
   std::vector<std::set<std::string>> found(wanted.size());
+  std::error_code cwdError;
+  const fs::path cwd = fs::current_path(cwdError);  // once: fs::absolute asks the kernel per call
   std::atomic<size_t> next{0};
   auto read = [&] {
     for (size_t k = next++; k < wanted.size(); k = next++) {
@@ -470,8 +489,8 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
         const std::string& kept = *preread[wanted[k]]->text;
         if (path.extension() == ".ipynb") notebooks[k] = notebookPython(kept);
         texts[k] = path.extension() == ".ipynb" ? std::string_view(notebooks[k]) : std::string_view(kept);
-        std::error_code ec;
-        modules[k] = pythonModuleOf(fs::absolute(path, ec).lexically_normal().generic_string());
+        fs::path absolute = path.is_absolute() || cwdError ? path : cwd / path;
+        modules[k] = pythonModuleOf(absolute.lexically_normal().generic_string());
       }
     }
   };
@@ -490,6 +509,18 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
 void loadCppFrontendForWorkers(const std::vector<fs::path>& files) {
   bool cpp = std::any_of(files.begin(), files.end(), [](const fs::path& f) { return languageByName(f) == Language::Cpp; });
   if (cpp) cppFrontendModule();
+}
+
+// The languages of `files` by their names; empty (every language) when a file is known only by its
+// first line (a script's shebang), which is read later.
+std::set<Language> languagesOf(const std::vector<fs::path>& files) {
+  std::set<Language> languages;
+  for (const fs::path& file : files) {
+    std::optional<Language> language = languageByName(file);
+    if (!language) return {};
+    languages.insert(*language);
+  }
+  return languages;
 }
 
 LintReport merge(std::vector<FileResult>& results) {
@@ -515,7 +546,7 @@ LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& opti
   loadCppFrontendForWorkers(files);
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::optional<SourceRead>> preread(files.size());
-  RulePlan plan(options.config, projectTables(files, options.config, jobs, preread));
+  RulePlan plan(options.config, projectTables(files, options.config, jobs, preread), languagesOf(files));
   std::vector<FileResult> results(files.size());
   size_t finished = 0;
   auto progress = [&] {
@@ -527,7 +558,8 @@ LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& opti
     std::vector<uintmax_t> sizes(files.size());
     for (size_t i = 0; i < files.size(); ++i) {
       std::error_code ec;
-      sizes[i] = fs::file_size(files[i], ec);
+      // A file read already has its size at hand: a stat per file is a path walk in the kernel.
+      sizes[i] = preread[i] && preread[i]->text ? preread[i]->text->size() : fs::file_size(files[i], ec);
       order[i] = i;
     }
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <ftw.h>
 #include <unistd.h>
 
 #include <c10/util/Exception.h>
@@ -15,6 +16,13 @@ namespace nccl_migrate::backends {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Removes a test's folder with POSIX calls: torch 2.11's libtorch.so carries its own copy of
+// std::filesystem, whose remove_all, bound in place of libstdc++'s, jumps to a null function.
+void removeTree(const fs::path& dir) {
+  ::nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 8,
+         FTW_DEPTH | FTW_PHYS);
+}
 
 // torchfrtrace reads every file whose name contains the prefix, anywhere in it, and takes what
 // follows as the rank: a half-written dump (its process exited mid-write, or a reader came while
@@ -34,7 +42,7 @@ TEST(FlightRecorderDump, ItsTemporaryFileIsNoRanksDumpToTorchfrtrace) {
 // A dump that cannot be moved into place fails with the path and leaves no temporary file.
 TEST(FlightRecorderDump, AFailedDumpLeavesNothingBehind) {
   fs::path dir = fs::temp_directory_path() / ("nccl-migrate-fr-test-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  removeTree(dir);
   fs::create_directories(dir / "fr_0");
   std::ofstream(dir / "fr_0" / "keep") << "a directory where the dump would go";
   setenv("TORCH_FR_DUMP_TEMP_FILE", (dir / "fr_").string().c_str(), 1);
@@ -49,7 +57,8 @@ TEST(FlightRecorderDump, AFailedDumpLeavesNothingBehind) {
   std::vector<std::string> left;
   for (const auto& entry : fs::directory_iterator(dir)) left.push_back(entry.path().filename().string());
   EXPECT_EQ(left, std::vector<std::string>{"fr_0"});
-  fs::remove_all(dir);
+  removeTree(dir);
+  EXPECT_FALSE(fs::exists(dir));
 }
 
 }  // namespace

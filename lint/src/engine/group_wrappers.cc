@@ -58,21 +58,31 @@ void forEachOpenParen(std::string_view source, Visit&& visit) {
     if (data[at] == '(') visit(at);
 }
 
-// The names a source calls (the identifier before each '('), hashed, sorted and unique: read in
-// one pass, so that later rounds ask a source about their names without scanning it again.
-std::vector<uint32_t> calledNames(std::string_view source) {
-  std::vector<uint32_t> names;
+// The names a source calls (the identifier before each '('), as a Bloom filter of their hashes:
+// read in one pass, so that later rounds ask a source about their names without scanning it
+// again. A false hit only has the source scanned for the names (callsOf), which finds none.
+struct CalledNames {
+  static constexpr uint32_t kBits = 4096;
+  std::array<uint64_t, kBits / 64> bits{};
+  void add(uint32_t h) {
+    for (uint32_t bit : {h % kBits, (h >> 12) % kBits}) bits[bit / 64] |= uint64_t{1} << (bit % 64);
+  }
+  bool mayHold(uint32_t h) const {
+    for (uint32_t bit : {h % kBits, (h >> 12) % kBits})
+      if (!(bits[bit / 64] & (uint64_t{1} << (bit % 64)))) return false;
+    return true;
+  }
+};
+
+CalledNames calledNames(std::string_view source) {
+  CalledNames names;
   forEachOpenParen(source, [&](size_t open) {
     size_t stop = open;
     while (stop > 0 && (source[stop - 1] == ' ' || source[stop - 1] == '\t')) --stop;
     size_t begin = stop;
     while (begin > 0 && isIdentifierByte(source[begin - 1])) --begin;
-    if (begin == stop) return;
-    uint32_t h = hashName(source.substr(begin, stop - begin));
-    if (names.empty() || names.back() != h) names.push_back(h);  // `f(g(...))` chains repeat less than runs of one name
+    if (begin != stop) names.add(hashName(source.substr(begin, stop - begin)));
   });
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }
 
@@ -96,8 +106,8 @@ std::vector<size_t> callsOf(std::string_view source, const std::unordered_set<st
   return hits;
 }
 
-bool callsAny(const std::vector<uint32_t>& called, const std::vector<uint32_t>& sought) {
-  return std::any_of(sought.begin(), sought.end(), [&](uint32_t h) { return std::binary_search(called.begin(), called.end(), h); });
+bool callsAny(const CalledNames& called, const std::vector<uint32_t>& sought) {
+  return std::any_of(sought.begin(), sought.end(), [&](uint32_t h) { return called.mayHold(h); });
 }
 
 // Names whose calls cannot be told from other functions' by name alone: a class's __init__ is
@@ -235,7 +245,7 @@ std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& te
 std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
                                          unsigned threads) {
   std::vector<SourceReading> readings(texts.size());
-  std::vector<std::vector<uint32_t>> called(texts.size());
+  std::vector<CalledNames> called(texts.size());
   std::set<std::string> wrappers;
   Sought searching;
   for (const std::string& creator : groupCreatorNames()) searching[creator] = {"*"};

@@ -198,7 +198,9 @@ class Pool {
       w.buffer.erase(0, sizeof header + header[1]);
       w.deadline = Clock::now() + work_.timeout;
     }
-    if (w.assigned.empty()) dispatch(w);
+    // The next batch is queued before the worker finishes this one, so that it never waits on the
+    // parent between batches.
+    while (w.assigned.size() < 2 && !queue_.empty()) dispatch(w);
   }
 
   void died(Worker& w) {

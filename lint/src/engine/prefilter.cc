@@ -10,6 +10,7 @@
 
 #include <cctype>
 #include <deque>
+#include <iterator>
 #include <limits>
 
 namespace nccl_migrate::lint {
@@ -52,6 +53,10 @@ Prefilter::Prefilter(std::vector<RuleTriggers> rules, const std::map<std::string
     triggers_.push_back(std::move(compiled));
     regionWords_.push_back(std::move(regionWords));
   }
+  moduleWord_.assign(words_.size(), 0);
+  for (const std::vector<CompiledTrigger>& compiled : triggers_)
+    for (const CompiledTrigger& t : compiled)
+      for (uint32_t id : t.module) moduleWord_[id] = 1;
   build();
 }
 
@@ -235,6 +240,20 @@ std::vector<const Rule*> Prefilter::triggeredRules(const PrefilterMatches& match
     }
   }
   return triggered;
+}
+
+void Prefilter::dropWithin(PrefilterMatches& matches, const std::vector<std::pair<size_t, size_t>>& spans) const {
+  if (spans.empty()) return;
+  // The lanes' ends come stretch by stretch, each in order; a span is found by binary search.
+  auto inSpan = [&](size_t end) {
+    auto it = std::upper_bound(spans.begin(), spans.end(), end,
+                               [](size_t at, const std::pair<size_t, size_t>& span) { return at <= span.first; });
+    return it != spans.begin() && end <= std::prev(it)->second;
+  };
+  std::erase_if(matches.ends, [&](const std::pair<size_t, uint32_t>& m) { return !moduleWord_[m.second] && inSpan(m.first); });
+  for (size_t word = 0; word < matches.found.size(); ++word)
+    if (!moduleWord_[word]) matches.found[word] = 0;
+  for (const auto& [end, word] : matches.ends) matches.found[word] = 1;
 }
 
 std::vector<size_t> Prefilter::wordEnds(const PrefilterMatches& matches, const std::vector<const Rule*>& rules) const {

@@ -37,6 +37,11 @@ class Prefilter {
   std::vector<const Rule*> triggeredRules(const PrefilterMatches& matches) const;
   std::vector<const Rule*> triggeredRules(std::string_view text) const { return triggeredRules(scan(text)); }
 
+  // Drops the matches that end inside one of `spans` ([begin, end), sorted: strings no rule reads),
+  // and with them the words found only there; a module's mention stays wherever it is (it tells
+  // how the file may name the module, which a string can too, as in `importlib.import_module`).
+  void dropWithin(PrefilterMatches& matches, const std::vector<std::pair<size_t, size_t>>& spans) const;
+
   // Where (one past the end) the words of `rules` (their triggers' words, not their module
   // mentions, and their context words) occur, in order.
   std::vector<size_t> wordEnds(const PrefilterMatches& matches, const std::vector<const Rule*>& rules) const;
@@ -64,6 +69,7 @@ class Prefilter {
   std::vector<const Rule*> rules_;
   std::vector<std::vector<CompiledTrigger>> triggers_;  // per rule
   std::vector<std::vector<uint32_t>> regionWords_;      // per rule: words that keep a block
+  std::vector<uint8_t> moduleWord_;                     // per word: a module's mention
   std::map<std::string, uint32_t> words_;               // spelling -> id
   std::vector<Pattern> patterns_;
   // The automaton: a trie over byte classes with failure transitions folded in.

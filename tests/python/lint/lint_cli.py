@@ -7,7 +7,10 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-CLI = os.environ.get("NCCL_MIGRATE_CLI", os.path.join(ROOT, "build", "migrate", "nccl-migrate"))
+# The main build's CLI, which has the lint side, also where NCCL_MIGRATE_CLI names a build without
+# it (tools/check-torch211.sh builds the torch side alone): the fixes are checked against another
+# torch by the interpreters below, not by the CLI that wrote them.
+CLI = os.environ.get("NCCL_MIGRATE_LINT_CLI", os.path.join(ROOT, "build", "migrate", "nccl-migrate"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Each torch the fixes must work with: this interpreter's (the .venv, torch 2.15), and torch 2.11
@@ -19,7 +22,7 @@ TORCH_ENVIRONMENTS = {
 
 
 def lint(*args, timeout=120):
-    assert os.access(CLI, os.X_OK), f"{CLI} is not built: run tools/build.sh first (or set NCCL_MIGRATE_CLI)"
+    assert os.access(CLI, os.X_OK), f"{CLI} is not built: run tools/build.sh first (or set NCCL_MIGRATE_LINT_CLI)"
     return subprocess.run([CLI, "lint", *args], capture_output=True, text=True, timeout=timeout)
 
 

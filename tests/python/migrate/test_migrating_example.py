@@ -15,6 +15,8 @@ from torch_support import requires_torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CLI = os.environ.get("NCCL_MIGRATE_CLI", os.path.join(ROOT, "build", "migrate", "nccl-migrate"))
+# lint and fix with the main build's CLI (a build of the torch side alone has no lint), ab with CLI.
+LINT_CLI = os.environ.get("NCCL_MIGRATE_LINT_CLI", os.path.join(ROOT, "build", "migrate", "nccl-migrate"))
 EXAMPLE = os.path.join(ROOT, "examples", "migrating")
 
 
@@ -22,6 +24,12 @@ EXAMPLE = os.path.join(ROOT, "examples", "migrating")
 def cli():
     assert os.access(CLI, os.X_OK), f"{CLI} is not built: run tools/build.sh first (or set NCCL_MIGRATE_CLI)"
     return CLI
+
+
+@pytest.fixture(scope="module")
+def lint_cli():
+    assert os.access(LINT_CLI, os.X_OK), f"{LINT_CLI} is not built: run tools/build.sh first (or set NCCL_MIGRATE_LINT_CLI)"
+    return LINT_CLI
 
 
 def _run(cli, *args, timeout=300, cwd=None):
@@ -36,16 +44,16 @@ def _findings(cli, path):
 
 
 @pytest.fixture
-def fixed_copy(cli, tmp_path):
+def fixed_copy(lint_cli, tmp_path):
     copy = tmp_path / "migrating"
     shutil.copytree(EXAMPLE, copy)
-    done = _run(cli, "lint", "--fix", "--unsafe-fixes", ".", cwd=copy)
+    done = _run(lint_cli, "lint", "--fix", "--unsafe-fixes", ".", cwd=copy)
     assert done.returncode in (0, 1), done.stderr
     return copy
 
 
-def test_lint_finds_every_hazard_of_the_example(cli):
-    found = {(os.path.basename(f["path"]), f["code"]) for f in _findings(cli, EXAMPLE)}
+def test_lint_finds_every_hazard_of_the_example(lint_cli):
+    found = {(os.path.basename(f["path"]), f["code"]) for f in _findings(lint_cli, EXAMPLE)}
     assert found >= {
         ("grad_sync.py", "NM201"),        # isinstance against the legacy class
         ("grad_sync.py", "NM202"),        # name() == "nccl"
@@ -55,8 +63,8 @@ def test_lint_finds_every_hazard_of_the_example(cli):
     }, found
 
 
-def test_the_fix_leaves_only_what_has_no_mechanical_remedy(cli, fixed_copy):
-    left = {(os.path.basename(f["path"]), f["code"]) for f in _findings(cli, str(fixed_copy))}
+def test_the_fix_leaves_only_what_has_no_mechanical_remedy(lint_cli, fixed_copy):
+    left = {(os.path.basename(f["path"]), f["code"]) for f in _findings(lint_cli, str(fixed_copy))}
     assert left == {("parallel_state.py", "NM401")}, left
     for name in ("grad_sync.py", "parallel_state.py", "train.py"):
         py_compile.compile(str(fixed_copy / name), doraise=True)
@@ -66,9 +74,9 @@ def test_the_fix_leaves_only_what_has_no_mechanical_remedy(cli, fixed_copy):
     assert subprocess.run(["bash", "-n", str(fixed_copy / "launch.sh")]).returncode == 0
 
 
-def test_a_second_fix_changes_nothing(cli, fixed_copy):
+def test_a_second_fix_changes_nothing(lint_cli, fixed_copy):
     before = {p.name: p.read_text() for p in fixed_copy.iterdir() if p.is_file()}
-    done = _run(cli, "lint", "--fix", "--unsafe-fixes", ".", cwd=fixed_copy)
+    done = _run(lint_cli, "lint", "--fix", "--unsafe-fixes", ".", cwd=fixed_copy)
     assert done.returncode in (0, 1), done.stderr
     assert {p.name: p.read_text() for p in fixed_copy.iterdir() if p.is_file()} == before
 
