@@ -1,5 +1,7 @@
 """The comparison on hand-made records: alignment by (rank, group, seq), statuses, tolerance."""
 
+import sqlite3
+
 import torch
 from nccl_migrate.ab.compare import compare, errors_between
 from nccl_migrate.ab.sides import SideData
@@ -214,6 +216,78 @@ def test_the_text_report_names_the_first_of_a_class_the_listed_ones_hide(monkeyp
     assert "first divergence: rank 0, group 0, seq 0" in text
     assert "first backend divergence: rank 1, group 9, seq 5: all_reduce" in text
     assert "first propagated divergence: rank 0, group 0, seq 1" in text
+
+
+def test_the_first_of_a_class_is_its_earliest_op_not_its_last(monkeypatch):
+    """Two hidden propagated divergences: the line names the earlier one."""
+    from nccl_migrate.ab import divergences
+    from nccl_migrate.ab.report import render_text
+
+    monkeypatch.setattr(divergences, "LISTED", 1)
+    a = side(entry(0, 0, "i", "o", 1.0), entry(0, 1, "k", "p", 2.0), entry(0, 2, "m", "q", 3.0))
+    b = side(entry(0, 0, "I", "O", 1.0), entry(0, 1, "K", "P", 2.0), entry(0, 2, "M", "Q", 3.0))
+    result = compare(a, b)
+    sides = {label: {"spec": label, "failure": None} for label in "ab"}
+    text = render_text({"verdict": "v", "ops_compared": 3, "identical": 0, "within_tolerance": 0, "divergent": 3,
+                        "missing_in_a": 0, "missing_in_b": 0, "first_divergence": result.first_divergence,
+                        "divergence_classes": result.classes, "divergence_samples": result.samples, "sides": sides})
+    line = next(line for line in text.splitlines() if "first propagated divergence" in line)
+    assert "rank 0, group 0, seq 1:" in line and "seq 2" not in line, line
+
+
+# A scratch database that fills up after its schema is written (the temporary directory runs
+# out of space mid-compare): every write goes to disk at once (BUFFERED = 1), and the database may
+# not grow past the pages it has.
+FULL_AFTER_SCHEMA = """
+import sqlite3
+from nccl_migrate.ab import divergences
+connect = sqlite3.connect
+def full_after_schema(*args, **kwargs):
+    db = connect(*args, **kwargs)
+    class Full:
+        def __getattr__(self, name):
+            return getattr(db, name)
+        def executescript(self, script):
+            done = db.executescript(script)
+            if script is divergences._SCHEMA:
+                db.execute("PRAGMA max_page_count = 1")
+            return done
+    return Full()
+"""
+PATCH_FULL_AFTER_SCHEMA = "divergences.BUFFERED = 1\nsqlite3.connect = full_after_schema\n"
+
+
+def test_a_scratch_database_that_fills_up_mid_compare_is_a_clear_error(monkeypatch):
+    import pytest
+    from nccl_migrate.ab import divergences
+
+    helpers = {}
+    exec(FULL_AFTER_SCHEMA, helpers)
+    monkeypatch.setattr(sqlite3, "connect", helpers["full_after_schema"])
+    monkeypatch.setattr(divergences, "BUFFERED", 1)
+    a = side(*(entry(0, s, "i", "o", float(s)) for s in range(300)))
+    b = side(*(entry(0, s, "i", "X", float(s)) for s in range(300)))
+    with pytest.raises(divergences.ScratchError, match="give TMPDIR a directory with free space"):
+        compare(a, b)
+
+
+def test_ab_compare_with_a_full_scratch_database_exits_2_naming_tmpdir(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from test_record_integrity import _side
+
+    a, b = _side(tmp_path / "a", ops_per_rank=300), _side(tmp_path / "b", ops_per_rank=300)
+    for rank in range(2):
+        records = b / f"rank{rank}.jsonl"
+        records.write_text("".join(json.dumps(dict(json.loads(line), out="X")) + "\n"
+                                   for line in records.read_text().splitlines()))
+    script = FULL_AFTER_SCHEMA + PATCH_FULL_AFTER_SCHEMA + "import sys\nfrom nccl_migrate.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    done = subprocess.run([sys.executable, "-c", script, "ab", "compare", str(a), str(b)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "TMPDIR" in done.stdout + done.stderr and "Traceback" not in done.stderr, done.stdout + done.stderr
 
 
 def test_a_scratch_database_that_cannot_be_written_is_a_clear_error(tmp_path, monkeypatch):

@@ -23,3 +23,66 @@ def test_a_process_that_ended_is_not_killed():
     seen = RunningProcess(child.pid, 0, False, _stat(child.pid)[2])
     child.wait()
     assert not _still_the_same(seen)
+
+
+def _age_seconds(start_ticks):
+    """How long ago a process started, from its start time and the machine's uptime (/proc/uptime,
+    read independently of _stat)."""
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def test_the_start_time_is_the_processs_own():
+    """_stat's third value is when the process started: a child started now is seconds old, and no
+    younger than nothing; this process started before it."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        started = _stat(child.pid)[2]
+        assert 0 <= _age_seconds(started) < 10
+        assert started >= _stat(os.getpid())[2] > 0
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _ended_at_the_deadline(monkeypatch, rank_start_ticks):
+    """Runs _end on a launcher that outlives its grace (its wait times out once) and a rank in a
+    session of its own, seen at the deadline with `rank_start_ticks`; whether the rank was killed."""
+    from nccl_migrate import launch
+
+    launcher = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    rank = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    real_wait = launcher.wait
+    waits = []
+
+    def wait(timeout=None):
+        waits.append(timeout)
+        if len(waits) == 1:
+            raise subprocess.TimeoutExpired(launcher.args, timeout)
+        return real_wait()
+
+    monkeypatch.setattr(launcher, "wait", wait)
+    try:
+        seen = RunningProcess(rank.pid, 0, False, _stat(rank.pid)[2] if rank_start_ticks is None else rank_start_ticks)
+        launch._end(launcher, [seen])
+        try:
+            rank.wait(timeout=5)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    finally:
+        for process in (launcher, rank):
+            if process.poll() is None:
+                process.kill()
+        real_wait()
+        rank.wait()
+
+
+def test_a_rank_still_the_one_seen_is_killed_past_the_grace(monkeypatch):
+    assert _ended_at_the_deadline(monkeypatch, None)
+
+
+def test_a_pid_that_names_another_process_by_then_is_left_alone(monkeypatch):
+    # The same pid, but its start time is not the one seen at the deadline: another process now.
+    assert not _ended_at_the_deadline(monkeypatch, 1)

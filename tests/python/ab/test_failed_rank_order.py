@@ -30,3 +30,11 @@ def test_a_rank_killed_past_the_agents_grace_is_not_the_cause():
 def test_ranks_all_ended_by_sigterm_are_all_named_earliest_first():
     # Nothing tells a rank a scheduler ended from the ones the agent then ended: all stay named.
     assert order({1: (TERM, 101), 0: (TERM, 100)}) == [(0, TERM), (1, TERM)]
+
+
+def test_the_grace_is_counted_in_torchs_whole_seconds():
+    # torch stamps exits in whole seconds, so a SIGKILL one stamp short of the grace may still be
+    # the agent's (its SIGTERM and SIGKILL straddle a second); two short is not.
+    one_short = 100 + AGENT_GRACE_SECONDS - 1
+    assert order({1: (3, 100), 0: (KILL, one_short)}) == [(1, 3), (0, None)]
+    assert order({1: (3, 100), 0: (KILL, one_short - 1)})[0] == (0, KILL)

@@ -38,6 +38,33 @@ def test_progress_is_rate_limited_and_names_the_rank_and_rate(monkeypatch):
     assert "rank 3 (4 of 4)" in lines[-2] and lines[-1] == "nccl-migrate ab: compared 4,000 ops of 4 ranks in 62.5 s"
 
 
+class TimedStream:
+    """A stream that notes the clock's time of each line written to it."""
+
+    def __init__(self, clock):
+        self.clock, self.times = clock, []
+
+    def write(self, text):
+        self.times += [self.clock.now] * text.count("\n")
+
+    def flush(self):
+        pass
+
+
+def test_after_a_stall_the_lines_stay_an_interval_apart(monkeypatch):
+    """A comparison that stalls (a slow disk, a huge op) for three intervals prints one line when it
+    goes on, not one per interval it missed: lines are never closer than INTERVAL."""
+    monkeypatch.setattr(progress, "CHECK_EVERY", 1)
+    clock = Clock()
+    out = TimedStream(clock)
+    observer = Progress(1, stream=out, clock=clock)
+    _pairs(observer, clock, ranks=1, per_rank=700, seconds_per_pair=1 / 64)  # about 11 s
+    clock.now += 3 * progress.INTERVAL  # the stall
+    _pairs(observer, clock, ranks=1, per_rank=700, seconds_per_pair=1 / 64)
+    gaps = [later - earlier for earlier, later in zip(out.times, out.times[1:])]
+    assert len(out.times) >= 4 and min(gaps) >= progress.INTERVAL, out.times
+
+
 def test_a_quick_comparison_prints_nothing(monkeypatch):
     monkeypatch.setattr(progress, "CHECK_EVERY", 1)
     clock, out = Clock(), io.StringIO()

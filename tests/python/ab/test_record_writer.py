@@ -143,6 +143,61 @@ def test_two_writers_of_one_file_never_share_a_temporary_file(tmp_path):
         assert f.read() in ('{"w": 1}', '{"w": 2}') and not list(tmp_path.glob("*.tmp"))
 
 
+def test_writers_that_share_host_pid_and_thread_still_get_their_own_temporary_files(tmp_path, monkeypatch):
+    """Two containers on one shared filesystem can share a host name, a pid and even a thread id:
+    the temporary names must still differ, and two such writers must not clobber each other."""
+    from nccl_migrate import record_files
+
+    monkeypatch.setattr(record_files.socket, "gethostname", lambda: "node")
+    monkeypatch.setattr(record_files.os, "getpid", lambda: 1)
+    monkeypatch.setattr(record_files.threading, "get_ident", lambda: 7)
+    path = str(tmp_path / "rank0.meta.json")
+    names = {record_files._private(path) for _ in range(50)}
+    assert len(names) == 50, "temporary names repeat for writers alike in host, pid and thread"
+    seen = []
+
+    def first(private):
+        seen.append(private)
+        with open(private, "w") as f:
+            f.write('{"w": 1}')
+        record_files.save_whole(path, second)  # the other container writes while this one has its file open
+
+    def second(private):
+        seen.append(private)
+        with open(private, "w") as f:
+            f.write('{"w": 2}')
+
+    record_files.save_whole(path, first)
+    assert len(set(seen)) == 2
+    with open(path) as f:
+        assert f.read() == '{"w": 1}'  # the outer writer's rename came last
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_write_that_fails_once_stops_the_writer_for_good(tmp_path, monkeypatch, capfd):
+    """A write that fails once (the disk was full for a moment): the writer stops there, writes
+    nothing more even when writes would succeed again, counts every later record as dropped and
+    says so once."""
+    calls = []
+
+    def flaky(fd, line):
+        calls.append(line)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+        os.write(fd, (line + "\n").encode())
+
+    monkeypatch.setattr(recorder_threads, "write_line", flaky)
+    path = tmp_path / "r.jsonl"
+    writer = RecordWriter(claim(str(path)), str(path))
+    for seq in range(4):
+        writer.put({"seq": seq, "in": "a", "out": "b"})
+    writer.close()
+    assert path.read_text() == ""
+    assert (writer.written, writer.dropped) == (0, 4)
+    assert len(calls) == 1, "the writer kept writing after a failed write"
+    assert capfd.readouterr().err.count("later records are dropped") == 1
+
+
 def test_a_write_that_fails_stops_the_writer_cleanly_and_names_the_error(tmp_path, capfd):
     """A full disk (/dev/full refuses every write with ENOSPC): no thread traceback, no hang, every
     record counted as dropped, and the failure names the file and the error."""
