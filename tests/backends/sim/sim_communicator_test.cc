@@ -816,7 +816,8 @@ TEST(SimulatedDevice, TheFutureOfAFinishedOpOutlivesALaterAbort) {
             "");
 }
 
-// Ops of no elements complete, as in NCCL: every rank still meets the others.
+// Ops of no elements complete, as in NCCL: its collectives are discarded at the call, a send and
+// receive of none still meet.
 TEST(SimulatedDevice, OpsOfNoElementsComplete) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
@@ -989,6 +990,23 @@ TEST(SimulatedDevice, NcclCommBlockingZeroMakesCommunicatorsNonblocking) {
                        check(api->inProgressReturns() >= 2,
                              "the simulated NCCL answered only " + std::to_string(api->inProgressReturns()) +
                                  " calls with ncclInProgress");
+                     }),
+            "");
+}
+
+// NCCL discards a collective of no elements when it is called (docs/simulated-nccl.md): a rank
+// that issues one its peers do not issue waits for nobody, and the next collective still meets.
+TEST(SimulatedDevice, AnEmptyCollectiveIsDiscardedAtTheCall) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten());
+                       if (ctx.rank == 0) {
+                         std::vector<at::Tensor> empty{at::ones({0})};
+                         pg->allreduce(empty, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::milliseconds(5000));
+                       }
+                       std::vector<at::Tensor> t{at::full({3}, static_cast<float>(ctx.rank + 1))};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::milliseconds(5000));
+                       expectEqual(t[0], at::full({3}, 3.0), "the all_reduce after rank 0's empty one");
                      }),
             "");
 }

@@ -343,6 +343,10 @@ ncclResult_t SimNcclApi::submit(Op op) {
   if (faults_.failCall == kCallNames[op.kind] && !failCallSpent_.exchange(true)) return ncclInternalError;
   // A nonblocking communicator takes no op until its init completed, as in NCCL.
   if (op.comm->asyncError.load() == ncclInProgress) return ncclInvalidUsage;
+  // NCCL discards a collective of no elements at the call: taskAppend returns before it appends a
+  // task or counts an op ("Empty collectives can be discarded", src/enqueue.cc, v2.28.9 and
+  // v2.30.7), so peers that never call it are not waited for. Sends and receives are not.
+  if (op.collective() && op.count == 0) return ncclSuccess;
   {
     std::lock_guard<std::mutex> lock(op.comm->mutex);
     const std::string& id = op.comm->id;
@@ -396,7 +400,7 @@ bool anyAborted(const std::vector<SimNcclApi::Op>& ops) {
 }
 
 // The bytes an op contributes, read from its send buffer while the stream is at the op; none
-// for a receive or a broadcast off its root (an op of no elements contributes an empty value).
+// for a receive or a broadcast off its root (a send of no elements contributes an empty value).
 std::optional<std::vector<uint8_t>> contributionOf(const SimNcclApi::Op& op) {
   switch (op.kind) {
     case SimNcclApi::Op::AllReduce:
