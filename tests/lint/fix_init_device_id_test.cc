@@ -1,5 +1,6 @@
-// NM102's fix: init_process_group gets device_id= with the device the process selected, where
-// that expression means the same at the init call; elsewhere the finding carries no fix.
+// NM102's fix: init_process_group gets device_id= with the device the process selected (the
+// current CUDA device, which the selection set), where the selection runs before the init on every
+// path of the same function; elsewhere the finding carries no fix.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -27,7 +28,7 @@ TEST(FixInitDeviceId, AddsTheSelectedDevice) {
   std::string source = kHeader + "gpu = rank % 4\ntorch.cuda.set_device(gpu)\ndist.init_process_group(\"nccl\")\n";
   std::string once = fixed(source);
   EXPECT_EQ(once, kHeader + "gpu = rank % 4\ntorch.cuda.set_device(gpu)\n"
-                            "dist.init_process_group(\"nccl\", device_id=torch.device(\"cuda\", gpu))\n");
+                            "dist.init_process_group(\"nccl\", device_id=torch.device(\"cuda\", torch.cuda.current_device()))\n");
   EXPECT_EQ(findings(once), 0);
   EXPECT_EQ(fixed(once), once) << "a second --fix changed the file";
 }
@@ -45,22 +46,37 @@ TEST(FixInitDeviceId, KeepsAMultiLineCallsLayoutAndComments) {
                                "    torch.cuda.set_device(args.gpu)\n"
                                "    dist.init_process_group(\n"
                                "        backend=\"nccl\",  # the GPUs' backend\n"
-                               "        world_size=args.world_size, device_id=torch.device(\"cuda\", args.gpu),\n"
+                               "        world_size=args.world_size, device_id=torch.device(\"cuda\", torch.cuda.current_device()),\n"
                                "    )\n");
 }
 
 TEST(FixInitDeviceId, AnEmptyArgumentListGetsTheArgumentAlone) {
   std::string source = kHeader + "torch.cuda.set_device(dev)\ndist.init_process_group()\n";
   EXPECT_EQ(fixed(source), kHeader + "torch.cuda.set_device(dev)\n"
-                                     "dist.init_process_group(device_id=torch.device(\"cuda\", dev))\n");
+                                     "dist.init_process_group(device_id=torch.device(\"cuda\", torch.cuda.current_device()))\n");
 }
 
-// Each of these is still a finding, but writing the device again at the init call could mean
-// something else there, so no fix is offered.
-TEST(FixInitDeviceId, NoFixWhereTheExpressionMayMeanSomethingElse) {
+// Whatever the selection was given (an index from a call, a "cuda:N" string, a torch.device), the
+// device written is the one it set: torch.device("cuda", "cuda:1") would raise TypeError.
+TEST(FixInitDeviceId, AnyFormOfTheSelectedDeviceIsWrittenAsTheCurrentOne) {
+  for (const std::string selection : {"pick_gpu()", "\"cuda:1\"", "torch.device(\"cuda\", 1)", "device"}) {
+    std::string source = kHeader + "torch.cuda.set_device(" + selection + ")\ndist.init_process_group(\"nccl\")\n";
+    EXPECT_EQ(fixed(source), kHeader + "torch.cuda.set_device(" + selection + ")\n"
+                                       "dist.init_process_group(\"nccl\", device_id=torch.device(\"cuda\", "
+                                       "torch.cuda.current_device()))\n")
+        << selection;
+  }
+}
+
+// Each of these is still a finding, but the device current at the init call may not be the one
+// selected, or the fix could not be written safely, so no fix is offered.
+TEST(FixInitDeviceId, NoFixWhereTheSelectionMayNotHaveRun) {
   const std::string cases[] = {
-      // a call, which may answer differently the second time
-      kHeader + "torch.cuda.set_device(pick_gpu())\ndist.init_process_group(\"nccl\")\n",
+      // two methods of one name in two classes: the selection is not in the init's function
+      kHeader + "class Worker:\n    def setup(self, gpu):\n        torch.cuda.set_device(gpu)\n"
+                "class Trainer:\n    def setup(self):\n        dist.init_process_group(\"nccl\")\n",
+      // the arguments unpacked: they may hold a device_id already
+      kHeader + "torch.cuda.set_device(dev)\ndist.init_process_group(\"nccl\", **options)\n",
       // selected on one path only
       kHeader + "if args.gpu is not None:\n    torch.cuda.set_device(args.gpu)\ndist.init_process_group(\"nccl\")\n",
       // selected in another function

@@ -107,6 +107,24 @@ void f(c10d::Backend* b) {
   EXPECT_EQ(fixed("x.cc", source), source);
 }
 
+// A null test that guards a later cast to the class in the same statement keeps its cast: as a
+// name test it would be true for the rewritten backend, whose object the later cast makes null.
+TEST(FixLegacyClassCheckCpp, ANullTestGuardingAnotherCastStays) {
+  const std::string source = R"(#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+using PGN = c10d::ProcessGroupNCCL;
+int f(c10d::Backend* b) {
+  if (dynamic_cast<PGN*>(b) && dynamic_cast<PGN*>(b)->getUid() > 0) return 1;
+  if (dynamic_cast<PGN*>(b)) static_cast<PGN*>(b)->getUid();
+  return dynamic_cast<PGN*>(b) ? 2 : 0;
+}
+)";
+  const std::string fixedSource = fixed("x.cc", source);
+  EXPECT_NE(fixedSource.find("  if (dynamic_cast<PGN*>(b) && dynamic_cast<PGN*>(b)->getUid() > 0) return 1;\n"),
+            std::string::npos) << fixedSource;
+  EXPECT_NE(fixedSource.find("  if (dynamic_cast<PGN*>(b)) static_cast"), std::string::npos) << fixedSource;
+  EXPECT_NE(fixedSource.find("  return " + nameTest("b") + " ? 2 : 0;\n"), std::string::npos) << fixedSource;
+}
+
 TEST(FixLegacyClassCheckCpp, SecondFixChangesNothingAndBracketsBalance) {
   const std::string source = R"(#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 class Hack : public c10d::ProcessGroupNCCL {};

@@ -50,6 +50,18 @@ TEST(FixLegacyOnlyAttribute, OtherAttributesAndReadsHaveNoFix) {
   for (const Finding& f : check(model)) EXPECT_FALSE(f.fix.has_value()) << f.message;
 }
 
+// A call whose `.name` stands apart from its object (a line break, a comment between them) is
+// left as it is: the rewritten span would take what stands between with it. Through the engine.
+TEST(FixLegacyOnlyAttribute, ACommentOrBreakBeforeTheDotKeepsTheCall) {
+  const std::string text =
+      "b = (pg._get_backend(dev)  # the NCCL backend\n"
+      "     .perform_nocolor_split(dev))\n";
+  LintReport report = lintSource("job.py", text);
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].code, "NM203");
+  EXPECT_FALSE(report.findings[0].fix.has_value());
+}
+
 // The getattr the fix writes guards its own call only: a use of the attribute the fix could not
 // rewrite (a read, not a call) is still reported after the fix, through the real engine.
 TEST(FixLegacyOnlyAttribute, AFixedCallHidesNoOtherUse) {

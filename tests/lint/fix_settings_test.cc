@@ -123,6 +123,12 @@ OTHER = "x"
 )");
 }
 
+// The backend's name goes where it is a word of the value, not inside a path or another name.
+TEST(FixSettings, TheLegacyNameIsRenamedAsAWordOnly) {
+  expectFixedTwice("run.yaml", "args: \"--backend nccl-legacy --log /tmp/nccl-legacy.log --tag my-nccl-legacy-run\"\n",
+                   "args: \"--backend nccl --log /tmp/nccl-legacy.log --tag my-nccl-legacy-run\"\n");
+}
+
 // A YAML line goes alone only where its block keeps a line of its kind: the only key under an
 // anchor (merged elsewhere with `<<:`), the only item of a list and the only command of a shell
 // block inside a `run: |` scalar stay; a key with siblings goes.
@@ -178,6 +184,16 @@ TEST(FixSettings, AnOptionsArgumentStays) {
   expectFixedTwice("job.sh", "sudo TORCH_DIST_USE_NCCL2=0 torchrun train.py\n", "sudo torchrun train.py\n");
   expectFixedTwice("job.sh", "declare -x A=1 TORCH_DIST_USE_NCCL2=0\n", "declare -x A=1\n");
   expectFixedTwice("Dockerfile", "FROM x\nRUN TORCH_DIST_USE_NCCL2=0 python a.py\n", "FROM x\nRUN python a.py\n");
+}
+
+// An assignment word that is an argument of a command (`echo now X=0`, a launcher's `KEY=VALUE`
+// argument) is no prefix: the fix would delete a word of the command.
+TEST(FixSettings, ACommandsArgumentStays) {
+  for (const std::string source : {"echo Now TORCH_DIST_USE_NCCL2=0 is set\n",
+                                   "deepspeed train.py TORCH_DIST_USE_NCCL2=0 --cfg x\n",
+                                   "make run TORCH_DIST_USE_NCCL2=0\n"}) {
+    EXPECT_EQ(fixed("job.sh", source), source);
+  }
 }
 
 TEST(FixSettings, UnsafeFixesNeedTheOption) {

@@ -57,10 +57,40 @@ TEST(PythonDocstrings, StringsThatAreValuesAreNot) {
   EXPECT_EQ(docstrings(source), (std::vector<std::string>{"\"\"\"kept: the one docstring here\"\"\""}));
 }
 
-TEST(PythonDocstrings, AnUnterminatedStringEndsTheSearch) {
-  EXPECT_EQ(docstrings("\"\"\"done\"\"\"\nx = '''never closed\n\"\"\"not a docstring\"\"\"\n"),
-            (std::vector<std::string>{"\"\"\"done\"\"\""}));
+// A text that cannot be valid Python as read has no docstrings: its words all count.
+TEST(PythonDocstrings, ATextThatCannotBeReadHasNone) {
+  EXPECT_EQ(docstrings("\"\"\"doc\"\"\"\nx = '''never closed\n\"\"\"not a docstring\"\"\"\n"), std::vector<std::string>{});
+  EXPECT_EQ(docstrings("\"\"\"doc\"\"\"\nx = 'runs into the line end\n\"\"\"not either\"\"\"\n"), std::vector<std::string>{});
   EXPECT_EQ(docstrings("# only a comment \"\"\"x\"\"\"\n"), std::vector<std::string>{});
+}
+
+// Python 3.12 lets an f-string's fields hold strings in its own quotes; a format spec is text.
+TEST(PythonDocstrings, FStringFieldsAreReadAsPythonReadsThem) {
+  EXPECT_EQ(docstrings("x = f\"{'\"'}\" + '''\ntext'''\nfor i in r:\n    g()\n'''doc'''\n"),
+            (std::vector<std::string>{"'''doc'''"}));
+  EXPECT_EQ(docstrings("x = f\"{d[\"k\"]!r:>{w}} {{literal}}\"\n\"\"\"doc\"\"\"\n"),
+            (std::vector<std::string>{"\"\"\"doc\"\"\""}));
+  EXPECT_EQ(docstrings("s = f\"{x:'>10}\"\n\"\"\"doc\"\"\"\n"), (std::vector<std::string>{"\"\"\"doc\"\"\""}));
+  EXPECT_EQ(docstrings("s = f'''{\n  x!r}'''\n'''doc'''\n"), (std::vector<std::string>{"'''doc'''"}));
+}
+
+// Windows line breaks: a backslash before "\r\n" continues a string as before "\n".
+TEST(PythonDocstrings, CrLfLineBreaksAreLineBreaks) {
+  const std::string source =
+      "import torch.distributed as dist\r\n"
+      "x = \"a\\\r\n"
+      "\"\"\"\r\n"
+      "for i in range(8):\r\n"
+      "    g = dist.new_group([i])\r\n"
+      "y = \"\"\"\r\n"
+      "\"\"\"\r\n"
+      "def f():\r\n"
+      "    \"\"\"Doc.\"\"\"\r\n";
+  EXPECT_EQ(docstrings(source), (std::vector<std::string>{"\"\"\"Doc.\"\"\""}));
+  LintReport report = lintSource("job.py", source);
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].code, "NM401");
+  EXPECT_EQ(report.findings[0].where.line, 5);
 }
 
 // A definition whose only word is in its docstring is left out; one with the word in its code is

@@ -1,5 +1,8 @@
 // pythonDocstrings: see python_docstrings.h. A tokenizer reduced to what tells a string statement
-// apart: comments, strings (prefixes, triple quotes, escapes), brackets and line continuations.
+// apart: comments, strings (prefixes, triple quotes, escapes, f-strings' replacement fields as
+// Python 3.12 nests them), brackets and line continuations. Where the text cannot be valid Python
+// as read (a single-quoted string running into its line's end), the reading went astray and no
+// docstring is reported at all.
 #include "python_docstrings.h"
 
 #include <cctype>
@@ -7,6 +10,8 @@
 
 namespace nccl_migrate::lint {
 namespace {
+
+constexpr size_t kAstray = std::string_view::npos;  // the reading cannot go on
 
 bool isIdentifierByte(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
 
@@ -17,23 +22,101 @@ bool isStringPrefix(std::string_view name) {
   return true;
 }
 
-// One past the end of the string literal whose opening quotes `closing` are at `quote`; for an
-// unterminated one, npos (triple-quoted: it runs to the end of the text) or the end of its line.
-size_t stringEnd(std::string_view text, size_t quote, std::string_view closing) {
-  size_t i = quote + closing.size();
+// The width of the line break at `at` ("\r\n" counts as one), 0 where there is none.
+size_t lineBreakAt(std::string_view text, size_t at) {
+  if (at < text.size() && text[at] == '\n') return 1;
+  if (at < text.size() && text[at] == '\r') return at + 1 < text.size() && text[at + 1] == '\n' ? 2 : 1;
+  return 0;
+}
+
+struct Literal {
+  size_t quote = 0;          // its first quote
+  std::string_view closing;  // its quotes: one or three
+  bool formatted = false;
+};
+
+// The string literal starting at `start` (its prefix or its quote), if one does.
+bool literalAt(std::string_view text, size_t start, Literal& literal) {
+  size_t quote = start;
+  while (quote < text.size() && isIdentifierByte(static_cast<unsigned char>(text[quote]))) ++quote;
+  if (quote >= text.size() || (text[quote] != '"' && text[quote] != '\'')) return false;
+  std::string_view prefix = text.substr(start, quote - start);
+  if (!isStringPrefix(prefix)) return false;
+  std::string_view three = text[quote] == '"' ? std::string_view("\"\"\"") : std::string_view("'''");
+  literal.quote = quote;
+  literal.closing = text.substr(quote, 3) == three ? three : three.substr(0, 1);
+  literal.formatted = prefix.find_first_of("fF") != std::string_view::npos;
+  return true;
+}
+
+size_t literalEnd(std::string_view text, const Literal& literal);
+
+// One past the `}` that closes the replacement field whose `{` is just before `at`: an expression
+// (brackets, nested strings of any quotes) then, after `!` or a `:` outside brackets, a
+// conversion or a format spec of literal text with fields of its own.
+size_t fieldEnd(std::string_view text, size_t at) {
+  int depth = 0;
+  bool spec = false;
+  while (at < text.size()) {
+    char c = text[at];
+    if (spec) {
+      if (c == '{') {
+        at = fieldEnd(text, at + 1);
+        if (at == kAstray) return kAstray;
+        continue;
+      }
+      if (c == '}') return at + 1;
+      ++at;
+      continue;
+    }
+    Literal nested;
+    if ((c == '"' || c == '\'' || isIdentifierByte(static_cast<unsigned char>(c))) && literalAt(text, at, nested)) {
+      at = literalEnd(text, nested);
+      if (at == kAstray) return kAstray;
+      continue;
+    }
+    if (isIdentifierByte(static_cast<unsigned char>(c))) {
+      while (at < text.size() && isIdentifierByte(static_cast<unsigned char>(text[at]))) ++at;
+      continue;
+    }
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    else if ((c == ')' || c == ']') && depth > 0) --depth;
+    else if (c == '}' && depth > 0) --depth;
+    else if (c == '}') return at + 1;
+    else if (depth == 0 && (c == ':' || c == '!') && text.compare(at, 2, "!=") != 0) spec = true;
+    ++at;
+  }
+  return kAstray;
+}
+
+// One past the end of `literal`; kAstray when it never ends (a triple-quoted one at the end of
+// the text) or runs into its line's end (single-quoted: no valid Python does).
+size_t literalEnd(std::string_view text, const Literal& literal) {
+  std::string_view closing = literal.closing;
+  size_t i = literal.quote + closing.size();
   while (i < text.size()) {
     char c = text[i];
     if (c == '\\') {
-      i += 2;  // in raw strings too, a backslash keeps the next quote from closing the literal
+      // In raw strings too, a backslash keeps the next quote from closing the literal; before a
+      // line break (either kind) it continues the line.
+      size_t brk = lineBreakAt(text, i + 1);
+      i += 1 + (brk ? brk : 1);
     } else if (c == closing[0] && text.substr(i, closing.size()) == closing) {
       return i + closing.size();
-    } else if (closing.size() == 1 && c == '\n') {
-      return i;
+    } else if (closing.size() == 1 && (c == '\n' || c == '\r')) {
+      return kAstray;
+    } else if (literal.formatted && c == '{') {
+      if (i + 1 < text.size() && text[i + 1] == '{') {
+        i += 2;
+      } else {
+        i = fieldEnd(text, i + 1);
+        if (i == kAstray) return kAstray;
+      }
     } else {
       ++i;
     }
   }
-  return closing.size() == 3 ? std::string_view::npos : text.size();
+  return kAstray;
 }
 
 // Whether only blanks, a comment or the end of the line follow `at` on its line.
@@ -51,36 +134,29 @@ std::vector<std::pair<size_t, size_t>> pythonDocstrings(std::string_view text) {
   bool lineStart = true;  // nothing but blanks since a logical line began
   while (i < n) {
     unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
+    if (c == '\n' || c == '\r') {
       if (depth == 0) lineStart = true;
       ++i;
-    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+    } else if (c == ' ' || c == '\t' || c == '\f') {
       ++i;
     } else if (c == '#') {
-      while (i < n && text[i] != '\n') ++i;
+      while (i < n && text[i] != '\n' && text[i] != '\r') ++i;
     } else if (c == '\\') {
       // A continued line (or a stray backslash): what follows is no new statement.
       lineStart = false;
-      i += (i + 1 < n && text[i + 1] == '\r') ? 3 : 2;
-    } else if (c == '"' || c == '\'' || isIdentifierByte(c)) {
-      size_t start = i, quote = i;
-      if (c != '"' && c != '\'') {
-        while (quote < n && isIdentifierByte(static_cast<unsigned char>(text[quote]))) ++quote;
-        if (quote >= n || (text[quote] != '"' && text[quote] != '\'') ||
-            !isStringPrefix(text.substr(start, quote - start))) {
-          lineStart = false;  // a name, keyword or number
-          i = quote;
-          continue;
-        }
+      size_t brk = lineBreakAt(text, i + 1);
+      i += 1 + (brk ? brk : 1);
+    } else if (Literal literal; (c == '"' || c == '\'' || isIdentifierByte(c)) && literalAt(text, i, literal)) {
+      size_t end = literalEnd(text, literal);
+      if (end == kAstray) return {};  // nothing here can be told for sure
+      if (lineStart && depth == 0 && literal.closing.size() == 3 && !literal.formatted && endsItsLine(text, end)) {
+        found.emplace_back(i, end);
       }
-      std::string_view three = text[quote] == '"' ? std::string_view("\"\"\"") : std::string_view("'''");
-      bool triple = text.substr(quote, 3) == three;
-      bool formatted = text.substr(start, quote - start).find_first_of("fF") != std::string_view::npos;
-      size_t end = stringEnd(text, quote, triple ? three : three.substr(0, 1));
-      if (end == std::string_view::npos) break;  // unterminated: the rest of the text is in it
-      if (lineStart && depth == 0 && triple && !formatted && endsItsLine(text, end)) found.emplace_back(start, end);
       lineStart = false;
       i = end;
+    } else if (isIdentifierByte(c)) {
+      while (i < n && isIdentifierByte(static_cast<unsigned char>(text[i]))) ++i;  // a name, keyword or number
+      lineStart = false;
     } else {
       if (c == '(' || c == '[' || c == '{') ++depth;
       else if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;

@@ -14,7 +14,8 @@ namespace nccl_migrate::lint {
 // that starts a logical line outside brackets and is followed on its last line by blanks or a
 // comment only. One pass over the text; anything it is unsure of (an f-string, a string joined to
 // another, a line continued with `\`) is not one, so a word is never taken for a docstring's
-// unless it is in one.
+// unless it is in one; a text it cannot read as valid Python (a single-quoted string that runs
+// into its line's end, a string never closed) has none.
 std::vector<std::pair<size_t, size_t>> pythonDocstrings(std::string_view text);
 
 }  // namespace nccl_migrate::lint

@@ -308,7 +308,7 @@ class CppScanner {
       check.operand = {toks_[j + 1].end, toks_[close].begin};
       check.operandIsObjectPointer = isObjectPointer(j + 2, close);
       check.toPointer = pointer && !castName.ends_with("pointer_cast");
-      if (pointer) markNullTest(check, first, close);
+      if (pointer && !castAgainInStatement(close + 1, spelled.substr(spelled.rfind(':') + 1))) markNullTest(check, first, close);
     }
     model_.typeChecks.push_back(std::move(check));
   }
@@ -446,6 +446,21 @@ class CppScanner {
       }
     }
     return last;
+  }
+
+  // Whether the statement goes on, from token `from`, to cast to `className` again or to name it
+  // (`cast && cast->uid()`, `if (cast) static_cast<T*>(b)->f();`): the null test guards that use,
+  // and a name test in its place would let the rewritten backend's object reach it as null.
+  bool castAgainInStatement(size_t from, std::string_view className) const {
+    int depth = 0;
+    for (size_t k = from; k < toks_.size() && k < from + 4 * kMaxLookahead; ++k) {
+      if (isPunct(k, "(") || isPunct(k, "[")) ++depth;
+      else if (isPunct(k, ")") || isPunct(k, "]")) --depth;
+      else if ((isPunct(k, ";") || isPunct(k, "{") || isPunct(k, "}")) && depth <= 0) return false;
+      else if (toks_[k].kind == clang::tok::raw_identifier &&
+               (toks_[k].text == className || toks_[k].text.ends_with("_cast"))) return true;
+    }
+    return false;
   }
 
   // A cast whose result is only tested for null (`if (cast)`, `!cast`, `cast && x`,

@@ -481,6 +481,7 @@ class PythonWalker {
     call.loopDepth = loopDepth_;
     if (function_ >= 0) {
       call.function = functions_[function_];
+      call.functionId = function_;
       call.inGroupWrapper = functionIsWrapper_[static_cast<size_t>(function_)];
     }
     if (arm_ >= 0) call.branches = armsHere();

@@ -23,10 +23,22 @@ bool setsOnly(std::string_view before) {
   return before.empty();
 }
 
-// Whether an assignment is a prefix of the command rather than the argument of an option in
-// front of it (`docker run -e X=0 image`: removing the word would leave `-e` to take the image as
-// its value): the last word before it that is no assignment is not an option (`declare -x`, a
-// command that only sets, excepted).
+// A word after which a command begins: a shell keyword or operator, a command that runs the rest
+// of its line as a command (`env`, `sudo`, `exec`), or a Dockerfile instruction of the shell form.
+bool beginsACommand(std::string_view word) {
+  constexpr std::array<std::string_view, 24> kWords = {
+      "then", "do", "else", "elif", "if", "while", "until", "!", "{", "(", "&&", "||", "|", ";",
+      "time", "exec", "sudo", "env", "nohup", "command", "RUN", "CMD", "ENTRYPOINT", "SHELL"};
+  for (std::string_view w : kWords)
+    if (word == w) return true;
+  return word.ends_with(";") || word.ends_with("&&") || word.ends_with("||") || word.ends_with("|");
+}
+
+// Whether an assignment is a prefix of a command rather than a word of one: every word before it
+// is an assignment, back to the start of the line, a word after which a command begins, or a
+// command that only sets (`export`, `ENV`, `declare -x`). Not `echo now X=0`, `deepspeed train.py
+// X=0` (an argument), nor `docker run -e X=0 image` (removing the word would leave `-e` to take
+// the image as its value).
 bool assignmentsOnly(std::string_view before) {
   before = trimmed(before);
   while (!before.empty()) {
@@ -36,7 +48,7 @@ bool assignmentsOnly(std::string_view before) {
     size_t eq = word.find('=');
     bool assignment = eq != std::string_view::npos && eq > 0 &&
                       (std::isalpha(static_cast<unsigned char>(word[0])) || word[0] == '_');
-    if (!assignment) return word.front() != '-' || setsOnly(before);
+    if (!assignment) return beginsACommand(word) || setsOnly(before);
     before = trimmed(before.substr(0, start));
   }
   return true;

@@ -22,7 +22,7 @@ bool isSetDevice(const std::string& q) { return q == "torch.cuda.set_device" || 
 // Whether every run that reaches `later` has passed `earlier` just before in the same function:
 // `earlier` stands in no `if` arm that `later` is not in too.
 bool alwaysBefore(const Call& earlier, const Call& later) {
-  if (earlier.function != later.function || earlier.where.line >= later.where.line) return false;
+  if (earlier.functionId != later.functionId || earlier.where.line >= later.where.line) return false;
   if (earlier.branches.size() > later.branches.size()) return false;
   for (size_t i = 0; i < earlier.branches.size(); ++i) {
     if (earlier.branches[i].statement != later.branches[i].statement ||
@@ -33,17 +33,18 @@ bool alwaysBefore(const Call& earlier, const Call& later) {
   return true;
 }
 
-// `device_id=` with the device the process selected, added to the init call. Only where the
-// selection's argument can be written again at the init call with the same meaning as far as
-// the model can tell: a plain expression (no call, which could answer differently the second
-// time), set unconditionally before the init in the same function, through a name spelled
-// `torch.` (so `torch` is the module there). Unsafe: the expression's names may have been
-// rebound between the two lines, and the job's device binding changes on purpose.
+// `device_id=` with the device the process selected, added to the init call: the current CUDA
+// device, which the selection set (an index, a "cuda:N" string or a torch.device alike, and no
+// name of the selecting line that may mean something else at the init). Only where the selection
+// runs unconditionally before the init in the same function, through a name spelled `torch.` (so
+// `torch` is the module there), and the init's arguments are written out (`**kwargs` may hold a
+// device_id already). Unsafe: the job's device binding changes on purpose.
 std::optional<Fix> deviceIdFix(const Call& chooser, const Call& init) {
-  const std::string& device = chooser.arguments.front().text;
-  if (!init.hasArgumentList || !chooser.spelling.starts_with("torch.")) return std::nullopt;
-  if (device.find_first_of("()\n") != std::string::npos || !alwaysBefore(chooser, init)) return std::nullopt;
-  std::string argument = "device_id=torch.device(\"cuda\", " + device + ")";
+  if (!init.hasArgumentList || !chooser.spelling.starts_with("torch.") || !alwaysBefore(chooser, init)) return std::nullopt;
+  bool unpacked = std::any_of(init.arguments.begin(), init.arguments.end(),
+                              [](const Argument& a) { return a.text.starts_with("*"); });
+  if (unpacked) return std::nullopt;
+  std::string argument = "device_id=torch.device(\"cuda\", torch.cuda.current_device())";
   if (!init.arguments.empty()) argument = ", " + argument;
   return Fix{"Pass the selected device as device_id", FixSafety::Unsafe,
              {Edit{{init.nextArgumentAt, init.nextArgumentAt}, argument}}};
@@ -87,9 +88,10 @@ class InitWithoutDeviceId final : public Rule {
                    "device to init_process_group.",
       .example = "torch.cuda.set_device(rank % 4)\ndist.init_process_group(\"nccl\")",
       .fix = "Pass the device the process selected: init_process_group(\"nccl\", device_id=torch.device(\"cuda\", dev)). "
-             "The fix (unsafe) adds exactly that where the selection's argument is a plain expression (no call) set in "
-             "the same function before the init on every path, through `torch.`; it is unsafe because a name in the "
-             "expression may have been rebound between the two lines.",
+             "The fix (unsafe) adds device_id=torch.device(\"cuda\", torch.cuda.current_device()), the device the "
+             "selection set, where the selection runs through `torch.` in the same function before the init on every "
+             "path and the init's arguments are written out (no **kwargs); it is unsafe because it changes which "
+             "device the job's groups bind to, on purpose.",
       .fixSafety = FixSafety::Unsafe,
       .languages = {Language::Python},
       .enabledByDefault = true,

@@ -49,10 +49,12 @@ class LegacyOnlyAttribute final : public Rule {
 
  private:
   // `obj.name(args)` -> `getattr(obj, "name", lambda *args, **kwargs: None)(args)`: one
-  // expression, the object evaluated once, the call unchanged where the attribute exists.
+  // expression, the object evaluated once, the call unchanged where the attribute exists. Only
+  // where `.name` follows the object directly: what stands between them otherwise (a line break,
+  // a comment) would go with the rewritten span.
   static std::optional<Fix> skipWhereMissing(const AttributeUse& use) {
     if (!use.called || use.object.end <= use.object.begin || use.dotName.begin != use.object.end ||
-        use.dotName.end <= use.dotName.begin) {
+        use.dotName.end - use.dotName.begin != use.name.size() + 1) {
       return std::nullopt;
     }
     return Fix{"Skip the call where the backend has no " + use.name, FixSafety::Unsafe,

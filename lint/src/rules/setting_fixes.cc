@@ -63,7 +63,12 @@ std::optional<Fix> replaceInValue(const Setting& setting, std::string_view from,
   if (!valueIsVerbatim(setting) || from.empty()) return std::nullopt;
   std::string value = lower(setting.value), needle = lower(from);
   Fix fix{title, FixSafety::Unsafe, {}};
+  // A whole word of the value only: between blanks, list and map separators or its ends, not a
+  // part of a path or a name (`/tmp/nccl-legacy.log`, `my-nccl-legacy-run`).
+  auto separates = [](char c) { return std::string_view(" \t,:;=\"'[](){}").find(c) != std::string_view::npos; };
   for (size_t at = value.find(needle); at != std::string::npos; at = value.find(needle, at + needle.size())) {
+    size_t end = at + needle.size();
+    if ((at > 0 && !separates(value[at - 1])) || (end < value.size() && !separates(value[end]))) continue;
     size_t begin = setting.valueRange.begin + at;
     fix.edits.push_back({{begin, begin + from.size()}, std::string(to)});
   }

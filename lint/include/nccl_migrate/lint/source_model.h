@@ -84,6 +84,7 @@ struct Call {
   // The innermost function around the call (its bare name; empty at module level), and whether it
   // is one of the project's group wrappers: the groups are then made where it is called.
   std::string function;
+  int functionId = -1;  // which definition that is, numbered in the file (-1: module level)
   bool inGroupWrapper = false;
   // An arm of an `if` statement: the statement (numbered in the file) and which arm (0 for its
   // `if` block, then each `elif`, then `else`).
