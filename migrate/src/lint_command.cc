@@ -206,16 +206,15 @@ int runLint(const std::vector<std::string>& args) {
   }
   auto most = parsed.unsafeFixes ? lint::FixSafety::Unsafe : lint::FixSafety::Safe;
   if (parsed.diff) {
-    int shown = lint::diffFiles(lint::applicableFixes(report, most), std::cout);
+    int shown = lint::diffFiles(lint::applicableFixes(report, most), std::cout, &options, most);
     std::cerr << (shown ? std::to_string(shown) + " fix(es) shown; run with --fix to apply them.\n" : "No fixes available.\n");
     return shown && !parsed.exitZero ? 1 : 0;
   }
   if (parsed.fix) {
-    // Until nothing more applies, as ruff does: a fix held back because it overlapped another is
+    // Until nothing more applies (kMaxFixRounds): a fix held back because it overlapped another is
     // offered again from the fixed text, so one --fix leaves what a second would change.
-    constexpr int kMaxFixRounds = 10;
     int fixed = 0;
-    for (int round = 0; round < kMaxFixRounds; ++round) {
+    for (int round = 0; round < lint::kMaxFixRounds; ++round) {
       int applied = lint::fixFiles(lint::applicableFixes(report, most), std::cerr);
       if (applied == 0) break;
       fixed += applied;

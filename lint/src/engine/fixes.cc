@@ -225,11 +225,22 @@ int fixFiles(const std::vector<const Finding*>& fixes, std::ostream& out) {
   return fixed;
 }
 
-int diffFiles(const std::vector<const Finding*>& fixes, std::ostream& out) {
+int diffFiles(const std::vector<const Finding*>& fixes, std::ostream& out, const LintOptions* relint, FixSafety most) {
   int shown = 0;
   for (const auto& [path, findings] : byFile(fixes)) {
     std::string before = readFile(path);
     std::string after = applyFixes(before, findings);
+    int count = compatibleEdits(before, findings).fixes;
+    // The rounds --fix runs, on the text in memory: a fix held back for overlapping another is
+    // shown too, so the diff is what --fix writes.
+    for (int round = 1; relint && round < kMaxFixRounds; ++round) {
+      LintReport again = lintSource(path, after, *relint);
+      std::vector<const Finding*> next = applicableFixes(again, most);
+      std::string further = applyFixes(after, next);
+      if (further == after) break;
+      count += compatibleEdits(after, next).fixes;
+      after = std::move(further);
+    }
     if (std::optional<std::string> broken = fixBreaksSyntax(path, before, after)) {
       std::cerr << "warning: " << path << ": fixes not shown: " << *broken << "; please report this with the file\n";
       continue;
@@ -237,7 +248,7 @@ int diffFiles(const std::vector<const Finding*>& fixes, std::ostream& out) {
     std::string diff = unifiedDiff(path, before, after);
     if (diff.empty()) continue;
     out << diff;
-    shown += static_cast<int>(findings.size());
+    shown += count;
   }
   return shown;
 }

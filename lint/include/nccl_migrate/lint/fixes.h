@@ -18,9 +18,16 @@ std::string unifiedDiff(const std::string& path, const std::string& before, cons
 // Findings whose fix may be applied: safe ones, and unsafe ones too when `most` is Unsafe.
 std::vector<const Finding*> applicableFixes(const LintReport& report, FixSafety most);
 
+// How many times --fix lints and fixes again, from the fixed text, while anything changes (as
+// ruff does): a fix held back for overlapping another is applied in a later round.
+constexpr int kMaxFixRounds = 10;
+
 // fixFiles rewrites each file with its fixes (problems go to `out`); diffFiles writes the same
-// changes as a unified diff to `out` and touches nothing. Both return how many findings they cover.
+// changes as a unified diff to `out` and touches nothing, and with `relint` (the run's options)
+// shows the later rounds' fixes too, those of at most `most` safety. Both return how many
+// findings they cover.
 int fixFiles(const std::vector<const Finding*>& fixes, std::ostream& out);
-int diffFiles(const std::vector<const Finding*>& fixes, std::ostream& out);
+int diffFiles(const std::vector<const Finding*>& fixes, std::ostream& out, const LintOptions* relint = nullptr,
+              FixSafety most = FixSafety::Safe);
 
 }  // namespace nccl_migrate::lint

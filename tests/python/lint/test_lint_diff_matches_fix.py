@@ -1,0 +1,33 @@
+"""`--diff` shows what `--fix` writes: also the fixes `--fix` applies in a later round (two
+checks on one line: the engine keeps one finding per line and rule, the second is fixed from the
+text the first left)."""
+
+import shutil
+
+from lint_cli import lint
+
+SOURCE = (
+    "import torch.distributed as dist\n"
+    "\n"
+    "\n"
+    "def both_nccl(a, b):\n"
+    "    return isinstance(a, dist.ProcessGroupNCCL) and isinstance(b, dist.ProcessGroupNCCL)\n"
+)
+
+
+def test_the_diff_applied_is_the_fixed_file(tmp_path):
+    shown = tmp_path / "shown.py"
+    shown.write_text(SOURCE)
+    fixed = tmp_path / "fixed.py"
+    shutil.copy(shown, fixed)
+    diff = lint("--diff", "--unsafe-fixes", str(shown))
+    assert diff.returncode == 1, diff.stderr
+    assert "2 fix(es) shown" in diff.stderr, diff.stderr
+    assert shown.read_text() == SOURCE, "--diff changed the file"
+    done = lint("--fix", "--unsafe-fixes", str(fixed))
+    assert "Fixed 2 findings" in done.stderr, done.stderr
+    added = [line[1:] for line in diff.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    removed = [line[1:] for line in diff.stdout.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert removed == [SOURCE.splitlines()[4]]
+    assert added == [fixed.read_text().splitlines()[4]], diff.stdout
+    assert added[0].count("ProcessGroupNCCL2") == 2
