@@ -7,11 +7,22 @@
 #include <vector>
 
 #include "engine/python_docstrings.h"
+#include "engine/prefilter.h"
 #include "engine/python_regions.h"
 #include "nccl_migrate/lint/linter.h"
 
 namespace nccl_migrate::lint {
 namespace {
+
+class StubRule final : public Rule {
+ public:
+  StubRule() { info_.code = "R0"; }
+  const RuleInfo& info() const override { return info_; }
+  void check(const SourceModel&, const RuleContext&, std::vector<Finding>&) const override {}
+
+ private:
+  RuleInfo info_;
+};
 
 std::vector<std::string> docstrings(const std::string& source) {
   std::vector<std::string> out;
@@ -93,8 +104,9 @@ TEST(PythonDocstrings, CrLfLineBreaksAreLineBreaks) {
   EXPECT_EQ(report.findings[0].where.line, 5);
 }
 
-// A definition whose only word is in its docstring is left out; one with the word in its code is
-// kept, docstring and all.
+// How lintCode chooses what to parse: the prefilter's words, less those in docstrings, then the
+// regions. A definition whose only word is in its docstring is left out; one with the word in
+// its code is kept, docstring and all.
 TEST(PythonRegions, AWordInADocstringKeepsNoDefinition) {
   const std::string source =
       "import x\n"
@@ -104,10 +116,12 @@ TEST(PythonRegions, AWordInADocstringKeepsNoDefinition) {
       "def calls():\n"
       "    \"\"\"Calls WORD.\"\"\"\n"
       "    WORD()\n";
-  std::vector<size_t> ends;
-  for (size_t at = source.find("WORD"); at != std::string::npos; at = source.find("WORD", at + 1)) ends.push_back(at + 4);
+  StubRule rule;
+  Prefilter prefilter({{&rule, {{.anyOf = {"WORD"}}}}}, {});
+  PrefilterMatches matches = prefilter.scan(source);
+  prefilter.dropWithin(matches, pythonDocstrings(source));
   std::vector<ParseRegion> leftOut;
-  std::vector<ParseRegion> regions = pythonRegions(source, ends, leftOut);
+  std::vector<ParseRegion> regions = pythonRegions(source, prefilter.wordEnds(matches, {&rule}), leftOut);
   ASSERT_EQ(regions.size(), 2u);
   EXPECT_EQ(source.substr(regions[0].begin, regions[0].end - regions[0].begin), "import x\n");
   EXPECT_EQ(source.substr(regions[1].begin, regions[1].end - regions[1].begin),

@@ -5,7 +5,6 @@
 // docstring is reported at all.
 #include "python_docstrings.h"
 
-#include <cctype>
 #include <cstring>
 
 namespace nccl_migrate::lint {
@@ -13,7 +12,10 @@ namespace {
 
 constexpr size_t kAstray = std::string_view::npos;  // the reading cannot go on
 
-bool isIdentifierByte(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
+// Inline rather than std::isalnum, a call into the C library per byte of every file read.
+bool isIdentifierByte(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
+}
 
 bool isStringPrefix(std::string_view name) {
   if (name.size() > 2) return false;
@@ -132,6 +134,18 @@ std::vector<std::pair<size_t, size_t>> pythonDocstrings(std::string_view text) {
   size_t i = 0, n = text.size();
   int depth = 0;          // brackets open
   bool lineStart = true;  // nothing but blanks since a logical line began
+  // The literal starting at `i`: noted when it is a docstring, `i` moved past it; false when it
+  // cannot be read.
+  auto takeLiteral = [&](const Literal& literal) {
+    size_t end = literalEnd(text, literal);
+    if (end == kAstray) return false;
+    if (lineStart && depth == 0 && literal.closing.size() == 3 && !literal.formatted && endsItsLine(text, end)) {
+      found.emplace_back(i, end);
+    }
+    lineStart = false;
+    i = end;
+    return true;
+  };
   while (i < n) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (c == '\n' || c == '\r') {
@@ -146,17 +160,18 @@ std::vector<std::pair<size_t, size_t>> pythonDocstrings(std::string_view text) {
       lineStart = false;
       size_t brk = lineBreakAt(text, i + 1);
       i += 1 + (brk ? brk : 1);
-    } else if (Literal literal; (c == '"' || c == '\'' || isIdentifierByte(c)) && literalAt(text, i, literal)) {
-      size_t end = literalEnd(text, literal);
-      if (end == kAstray) return {};  // nothing here can be told for sure
-      if (lineStart && depth == 0 && literal.closing.size() == 3 && !literal.formatted && endsItsLine(text, end)) {
-        found.emplace_back(i, end);
+    } else if (isIdentifierByte(c)) {
+      size_t end = i;
+      while (end < n && isIdentifierByte(static_cast<unsigned char>(text[end]))) ++end;  // a name, keyword or number
+      Literal literal;
+      if (end < n && end - i <= 2 && (text[end] == '"' || text[end] == '\'') && literalAt(text, i, literal)) {
+        if (!takeLiteral(literal)) return {};  // a prefixed string
+        continue;
       }
       lineStart = false;
       i = end;
-    } else if (isIdentifierByte(c)) {
-      while (i < n && isIdentifierByte(static_cast<unsigned char>(text[i]))) ++i;  // a name, keyword or number
-      lineStart = false;
+    } else if (Literal literal; (c == '"' || c == '\'') && literalAt(text, i, literal)) {
+      if (!takeLiteral(literal)) return {};  // nothing here can be told for sure
     } else {
       if (c == '(' || c == '[' || c == '{') ++depth;
       else if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;

@@ -73,6 +73,12 @@ bool isCompoundClause(const std::string& text, const ParseRegion& block) {
   return false;
 }
 
+// Whether a word ends inside (begin, end]; `ends` sorted.
+bool holdsWord(const std::vector<size_t>& ends, size_t begin, size_t end) {
+  auto it = std::upper_bound(ends.begin(), ends.end(), begin);
+  return it != ends.end() && *it <= end;
+}
+
 void appendRegion(std::vector<ParseRegion>& kept, const ParseRegion& block) {
   if (!kept.empty() && kept.back().end == block.begin) {
     kept.back().end = block.end;
@@ -100,22 +106,6 @@ std::vector<ParseRegion> headerAndBody(const std::string& text, const ParseRegio
   return indent ? pythonStatements(text, block, indent) : std::vector<ParseRegion>{};
 }
 
-// Whether a block holds a word outside the docstring of a definition: a docstring is a string,
-// which no rule reads, and a large function's docstring often names what its code does not
-// (`cuda:0`, `device_id` in torch's own), which alone would have it parsed whole.
-// `ends`: where words end, sorted; a word counts when it ends inside (begin, end].
-bool holdsWordInCode(const std::string& text, const std::vector<size_t>& ends, const ParseRegion& block) {
-  auto it = std::upper_bound(ends.begin(), ends.end(), block.begin);
-  if (it == ends.end() || *it > block.end) return false;
-  if (!block.definition) return true;
-  std::vector<ParseRegion> parts = headerAndBody(text, block);
-  if (parts.size() < 2 || !isOnlyAString(text, parts[1])) return true;
-  const ParseRegion& doc = parts[1];
-  for (; it != ends.end() && *it <= block.end; ++it)
-    if (*it <= doc.begin || *it > doc.end) return true;
-  return false;
-}
-
 class RegionChooser {
  public:
   RegionChooser(const std::string& text, const std::vector<size_t>& ends, std::vector<ParseRegion>& leftOut)
@@ -124,7 +114,7 @@ class RegionChooser {
   // Statements that bind at module level, in order.
   void keepModuleLevel(const std::vector<ParseRegion>& statements) {
     for (const ParseRegion& block : statements) {
-      bool word = holdsWordInCode(text_, ends_, block);
+      bool word = holdsWord(ends_, block.begin, block.end);
       if (isOnlyAString(text_, block) || (!word && isBareString(text_, block))) continue;  // binds nothing
       if (block.definition && !word) {
         leftOut_.push_back(block);
@@ -149,7 +139,7 @@ class RegionChooser {
     std::vector<ParseRegion> members = headerAndBody(text_, block);
     for (size_t i = 0; i < members.size(); ++i) {
       const ParseRegion& member = members[i];
-      bool word = holdsWordInCode(text_, ends_, member);
+      bool word = holdsWord(ends_, member.begin, member.end);
       if ((member.definition && !word) || (i > 0 && isOnlyAString(text_, member))) continue;
       anyMember |= member.definition;
       needed.push_back(member);
@@ -165,7 +155,7 @@ class RegionChooser {
     if (parts.size() < 2) return appendRegion(kept, block);
     bool leavesOut = false, keepsSome = false;
     for (size_t i = 1; i < parts.size(); ++i) {
-      bool word = holdsWordInCode(text_, ends_, parts[i]);
+      bool word = holdsWord(ends_, parts[i].begin, parts[i].end);
       bool dropped = isOnlyAString(text_, parts[i]) || (!word && (parts[i].definition || isBareString(text_, parts[i])));
       leavesOut |= dropped;
       keepsSome |= !dropped;
