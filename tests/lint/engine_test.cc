@@ -129,6 +129,35 @@ TEST_F(TempTree, BaselineReportsOnlyNewFindingsAndSurvivesLineMoves) {
   EXPECT_THROW(applyBaseline(second, root_ / "missing.json"), ConfigError);
 }
 
+// With the run's options, the diff shows the later rounds' fixes too (the second check of a line,
+// whose finding the engine keeps for the next round), and a round that changes nothing ends it.
+TEST_F(TempTree, TheDiffShowsEveryRoundOfFixes) {
+  const std::string before =
+      "import torch.distributed as dist\n"
+      "ok = isinstance(a, dist.ProcessGroupNCCL) and isinstance(b, dist.ProcessGroupNCCL)\n";
+  fs::path file = write("two.py", before);
+  LintOptions options;
+  LintReport report = lintPaths({file}, options);
+  auto fixes = applicableFixes(report, FixSafety::Unsafe);
+  ASSERT_EQ(fixes.size(), 1u);  // one finding per line and rule
+  std::ostringstream oneRound, everyRound;
+  EXPECT_EQ(diffFiles(fixes, oneRound), 1);
+  EXPECT_EQ(diffFiles(fixes, everyRound, &options, FixSafety::Unsafe), 2);
+  auto twice = [](const std::string& diff) {
+    size_t added = diff.find("\n+ok = ");
+    std::string line = added == std::string::npos ? "" : diff.substr(added, diff.find('\n', added + 1) - added);
+    size_t n = 0;
+    for (size_t at = line.find("ProcessGroupNCCL2"); at != std::string::npos; at = line.find("ProcessGroupNCCL2", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(twice(oneRound.str()), 1u) << oneRound.str();
+  EXPECT_EQ(twice(everyRound.str()), 2u) << everyRound.str();
+  std::ifstream in(file);
+  std::stringstream after;
+  after << in.rdbuf();
+  EXPECT_EQ(after.str(), before) << "--diff wrote the file";
+}
+
 TEST_F(TempTree, SafeFixRewritesNameComparisons) {
   const std::string before = "b = pg._get_backend(dev)\nif b.name() == \"nccl\":\n    pass\nif b.name() != 'nccl': pass\n";
   fs::path file = write("a.py", before);

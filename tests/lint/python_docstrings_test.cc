@@ -37,6 +37,7 @@ TEST(PythonDocstrings, StringStatementsAtEveryDepthAreFound) {
       "    r'''Class, raw: \\''' still in it.'''\n"
       "    def m(self):\n"
       "        b\"\"\"Bytes.\"\"\"  # a comment after it\n"
+      "        Rb'\'\'Two letters of prefix.'\'\'\n"
       "        def inner():\n"
       "\t\t\t\"\"\"Tabs.\n"
       "over lines \"quoted\" ''' other quotes\n"
@@ -44,7 +45,7 @@ TEST(PythonDocstrings, StringStatementsAtEveryDepthAreFound) {
       "        return 1\n";
   EXPECT_EQ(docstrings(source), (std::vector<std::string>{"\"\"\"Module (with a bracket.\"\"\"",
                                                           "r'''Class, raw: \\''' still in it.'''",
-                                                          "b\"\"\"Bytes.\"\"\"",
+                                                          "b\"\"\"Bytes.\"\"\"", "Rb'\'\'Two letters of prefix.'\'\'",
                                                           "\"\"\"Tabs.\nover lines \"quoted\" ''' other quotes\n\"\"\""}));
 }
 
