@@ -11,7 +11,8 @@ Headers are left out (a mutant there rebuilds most of its target). The build dir
 (tools/build.sh). Every file is put back after each mutant, also
 on Ctrl-C. Prints a table per file (mutants, killed, survived, not built) and each survivor;
 exit status 0 when every mutant that built was killed, 1 when any survived, 2 on a usage or
-build error before the first mutant.
+build error before the first mutant, 130 when interrupted (Ctrl-C, SIGTERM, SIGHUP: the file is
+put back first). Comments, strings and character literals are never mutated.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -81,7 +83,7 @@ class FileTally:
 
 def changed_lines(base: str) -> dict[str, list[int]]:
     """Added lines of the change, per C/C++ source under a watched folder."""
-    diff = subprocess.run(["git", "diff", "-U0", base, "--", *[t[0] for t in TARGETS]], cwd=ROOT, text=True,
+    diff = subprocess.run(["git", "diff", "--no-color", "--no-ext-diff", "-U0", base, "--", *[t[0] for t in TARGETS]], cwd=ROOT, text=True,
                           capture_output=True, check=True).stdout
     lines: dict[str, list[int]] = {}
     path = None
@@ -97,34 +99,35 @@ def changed_lines(base: str) -> dict[str, list[int]]:
     return lines
 
 
-def is_code(text: str) -> bool:
-    stripped = text.strip()
-    return bool(stripped) and not stripped.startswith(("//", "#", "*", "/*")) and '"' not in stripped[:1]
-
-
-def code_part(text: str) -> str:
-    """The line without its comment and string literals' contents (never mutated)."""
-    text = re.sub(r'"(?:\\.|[^"\\])*"', lambda m: '"' + " " * (len(m.group(0)) - 2) + '"', text)
-    text = re.sub(r"'(?:\\.|[^'\\])'", "' '", text)
-    at = text.find("//")
-    return text if at < 0 else text[:at] + " " * (len(text) - at)
+def masked(source: str) -> str:
+    """The source with comments, string and character literals blanked (same length, line breaks
+    kept), so that a mutation never lands in them and positions still map onto the source."""
+    token = re.compile("|".join([
+        r'R"([^(\s]*)\((?:.|\n)*?\)\1"',   # a raw string
+        r"/\*(?:.|\n)*?\*/",                 # a block comment, over lines too
+        r"//[^\n]*",                          # a line comment
+        r'"(?:\\.|[^"\\\n])*"',               # a string
+        r"'(?:\\.|[^'\\\n])+'",               # a character literal, escapes of any length
+    ]))
+    return token.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), source)
 
 
 def mutants_of(path: str, numbers: list[int]) -> list[Mutant]:
-    with open(os.path.join(ROOT, path)) as f:
-        source = f.read().splitlines(keepends=True)
+    with open(os.path.join(ROOT, path), newline="") as f:
+        text = f.read()
+    source = text.splitlines(keepends=True)
+    code_lines = masked(text).splitlines(keepends=True)
     found = []
     for number in numbers:
         if number > len(source):
             continue
-        text = source[number - 1]
-        if not is_code(text):
+        line, code = source[number - 1], code_lines[number - 1]
+        if not code.strip() or code.lstrip().startswith("#"):  # blank, all comment, or a preprocessor line
             continue
-        code = code_part(text)
         for pattern, replacement, name in MUTATIONS:
             m = re.search(pattern, code)
             if m:
-                found.append(Mutant(path, number, name, text, text[:m.start()] + replacement + text[m.end():]))
+                found.append(Mutant(path, number, name, line, line[:m.start()] + replacement + line[m.end():]))
     return found
 
 
@@ -166,24 +169,41 @@ def run_tests(binaries: list[str], timeout: float) -> tuple[str, str]:
     return "survived", ""
 
 
+def write_back(path: str, data: bytes) -> None:
+    """Writes the whole file at once (a temporary file renamed over it), so that an interruption
+    never leaves it half written."""
+    temporary = path + ".mutate_cpp.tmp"
+    with open(temporary, "wb") as f:
+        f.write(data)
+    os.replace(temporary, path)
+
+
 def try_mutant(m: Mutant, timeout: float) -> None:
     full = os.path.join(ROOT, m.path)
-    with open(full) as f:
+    with open(full, "rb") as f:
         original = f.read()
-    lines = original.splitlines(keepends=True)
+    lines = original.decode().splitlines(keepends=True)
     lines[m.line - 1] = m.after
     targets, binaries = target_of(m.path)
     try:
-        with open(full, "w") as f:
-            f.write("".join(lines))
+        write_back(full, "".join(lines).encode())
         built = build(targets)
         if built.returncode != 0:
             m.outcome, m.detail = "unbuilt", "does not compile"
             return
         m.outcome, m.detail = run_tests(binaries, timeout)
     finally:
-        with open(full, "w") as f:
-            f.write(original)
+        write_back(full, original)  # byte for byte, line endings included
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP (a CI timeout, a closed terminal) end the run as Ctrl-C does: through
+    the `finally` that puts the mutated file back."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, interrupt)
 
 
 def default_base() -> str:
@@ -222,22 +242,39 @@ def main(argv: list[str]) -> int:
     print(f"mutate_cpp: {len(mutants)} mutants on {len(lines)} changed files since {base[:12]}", file=sys.stderr)
     tallies: dict[str, FileTally] = {}
     started = time.monotonic()
-    for k, m in enumerate(mutants, 1):
-        try_mutant(m, args.timeout)
-        t = tallies.setdefault(m.path, FileTally())
-        t.mutants += 1
-        if m.outcome == "killed":
-            t.killed += 1
-        elif m.outcome == "survived":
-            t.survived += 1
-            t.survivors.append(m)
-        else:
-            t.unbuilt += 1
-        print(f"[{k}/{len(mutants)}, {time.monotonic() - started:.0f} s] {m.path}:{m.line} {m.name}: {m.outcome}",
-              file=sys.stderr, flush=True)
-    # Put back the build of the unmutated sources, so that build/ matches the tree again.
-    for targets in {tuple(target_of(m.path)[0]) for m in mutants}:
-        build(list(targets))
+    stop_on_signals()
+    try:
+        for k, m in enumerate(mutants, 1):
+            run_one(k, m, mutants, tallies, started, args.timeout)
+    finally:
+        # Put back the build of the unmutated sources, so that build/ matches the tree again.
+        for targets in {tuple(target_of(m.path)[0]) for m in mutants}:
+            build(list(targets))
+    report(tallies)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([m.__dict__ for m in mutants], f, indent=1)
+    return 1 if any(t.survived for t in tallies.values()) else 0
+
+
+def run_one(k: int, m: Mutant, mutants: list[Mutant], tallies: dict[str, FileTally], started: float,
+            timeout: float) -> None:
+    """Tries mutant `m` (number k) and counts its outcome."""
+    try_mutant(m, timeout)
+    t = tallies.setdefault(m.path, FileTally())
+    t.mutants += 1
+    if m.outcome == "killed":
+        t.killed += 1
+    elif m.outcome == "survived":
+        t.survived += 1
+        t.survivors.append(m)
+    else:
+        t.unbuilt += 1
+    print(f"[{k}/{len(mutants)}, {time.monotonic() - started:.0f} s] {m.path}:{m.line} {m.name}: {m.outcome}",
+          file=sys.stderr, flush=True)
+
+
+def report(tallies: dict[str, FileTally]) -> None:
     print(f"{'file':<56} {'mutants':>7} {'killed':>6} {'survived':>8} {'unbuilt':>7} {'score':>6}")
     for path, t in sorted(tallies.items()):
         built = t.killed + t.survived
@@ -250,11 +287,11 @@ def main(argv: list[str]) -> int:
     for t in tallies.values():
         for m in t.survivors:
             print(f"survived: {m.path}:{m.line} {m.name}\n  - {m.before.strip()}\n  + {m.after.strip()}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump([m.__dict__ for m in mutants], f, indent=1)
-    return 1 if survived else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        print("mutate_cpp: interrupted; the mutated file is put back", file=sys.stderr)
+        sys.exit(130)

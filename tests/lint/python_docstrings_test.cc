@@ -83,7 +83,22 @@ TEST(PythonDocstrings, FStringFieldsAreReadAsPythonReadsThem) {
   EXPECT_EQ(docstrings("x = f\"{d[\"k\"]!r:>{w}} {{literal}}\"\n\"\"\"doc\"\"\"\n"),
             (std::vector<std::string>{"\"\"\"doc\"\"\""}));
   EXPECT_EQ(docstrings("s = f\"{x:'>10}\"\n\"\"\"doc\"\"\"\n"), (std::vector<std::string>{"\"\"\"doc\"\"\""}));
-  EXPECT_EQ(docstrings("s = f'''{\n  x!r}'''\n'''doc'''\n"), (std::vector<std::string>{"'''doc'''"}));
+  // A field over several lines may hold a comment (3.12), whose quotes and braces are no code:
+  // such a text is not followed, and its words all count.
+  EXPECT_EQ(docstrings("s = f'''{\n  x!r}'''\n'''doc'''\n"), std::vector<std::string>{});
+  const std::string hidden =
+      "import torch.distributed as dist\n"
+      "x = 1\n"
+      "s = f\"\"\"{x # \"\"\"\n"
+      "}\"\"\"\n"
+      "if True: y = \"}\" + \"\"\"\n"
+      "\"\"\"\n"
+      "for i in range(3):\n"
+      "    g = dist.new_group([0])\n"
+      "z = 1  # \"\"\"\n";
+  LintReport report = lintSource("job.py", hidden);
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].code, "NM401");
 }
 
 // Windows line breaks: a backslash before "\r\n" continues a string as before "\n".

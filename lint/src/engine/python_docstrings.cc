@@ -55,12 +55,14 @@ size_t literalEnd(std::string_view text, const Literal& literal);
 
 // One past the `}` that closes the replacement field whose `{` is just before `at`: an expression
 // (brackets, nested strings of any quotes) then, after `!` or a `:` outside brackets, a
-// conversion or a format spec of literal text with fields of its own.
+// conversion or a format spec of literal text with fields of its own. A field over several lines
+// (a triple-quoted f-string's, which Python 3.12 lets hold comments) is not followed: kAstray.
 size_t fieldEnd(std::string_view text, size_t at) {
   int depth = 0;
   bool spec = false;
   while (at < text.size()) {
     char c = text[at];
+    if (c == '\n' || c == '\r') return kAstray;
     if (spec) {
       if (c == '{') {
         at = fieldEnd(text, at + 1);
