@@ -74,14 +74,21 @@ struct CalledNames {
   }
 };
 
+// The identifier just before the '(' at `open` (blanks between allowed): where it begins, and its
+// text (empty when there is none: `(`, `)(`, `"x"(`).
+std::pair<size_t, std::string_view> calleeBefore(std::string_view source, size_t open) {
+  size_t stop = open;
+  while (stop > 0 && (source[stop - 1] == ' ' || source[stop - 1] == '\t')) --stop;
+  size_t begin = stop;
+  while (begin > 0 && isIdentifierByte(source[begin - 1])) --begin;
+  return {begin, source.substr(begin, stop - begin)};
+}
+
 CalledNames calledNames(std::string_view source) {
   CalledNames names;
   forEachOpenParen(source, [&](size_t open) {
-    size_t stop = open;
-    while (stop > 0 && (source[stop - 1] == ' ' || source[stop - 1] == '\t')) --stop;
-    size_t begin = stop;
-    while (begin > 0 && isIdentifierByte(source[begin - 1])) --begin;
-    if (begin != stop) names.add(hashName(source.substr(begin, stop - begin)));
+    std::string_view name = calleeBefore(source, open).second;
+    if (!name.empty()) names.add(hashName(name));
   });
   return names;
 }
@@ -91,11 +98,8 @@ CalledNames calledNames(std::string_view source) {
 std::vector<size_t> callsOf(std::string_view source, const std::unordered_set<std::string_view>& names) {
   std::vector<size_t> hits;
   forEachOpenParen(source, [&](size_t open) {
-    size_t stop = open;
-    while (stop > 0 && (source[stop - 1] == ' ' || source[stop - 1] == '\t')) --stop;
-    size_t begin = stop;
-    while (begin > 0 && isIdentifierByte(source[begin - 1])) --begin;
-    if (begin == stop || !names.contains(source.substr(begin, stop - begin))) return;
+    auto [begin, name] = calleeBefore(source, open);
+    if (name.empty() || !names.contains(name)) return;
     size_t start = lineStart(source, begin);
     std::string_view before = source.substr(start, begin - start);
     if (before.find('#') != std::string_view::npos) return;  // a comment (or a '#' in a string: rare)

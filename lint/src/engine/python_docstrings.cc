@@ -5,17 +5,14 @@
 // docstring is reported at all.
 #include "python_docstrings.h"
 
+#include "engine/python_text.h"
+
 #include <cstring>
 
 namespace nccl_migrate::lint {
 namespace {
 
 constexpr size_t kAstray = std::string_view::npos;  // the reading cannot go on
-
-// Inline rather than std::isalnum, a call into the C library per byte of every file read.
-bool isIdentifierByte(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
-}
 
 bool isStringPrefix(std::string_view name) {
   if (name.size() > 2) return false;
@@ -40,7 +37,7 @@ struct Literal {
 // The string literal starting at `start` (its prefix or its quote), if one does.
 bool literalAt(std::string_view text, size_t start, Literal& literal) {
   size_t quote = start;
-  while (quote < text.size() && isIdentifierByte(static_cast<unsigned char>(text[quote]))) ++quote;
+  while (quote < text.size() && isIdentifierByte(text[quote])) ++quote;
   if (quote >= text.size() || (text[quote] != '"' && text[quote] != '\'')) return false;
   std::string_view prefix = text.substr(start, quote - start);
   if (!isStringPrefix(prefix)) return false;
@@ -74,13 +71,13 @@ size_t fieldEnd(std::string_view text, size_t at) {
       continue;
     }
     Literal nested;
-    if ((c == '"' || c == '\'' || isIdentifierByte(static_cast<unsigned char>(c))) && literalAt(text, at, nested)) {
+    if ((c == '"' || c == '\'' || isIdentifierByte(c)) && literalAt(text, at, nested)) {
       at = literalEnd(text, nested);
       if (at == kAstray) return kAstray;
       continue;
     }
-    if (isIdentifierByte(static_cast<unsigned char>(c))) {
-      while (at < text.size() && isIdentifierByte(static_cast<unsigned char>(text[at]))) ++at;
+    if (isIdentifierByte(c)) {
+      while (at < text.size() && isIdentifierByte(text[at])) ++at;
       continue;
     }
     if (c == '(' || c == '[' || c == '{') ++depth;
@@ -164,7 +161,7 @@ std::vector<std::pair<size_t, size_t>> pythonDocstrings(std::string_view text) {
       i += 1 + (brk ? brk : 1);
     } else if (isIdentifierByte(c)) {
       size_t end = i;
-      while (end < n && isIdentifierByte(static_cast<unsigned char>(text[end]))) ++end;  // a name, keyword or number
+      while (end < n && isIdentifierByte(text[end])) ++end;  // a name, keyword or number
       Literal literal;
       if (end < n && end - i <= 2 && (text[end] == '"' || text[end] == '\'') && literalAt(text, i, literal)) {
         if (!takeLiteral(literal)) return {};  // a prefixed string
