@@ -4,16 +4,16 @@
 
 from __future__ import annotations
 
-import pickle
-
 import torch.distributed as dist
 
+from . import fr_dump
 from ._native import native
 
 
 def dump() -> dict:
-    """The recorder's contents as torch's dump dict (version, pg_config, pg_status, entries)."""
-    return pickle.loads(native.flight_recorder_dump())
+    """The recorder's contents as torch's dump dict (version, pg_config, pg_status, entries), read
+    as every dump is (fr_dump.py)."""
+    return fr_dump.loads(native.flight_recorder_dump(), "this process's flight recorder")
 
 
 def dump_to_file(rank: int | None = None) -> str:

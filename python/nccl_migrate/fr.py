@@ -1,25 +1,14 @@
 """`nccl-migrate fr DUMP...`: what flight-recorder dumps say, rank by rank: per group the last
 collective each rank enqueued and completed, and every op not completed, so the rank that
 stopped first stands out. Reads torch's dump format (the toolkit's and torch's own). For the
-cross-rank match analysis, torch's own analyzer runs on the same files: `torchfrtrace DIR -p PREFIX`."""
+cross-rank match analysis, torch's own analyzer runs on the same files: `torchfrtrace DIR -p PREFIX`.
+Dumps are read as data (fr_dump.py): a file that would run code when unpickled is refused."""
 
 from __future__ import annotations
 
 import os
-import pickle
 
-
-def load(path: str) -> dict:
-    try:
-        with open(path, "rb") as f:
-            dump = pickle.load(f)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file; pass flight-recorder dumps (TORCH_FR_DUMP_TEMP_FILE<rank>)") from None
-    except (pickle.UnpicklingError, EOFError) as error:
-        raise ValueError(f"{path}: not a flight-recorder dump ({error})") from None
-    if not isinstance(dump, dict) or "entries" not in dump:
-        raise ValueError(f"{path}: not a flight-recorder dump (no 'entries')")
-    return dump
+from .fr_dump import load
 
 
 def summarize(path: str) -> dict:

@@ -39,10 +39,25 @@ class SideData:
 
         import torch
 
-        path = os.path.join(self.directory, "tensors", str(entry["kept"]))
+        name = entry["kept"]
+        if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
+            raise RecordError(f"{self.directory}: rank {entry['rank']}, group {entry['group']}, seq {entry['seq']} "
+                              f"names kept tensors {name!r}, not a file in tensors/; the record is damaged or was "
+                              "not written by nccl-migrate ab: rerun the side")
+        path = os.path.join(self.directory, "tensors", name)
         try:
-            kept = torch.load(path)
-        except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as error:
+            # Records may come from elsewhere: tensors and plain data only, whatever the environment
+            # asks of torch.load's default (TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD turns it off).
+            kept = torch.load(path, weights_only=True)
+        except pickle.UnpicklingError as error:  # torch's restricted unpickler names what it refused
+            lines = str(error).splitlines()
+            refused = next((line.strip() for line in lines if "GLOBAL" in line or "Unsupported" in line), "")
+            raise RecordError(f"{path}: cannot be read as kept tensors: torch.load(weights_only=True) refused it "
+                              f"({refused or 'not a tensor file'}), and nothing in it was run; it was not written by "
+                              f"nccl-migrate ab for rank {entry['rank']}, group {entry['group']}, seq {entry['seq']}, "
+                              "or it was damaged or tampered with: rerun the side with --keep-tensors, or without it "
+                              "to compare digests alone") from None
+        except (OSError, RuntimeError, EOFError, ValueError) as error:
             raise RecordError(f"{path}: cannot be read ({type(error).__name__}: {str(error)[:200]}); it holds the kept "
                               f"tensors of rank {entry['rank']}, group {entry['group']}, seq {entry['seq']}; rerun "
                               "the side with --keep-tensors, or without it to compare digests alone") from None
