@@ -1,7 +1,8 @@
-"""The rank side of bench/gpu_check.py: one function per probe, run by every rank of a fresh
-process group, and what the probes share: a report written a line at a time (a rank that hangs
-or dies still leaves what it checked), expected values computed on the host, a GPU sleep measured
-in seconds, and the probe table (``PROBES``) the driver runs from.
+"""The rank side of bench/gpu_check.py: what the probes share (a report written a line at a time,
+so a rank that hangs or dies still leaves what it checked; expected values computed on the host;
+a GPU sleep measured in seconds) and the probes of values, stream order, batches, capture,
+timeouts, subgroups, errors and the A/B recorder, one function each, run by every rank of a
+world. bench/_gpu_probes_async.py has the rest; bench/_gpu_probe_table.py lists them all.
 
 Nothing here imports nccl_migrate at module level. Importing it activates the shim, which asks the
 CUDA driver for devices; the driver's fork server preloads this module, and children forked from
@@ -12,14 +13,11 @@ on torch 2.11 it would send ``nccl`` to our rewritten backend, and we would comp
 
 from __future__ import annotations
 
-import faulthandler
 import json
 import os
-import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
@@ -36,6 +34,9 @@ SLEEP_S = 1.0  # how long the timing probes stall the GPU before an op
 HOST_FAST_S = 0.2  # "returns at once": far below SLEEP_S, far above the cost of issuing an op
 GROUP_TIMEOUT_S = 5.0  # the timeout probe's group timeout
 N = 37  # elements of the value probes' tensors: small, odd, not a multiple of any vector width
+# Why a check of an unchanged value proves nothing on one rank: NCCL's one-rank path
+# (ncclLaunchOneRank) copies, scales for PREMUL_SUM, or does nothing.
+IDENTITY = "NCCL leaves one rank's data as it is (SUM, PRODUCT, MIN, MAX, AVG, broadcast and reduce in place)"
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 ALL_DTYPES = FLOAT_DTYPES + (torch.int32, torch.int64, torch.int8, torch.uint8, torch.bool)
@@ -113,7 +114,10 @@ class Rank:
         self.run_dir = spec["run_dir"]
         self.report = report
         self.skip_teardown = False  # set by a probe whose rank must leave without a collective teardown
-        self.device = torch.device("cuda", self.rank % torch.cuda.device_count())
+        self.probe: str | None = None  # the probe running now: every finding is filed under it
+        gpus = torch.cuda.device_count()
+        # No GPU: only probes that touch none can run (the check refuses to start without one).
+        self.device = torch.device("cuda", self.rank % gpus) if gpus else None
         self._sleep: GpuSleep | None = None
 
     # -- the group
@@ -147,22 +151,27 @@ class Rank:
         return False
 
     # -- findings
-    def check(self, name: str, ok: bool, detail: str = "", sig: str | None = None, weak: bool = False) -> bool:
+    def check(self, name: str, ok: bool, detail: str = "", sig: str | None = None, weak: str = "") -> bool:
         """One assertion. ``sig`` is what the comparison with torch's backend compares (default
-        ok/wrong); ``weak`` marks a check that cannot fail on this setup (an identity on one rank)."""
-        self.report.write(k="check", name=name, ok=bool(ok), detail=detail, sig=sig or ("ok" if ok else "wrong"),
-                          weak=weak)
+        ok/wrong); ``weak`` says why the check cannot fail at this rank count (empty: it can)."""
+        self.report.write(k="check", probe=self.probe, name=name, ok=bool(ok), detail=detail,
+                          sig=sig or ("ok" if ok else "wrong"), weak=weak)
         return bool(ok)
 
+    def at_one_rank(self, why: str) -> str:
+        """``why`` where this run has one rank, else nothing: the ``weak`` of a check that only a
+        second rank can make fail."""
+        return why if self.world == 1 else ""
+
     def note(self, name: str, value) -> None:
-        self.report.write(k="note", name=name, value=value)
+        self.report.write(k="note", probe=self.probe, name=name, value=value)
 
     def headline(self, text: str) -> None:
         """The short text of this run's table cell when it passes (rank 0's)."""
         if self.rank == 0:
             self.note("headline", text)
 
-    def attempt(self, name: str, action: Callable[[], object], got, expected, weak: bool = False) -> bool:
+    def attempt(self, name: str, action: Callable[[], object], got, expected, weak: str = "") -> bool:
         """Runs ``action`` (the ops), then compares what ``got`` (their output tensors, or any
         object they fill in) holds with ``expected``. An exception is the check's outcome."""
         try:
@@ -171,14 +180,14 @@ class Rank:
             return self.check(name, False, describe(error), sig=f"raised {type(error).__name__}")
         return self.expect(name, got, expected, weak)
 
-    def expect(self, name: str, got, expected, weak: bool = False) -> bool:
+    def expect(self, name: str, got, expected, weak: str = "") -> bool:
         """Compares ``got`` with ``expected``. No synchronize: reading a tensor on the host orders
         after the current stream, which is all torch promises about an op's result."""
         try:
             ok, where = _same(got, expected)
         except Exception as error:  # noqa: BLE001 - a sticky CUDA error surfaces here
             return self.check(name, False, describe(error), sig=f"raised {type(error).__name__}")
-        return self.check(name, ok, where, weak=weak and ok)
+        return self.check(name, ok, where, weak=weak if ok else "")
 
     def fast(self, name: str, seconds: float) -> bool:
         return self.check(name, seconds < HOST_FAST_S, f"{seconds * 1e3:.2f} ms")
@@ -323,7 +332,7 @@ def _values_reductions(r: Rank) -> None:
             red, factor = reduce_op(op, dtype, r.device)
             t = inputs[r.rank].to(r.device, copy=True)
             # On one rank only PREMUL_SUM changes its input: the others pass by doing nothing.
-            weak = r.world == 1 and not op.startswith("PREMUL")
+            weak = "" if op.startswith("PREMUL") else r.at_one_rank(IDENTITY)
             r.attempt(f"all_reduce {op} {name}", partial(dist.all_reduce, t, op=red), t,
                       host_reduce(inputs, op, factor), weak=weak)
         for op in ["SUM", "MAX"] + (["PREMUL_SUM"] if dtype.is_floating_point else []):
@@ -335,10 +344,10 @@ def _values_reductions(r: Rank) -> None:
             else:
                 check, expected = f"reduce {op} {name}: non-root buffer untouched", inputs[r.rank]
             r.attempt(check, partial(dist.reduce, t, root, op=red), t, expected,
-                      weak=r.world == 1 and op != "PREMUL_SUM")
+                      weak="" if op == "PREMUL_SUM" else r.at_one_rank(IDENTITY))
         t = pattern(r.rank, dtype, salt=1).to(r.device, copy=True)
         r.attempt(f"broadcast {name} from last rank", partial(dist.broadcast, t, root), t,
-                  pattern(root, dtype, salt=1), weak=r.world == 1)
+                  pattern(root, dtype, salt=1), weak=r.at_one_rank(IDENTITY))
 
 
 def _values_gathers(r: Rank) -> None:
@@ -611,7 +620,45 @@ def probe_coalescing(r: Rank) -> None:
         cm.wait()
 
     r.attempt("synchronous broadcast inside a batch", sync_broadcast_in_batch, t,
-              pattern(r.world - 1, torch.float32, salt=63), weak=r.world == 1)
+              pattern(r.world - 1, torch.float32, salt=63), weak=r.at_one_rank(IDENTITY))
+
+
+def probe_list_forms(r: Rank) -> None:
+    """dist.all_gather(list) and dist.reduce_scatter(list) outside any batch, their inputs written
+    by device-to-device copies queued behind a GPU sleep, which the host does not wait for. A
+    backend may run a list form as a group of NCCL calls; at one rank NCCL launches each call
+    when it is made (taskAppend's ncclLaunchOneRank), so a backend that orders its stream after
+    the caller's only at the group's end reads the inputs before the copies wrote them."""
+    sources = [pattern(q, torch.float32, salt=70) for q in range(r.world)]
+    chunks = [[pattern(q, torch.float32, salt=80 + j) for j in range(r.world)] for q in range(r.world)]
+    gather_src = sources[r.rank].to(r.device, copy=True)
+    chunk_src = [c.to(r.device, copy=True) for c in chunks[r.rank]]
+    gather_in = torch.full((N,), float("nan"), device=r.device)
+    gathered = [torch.full((N,), float("nan"), device=r.device) for _ in range(r.world)]
+    scatter_in = [torch.full((N,), float("nan"), device=r.device) for _ in range(r.world)]
+    scattered = torch.full((N,), float("nan"), device=r.device)
+    # A staging buffer the backend allocates comes from the caching allocator: freed NaN blocks of
+    # its size are there to be reused, so stale memory cannot hold the right values by chance.
+    poison = [torch.full((N * r.world,), float("nan"), device=r.device) for _ in range(2)]
+    del poison
+    torch.cuda.synchronize()  # the only synchronize before the reads: everything below is stream-ordered
+
+    r.sleep(SLEEP_S / 2)
+    gather_in.copy_(gather_src)
+    dist.all_gather(gathered, gather_in)
+    read_gather = [g + 0 for g in gathered]
+
+    r.sleep(SLEEP_S / 2)
+    for dst, src in zip(scatter_in, chunk_src):
+        dst.copy_(src)
+    dist.reduce_scatter(scattered, scatter_in)
+    read_scatter = scattered + 0
+
+    torch.cuda.synchronize()
+    r.expect("all_gather(list), input written behind a GPU sleep", read_gather, sources)
+    r.expect("reduce_scatter(list) SUM, inputs written behind a GPU sleep", read_scatter,
+             host_reduce([chunks[q][r.rank] for q in range(r.world)], "SUM"))
+    r.headline("inputs written device to device behind a GPU sleep, results right")
 
 
 def probe_graph(r: Rank) -> None:
@@ -680,7 +727,8 @@ def probe_timeout(r: Rank) -> None:
             f"{elapsed:.1f} s (timeout {GROUP_TIMEOUT_S:.0f} s)")
     # The aborted op's kernel must end, or the caller's stream stays blocked for good.
     ok, why = finishes_within(torch.cuda.synchronize, 15)
-    r.check("the stream comes free after the failure", ok, why)
+    r.check("the stream comes free after the failure", ok, why,
+            weak=r.at_one_rank("the stall is a GPU sleep that ends by itself; no NCCL kernel waits for a peer"))
     dumps = [f for f in os.listdir(r.run_dir) if f.startswith(("fr_", "nccl_trace"))]
     r.note("flight recorder dumps", dumps)
     r.headline(f"{kind} after {elapsed:.1f} s")
@@ -714,7 +762,7 @@ def probe_subgroups(r: Rank) -> None:
     r.note("communicators per subgroup before / after first op", [before, after])
     # One SUM on the world, then one on each subgroup (all of the world's ranks).
     r.expect("subgroup ops give the right values", t, torch.full((1024,), float(r.world ** (count + 1))),
-             weak=r.world == 1)
+             weak=r.at_one_rank(IDENTITY))
     if r.ours:
         r.check("a communicator per subgroup after its first op", all(c >= 1 for c in after), str(after))
         if OUR_BACKENDS[r.backend] != "legacy":
@@ -882,106 +930,3 @@ def probe_recording(r: Rank) -> None:
     r.note("recording", rows)
     r.check("recorded every size", len(rows) == 3)
     r.headline(", ".join(f"{size} x{row['on/off']:.2f}" for size, row in rows.items()))
-
-
-# ---------------------------------------------------------------------------------------------
-# The table of probes, in the order they run (most telling first: the deadline cuts the tail).
-
-
-class Probe(NamedTuple):
-    name: str
-    fn: Callable[[Rank], None]
-    limit_s: float  # per run; the driver kills the ranks after it
-    two_ranks: bool = False  # needs two ranks (else: runs on one, with the substitutes it describes)
-    group: bool = True  # runs in a process group (the digest probe needs none)
-    group_timeout_s: float | None = None  # init_process_group's timeout; None: torch's default
-    env: dict | None = None
-    asserts: str = ""
-
-
-PROBES: dict[str, Probe] = {p.name: p for p in [
-    Probe("two_ranks", probe_two_ranks, 40, two_ranks=True,
-          asserts="two ranks share the GPU (NCCL_MULTI_RANK_GPU_ENABLE=1): all_reduce and all_gather values"),
-    Probe("values", probe_values, 60,
-          asserts="all_reduce/reduce (SUM PRODUCT MIN MAX; AVG and PREMUL_SUM float and tensor factor for floats), "
-                  "broadcast, all_gather list/tensor, reduce_scatter list/tensor, uneven all_to_all_single, gather, "
-                  "scatter, send/recv, batch_isend_irecv, 32 MiB; 9 dtypes, rank-dependent inputs, sentinel outputs "
-                  "(one rank: SUM/PRODUCT/MIN/MAX/AVG are identities, counted as weak; no p2p)"),
-    Probe("host_blocking", probe_host_blocking, 30,
-          asserts="after a 1 s GPU sleep: op issue and work.wait() return in < 0.2 s; wait(timeout=) and barrier() "
-                  "block until the GPU is done; values right"),
-    Probe("stream_order", probe_stream_order, 30,
-          asserts="no synchronize(): inputs written behind a GPU sleep, results read by later kernels (sync, async, "
-                  "out-of-place, side stream, input freed after issue)"),
-    Probe("coalescing", probe_coalescing, 30,
-          asserts="_coalescing_manager: an input written mid-batch by a device-to-device copy behind a GPU sleep "
-                  "(all_reduce batch; all_to_all_single batch); a list all_gather in a batch; at one rank NCCL "
-                  "launches the collectives when called, so this is the one-rank ordering check"),
-    Probe("graph", probe_graph, 30,
-          asserts="all_reduce captured in a CUDA graph, 3 replays give the right values; watchdog and process "
-                  "survive 2 s more and an ordinary op"),
-    Probe("timeout", probe_timeout, 45, group_timeout_s=GROUP_TIMEOUT_S,
-          # 2 = CleanUpOnly: torch aborts the communicators without killing the process, what our
-          # backends document. torch's default (3) takes the process down on a timeout.
-          env={"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2"},
-          asserts="5 s group timeout, the peer stalls (one rank: the stream stalls): wait() raises DistBackendError "
-                  "within ~5 s, the stream comes free, the process exits 0"),
-    Probe("subgroups", probe_subgroups, 30,
-          asserts="new_group: device memory and communicators before/after first use; ours lazy (nccl2, lazy): "
-                  "none before first use"),
-    Probe("exceptions", probe_exceptions, 30,
-          asserts="invalid calls (CPU tensor, non-contiguous, BAND, AVG bool/int, bad root) raise; "
-                  "types compared with torch's; uneven all_gather works; the group works afterwards"),
-    Probe("objects", probe_objects, 30,
-          asserts="all_gather_object, broadcast_object_list, gather_object, scatter_object_list, barrier on a "
-                  "bound world, over cuda"),
-    Probe("digest", probe_digest, 60, group=False,
-          asserts="the A/B word digest on the GPU equals the host reference (1 MiB to 1 GiB); timed against "
-                  "copy + host hash"),
-    Probe("recording", probe_recording, 60,
-          asserts="A/B recorder off vs on, all_reduce 1 MiB to 1 GiB (ms per op; ratios, nothing judged)"),
-]}
-
-
-# ---------------------------------------------------------------------------------------------
-# A rank process
-
-
-def _redirect_output(path: str) -> None:
-    """This rank's stdout and stderr (NCCL's warnings, torch's logs, faulthandler) go to its log."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-
-
-def rank_main(spec: dict) -> None:
-    """Entry point of one rank process; ``spec`` comes from gpu_check.Check._execute."""
-    _redirect_output(spec["log"])
-    faulthandler.enable()
-    # A rank about to be killed for overrunning dumps every thread's stack to its log first.
-    faulthandler.dump_traceback_later(spec["stack_dump_after_s"], exit=False)
-    os.environ.update(spec["env"])
-    report = Report(spec["result"])
-    probe = PROBES[spec["probe"]]
-    rank = None
-    try:
-        rank = Rank(spec, report)
-        if probe.group:
-            rank.join_group(probe.group_timeout_s)
-        probe.fn(rank)
-    except BaseException as error:  # noqa: BLE001 - the report says what went wrong
-        report.write(k="error", detail=describe(error), trace=traceback.format_exc()[-4000:])
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # No teardown: a peer may be inside a collective this rank will never join; the driver
-        # ends the run.
-        os._exit(3)
-    report.write(k="done")
-    if rank.skip_teardown:
-        sys.stdout.flush()
-        os._exit(0)
-    if probe.group:
-        ok, why = finishes_within(dist.destroy_process_group, 30)
-        rank.check("destroy_process_group", ok, why)
-    report.write(k="exited")

@@ -1,26 +1,31 @@
-"""The NCCL path on one GPU, against torch's own NCCL backends on the same machine.
+"""The NCCL path on the GPU, against torch's own NCCL backends on the same machine.
 
-Each probe (bench/_gpu_probes.py) runs once per backend, in a fresh group of rank processes with
-a short limit: our migrate-legacy, migrate-nccl2 and migrate-lazy, and torch's backends of the
-same behaviours (torch 2.13 and older: `nccl`, the legacy backend; 2.14 and later: `nccl-legacy`,
-`nccl2`, `nccl-lazy`). Ranks are bound with device_id, as jobs run.
+Each probe (bench/_gpu_probe_table.py) runs once per backend: our migrate-legacy, migrate-nccl2
+and migrate-lazy, and torch's backends of the same behaviours (torch 2.13 and older: `nccl`, the
+legacy backend; 2.14 and later: `nccl-legacy`, `nccl2`, `nccl-lazy`). Ranks are bound with
+device_id, as jobs run. Probes that can share a world run in one (one process start, CUDA
+context and NCCL init per backend for all of them); a probe that changes its process for good
+gets a world of its own, and the teardown probes fresh interpreters.
 
 Two ranks share the GPU where its NCCL has NCCL_MULTI_RANK_GPU_ENABLE (looked up in the libnccl
-torch loads, then confirmed by the two_ranks probe under torch's backend). Otherwise every probe
-runs on one rank, where SUM, AVG, PRODUCT, MIN and MAX are identities: those checks still run but
-cannot fail (the table says how many), PREMUL_SUM stands in where a value must change, and
-two-rank-only checks (send/recv, uneven all_gather, a stalled peer) are replaced or left out.
+torch loads, then confirmed by the two_ranks probe under torch's backend), or run one per GPU on
+two GPUs. Otherwise every probe runs on one rank, where NCCL copies, scales or does nothing in
+place of a collective: a probe whose every check could not have failed there says so in its
+cell ("cannot fail at 1 rank: why") instead of passing.
 
-Results: a Markdown table (probe x backend, then ours vs torch's) on stdout, progress on stderr,
-and gpu_check.json (plus the logs of runs that did not pass) in --out (default $OUT), rewritten
-after every run. Runs still due at the deadline are reported as skipped.
+Each probe has its own limit, and the whole check a deadline (--deadline seconds from the start):
+a probe starts only with twice its expected time left ("not run: deadline" otherwise), and one
+the deadline ends is "cut", never passed. gpu_check.json and gpu_check.md (the table, ready for
+docs/backends.md) in --out are rewritten after every probe, and gpu_check_logs.txt gathers the
+logs of what did not pass; the table is printed at the end.
 
-    .venv/bin/python bench/gpu_check.py [--probe NAME]... [--backend NAME]... [--deadline S] [--out DIR]
-    .venv/bin/python bench/gpu_check.py --list
+    python3 bench/gpu_check.py [--probe NAME]... [--backend NAME]... [--deadline S] [--out DIR]
+    python3 bench/gpu_check.py --list
 
-Exit: 0 every run of ours passed (or was not run, saying why); 1 one of ours failed, timed out or
-crashed (torch's results are the reference and never fail the check); 2 no CUDA device or a
-usage error; 3 nothing of ours failed but the deadline skipped some of it.
+Exit: 0 every probe of ours passed, could not fail, or was not run for a reason other than the
+deadline; 1 one of ours failed, timed out or crashed (torch's results are the reference and never
+fail the check); 2 no CUDA device or a usage error; 3 nothing of ours failed but the deadline
+left some of it unrun or cut.
 """
 
 from __future__ import annotations
@@ -35,32 +40,34 @@ import multiprocessing as mp
 import os
 import platform
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
+STARTED = time.monotonic()  # the deadline counts from here: importing torch and starting ranks is part of it
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "python")]
 
-import _gpu_probes as probes  # after the path set-up above
+# After the path set-up above:
+import _gpu_plan as plan
+import _gpu_probe_table as table
+import _gpu_sessions as sessions
+from _gpu_probes import OUR_BACKENDS
 
-OUR_BACKENDS = probes.OUR_BACKENDS
 TORCH_NCCL_NAMES = {"nccl-legacy": "legacy", "nccl2": "rewritten", "nccl-lazy": "rewritten-lazy-p2p"}
 MULTI_RANK_SWITCH = "NCCL_MULTI_RANK_GPU_ENABLE"
+TEARDOWN_CHILD = os.path.join(HERE, "_gpu_teardown_child.py")
 
-DEFAULT_DEADLINE_S = 450.0
-MIN_RUN_S = 15.0  # a run is not started with less time than this left
+DEFAULT_DEADLINE_S = 420.0
 RESERVE_S = 5.0  # kept back at the deadline to write the report
-CRASH_GRACE_S = 10.0  # a rank failed: its peers get this long before they are ended (they may be stuck in an op)
-EXIT_GRACE_S = 15.0  # every rank reported its exit: the processes get this long to end
-NOT_RUN = ("not run", "skipped")
-FAILED = ("fail", "timeout", "crash")
+LOG_TAIL_BYTES = 32 << 10  # of each rank log of a run that did not pass
 
 # The caller's settings that would change what is measured; the check sets what it needs itself.
-CALLER_VARIABLES = ("TORCH_NCCL_BLOCKING_WAIT", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_DIST_USE_NCCL2",
+CALLER_VARIABLES = ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                    "TORCH_DIST_USE_NCCL2", "TORCH_NCCL_USE_COMM_NONBLOCKING", "NCCL_COMM_BLOCKING",
                     MULTI_RANK_SWITCH)
 CALLER_PREFIXES = ("NCCL_MIGRATE_",)  # activation, implementation choice, eager subgroups, A/B recording
 
@@ -175,7 +182,7 @@ def peer_of(backend: str, torch_names: dict[str, str]) -> tuple[str | None, bool
 
 
 # ---------------------------------------------------------------------------------------------
-# One run: a probe on one backend, in fresh rank processes
+# Rank processes
 
 
 def free_port() -> int:
@@ -184,8 +191,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def rank_environment(rank: int, world: int, port: int, run_dir: str, shares_gpu: bool, probe) -> dict:
-    env = {
+def rank_environment(rank: int, world: int, port: int, run_dir: str, shares_gpu: bool, env: dict) -> dict:
+    variables = {
         "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world),
         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
         "NCCL_DEBUG": os.environ.get("NCCL_DEBUG", "WARN"),  # NCCL's own warnings land in the rank's log
@@ -194,114 +201,9 @@ def rank_environment(rank: int, world: int, port: int, run_dir: str, shares_gpu:
         "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": os.path.join(run_dir, "nccl_trace_rank_"),
     }
     if shares_gpu:
-        env[MULTI_RANK_SWITCH] = "1"
-    env.update(probe.env or {})
-    return env
-
-
-def read_rank(path: str) -> dict:
-    """What one rank reported (a killed rank's last line may be cut short)."""
-    rank = {"checks": [], "notes": {}, "error": None, "done": False, "exited": False, "last": None}
-    if not os.path.exists(path):
-        return rank
-    with open(path) as f:
-        for line in f:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            kind = entry.pop("k")
-            if kind == "check":
-                rank["checks"].append(entry)
-                rank["last"] = entry["name"]
-            elif kind == "note":
-                rank["notes"][entry["name"]] = entry["value"]
-            elif kind == "error":
-                rank["error"] = entry
-            else:
-                rank[kind] = True
-    return rank
-
-
-def supervise(procs, limit_s: float, result_paths: list[str]) -> str:
-    """Waits for the ranks and ends all of them (SIGKILL) when the run overruns its limit, when
-    one failed and the others outlive CRASH_GRACE_S, or when every rank reported its exit and a
-    process still runs EXIT_GRACE_S later. Returns why it ended them, or "" if they all ended."""
-    start = time.monotonic()
-    failed_at = exited_at = None
-    while any(p.is_alive() for p in procs):
-        now = time.monotonic()
-        if failed_at is None and any(p.exitcode not in (None, 0) for p in procs):
-            failed_at = now
-        if exited_at is None and all('"k": "exited"' in _text(path) for path in result_paths):
-            exited_at = now
-        reason = ("timeout" if now - start > limit_s
-                  else "peer failed" if failed_at is not None and now - failed_at > CRASH_GRACE_S
-                  else "hung at exit" if exited_at is not None and now - exited_at > EXIT_GRACE_S
-                  else "")
-        if reason:
-            for p in procs:
-                if p.is_alive():
-                    p.kill()
-            for p in procs:
-                p.join(10)
-            return reason
-        time.sleep(0.2)
-    return ""
-
-
-def _text(path: str) -> str:
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
-def exit_text(code: int | None) -> str:
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
-
-
-def judge(ranks: list[dict], reason: str, exit_codes: list, limit_s: float) -> tuple[str, str]:
-    """The run's verdict (pass, fail, timeout, crash) and a short detail for the table."""
-    checks = [c for rank in ranks for c in rank["checks"]]
-    failed = [c for c in checks if not c["ok"]]
-    # What failed before a hang says more than the hang.
-    before = f"; {len(failed)}/{len(checks)} failed first: {failed[0]['name']}: {failed[0]['detail']}" if failed else ""
-    if reason == "timeout":
-        if all(rank["done"] for rank in ranks):
-            return "fail", "hung in destroy_process_group or at exit" + before
-        stuck = "; ".join(f"rank {i} after {rank['last'] or 'group set-up'}" for i, rank in enumerate(ranks)
-                          if not rank["done"])
-        return "timeout", f"{limit_s:.0f} s: {stuck}{before}"
-    if reason == "hung at exit":
-        return "fail", "every rank finished, a process did not exit" + before
-    # A rank killed by a signal (not ours: the supervisor's is SIGKILL) explains its peers'
-    # errors; a rank that raised explains its own exit code 3.
-    signalled = [(i, code) for i, code in enumerate(exit_codes) if code is not None and code < 0
-                 and code != -signal.SIGKILL]
-    errors = [(i, rank["error"]) for i, rank in enumerate(ranks) if rank["error"]]
-    other = [(i, code) for i, code in enumerate(exit_codes) if code != 0 and not ranks[i]["error"]]
-    if signalled or (other and not errors):
-        i, code = (signalled or other)[0]
-        return "crash", f"rank {i} {exit_text(code)} after {ranks[i]['last'] or 'group set-up'}"
-    if errors:
-        i, error = errors[0]
-        return "fail", f"rank {i}: {error['detail']}"
-    if failed:
-        first = failed[0]
-        return "fail", f"{len(failed)}/{len(checks)}: {first['name']}: {first['detail']}"
-    weak = sum(c["weak"] for c in checks)
-    text = ranks[0]["notes"].get("headline") if ranks else None
-    text = text or f"{len(checks)} checks"
-    return "pass", text + (f" ({weak} of {len(checks)} checks are identities on one rank)" if weak else "")
+        variables[MULTI_RANK_SWITCH] = "1"
+    variables.update(env)
+    return variables
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,235 +211,252 @@ def judge(ranks: list[dict], reason: str, exit_codes: list, limit_s: float) -> t
 
 
 class Check:
-    """One whole check: the plan (ranks per run, backends), the runs, their results, the report."""
+    """One whole check: the plan (ranks per run, backends, worlds), running it under the deadline,
+    the results, and the report rewritten after every probe."""
 
-    def __init__(self, args, env: dict, backends: list[str]) -> None:
-        self.args, self.env, self.backends = args, env, backends
-        self.started = time.monotonic()
-        self.deadline = self.started + args.deadline
+    def __init__(self, args, env: dict, backends: list[str], selected: list[plan.ProbeSpec]) -> None:
+        self.args, self.env, self.backends, self.selected = args, env, backends, selected
+        self.started = STARTED
+        self.deadline = STARTED + args.deadline - RESERVE_S
         self.work_dir = tempfile.mkdtemp(prefix="gpu_check.")
         self.out_dir = args.out
         self.results: list[dict] = []
-        self.broken: dict[str, str] = {}  # backend -> why its remaining runs are not started
+        self.world_checks: list[dict] = []  # destroy_process_group and exits, per world
         self.world, self.world_reason = 1, ""
+        self.lock = threading.RLock()  # concurrent worlds report from their own threads
         self.ctx = mp.get_context(args.start_method)
         if args.start_method == "forkserver":
-            # Ranks fork from a server that imported torch once (no CUDA touched): a run starts in
-            # well under a second instead of importing torch in every rank.
-            self.ctx.set_forkserver_preload(["__main__", "_gpu_probes", "torch", "torch.distributed"])
-            # Start the server now, so that its import of torch is not charged to the first run.
+            # Ranks fork from a server that imported torch and the probes once (no CUDA touched):
+            # a world starts in well under a second instead of importing torch in every rank.
+            self.ctx.set_forkserver_preload(["_gpu_probe_table", "torch", "torch.distributed"])
             warm_up = self.ctx.Process(target=time.sleep, args=(0,))
             warm_up.start()
             warm_up.join()
 
-    # -- running
-    def run(self, probe, backend: str | None, world: int) -> dict:
-        result = {"probe": probe.name, "backend": backend, "world": world if probe.group else 1}
-        remaining = self.deadline - time.monotonic()
-        why_not = self._why_not(probe, backend, world)
-        if why_not:
-            result.update(verdict="not run", detail=why_not)
-        elif remaining < MIN_RUN_S:
-            result.update(verdict="skipped", detail="deadline")
-        else:
-            result.update(self._execute(probe, backend, world if probe.group else 1,
-                                        min(probe.limit_s, remaining - RESERVE_S)))
-        # A backend that hangs, dies or cannot even form the group with two ranks would do the
-        # same in every later run: its time goes to the others.
-        set_up_failed = result["verdict"] == "fail" and not any(rank["checks"] for rank in result.get("ranks", []))
-        if probe.name == "two_ranks" and backend and (result["verdict"] in ("timeout", "crash") or set_up_failed):
-            self.broken[backend] = f"two_ranks: {result['verdict']}: {result['detail'][:80]}"
-        self.results.append(result)
-        self._progress(result)
-        self.write_json()
-        return result
-
-    def _why_not(self, probe, backend: str | None, world: int) -> str:
-        if probe.two_ranks and world < 2:
-            return self.world_reason
-        if backend in self.broken:
-            return self.broken[backend]
-        return ""
-
-    def _execute(self, probe, backend: str | None, world: int, limit_s: float) -> dict:
-        run_dir = tempfile.mkdtemp(prefix=f"{probe.name}.{backend or 'none'}.", dir=self.work_dir)
-        port = free_port()
-        shares_gpu = world > self.env["gpus"]
-        paths = [os.path.join(run_dir, f"rank{rank}.jsonl") for rank in range(world)]
-        procs = []
-        started = time.monotonic()
-        for rank in range(world):
-            spec = {"probe": probe.name, "backend": backend, "rank": rank, "world": world,
-                    "settings": {"groups": self.args.groups}, "run_dir": run_dir,
-                    "env": rank_environment(rank, world, port, run_dir, shares_gpu, probe),
-                    "log": os.path.join(run_dir, f"rank{rank}.log"), "result": paths[rank],
-                    "stack_dump_after_s": max(1.0, limit_s - 3)}
-            proc = self.ctx.Process(target=probes.rank_main, args=(spec,), name=f"{probe.name}:{backend}:{rank}")
-            proc.start()
-            procs.append(proc)
-        reason = supervise(procs, limit_s, paths)
-        ranks = [read_rank(path) for path in paths]
-        exit_codes = [p.exitcode for p in procs]
-        verdict, detail = judge(ranks, reason, exit_codes, limit_s)
-        if verdict == "timeout" and limit_s < probe.limit_s:
-            detail += f" (limit cut from {probe.limit_s:.0f} s by the deadline)"
-        result = {"verdict": verdict, "detail": detail, "seconds": round(time.monotonic() - started, 1),
-                  "limit_s": round(limit_s, 1), "ended_by_check": reason or None, "exit_codes": exit_codes,
-                  "ranks": ranks, "files": sorted(os.listdir(run_dir))}
-        if verdict != "pass":
-            result["log_tails"] = [_text(os.path.join(run_dir, f"rank{rank}.log"))[-2000:] for rank in range(world)]
-            self._keep_logs(run_dir, f"{probe.name}.{backend or 'none'}")
-        return result
-
-    def _keep_logs(self, run_dir: str, label: str) -> None:
-        if not self.out_dir:
-            return
-        folder = os.path.join(self.out_dir, "gpu_check_logs")
-        os.makedirs(folder, exist_ok=True)
-        for path in glob.glob(os.path.join(run_dir, "rank*.log")):
-            with open(path, "rb") as src, open(os.path.join(folder, f"{label}.{os.path.basename(path)}"), "wb") as dst:
-                src.seek(max(0, os.path.getsize(path) - (64 << 10)))  # the last 64 KiB of each
-                dst.write(src.read())
-
-    def _progress(self, result: dict) -> None:
-        elapsed = time.monotonic() - self.started
-        print(f"[{elapsed:5.0f} s] {result['probe']:<14}{result['backend'] or '(no group)':<16}"
-              f"{result['verdict']}: {result['detail'][:110]}", file=sys.stderr, flush=True)
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
 
     # -- the plan
-    def decide_world(self, selected: list) -> None:
-        """Two ranks on the GPU where NCCL allows it, confirmed by the two_ranks probe under
-        torch's backend (ours are what is being tested); else one rank."""
+    def decide_world(self) -> None:
+        """Two ranks on two GPUs, or on one where NCCL allows it (confirmed by the two_ranks
+        probe under torch's backend: ours are what is being tested); else one rank."""
         env, choice = self.env, self.args.world
         library = f"{os.path.basename(env['libnccl'] or 'libnccl (not found)')} (NCCL {env['nccl']})"
+        need = (f"two ranks need two GPUs, or an NCCL (2.30 and later) with {MULTI_RANK_SWITCH}=1 to put two "
+                "on one GPU")
         if choice == "1":
-            self.world, self.world_reason = 1, "one rank: --world 1"
+            self.world, self.world_reason = 1, f"one rank (--world 1); {need}"
             return
         if env["gpus"] >= 2:
-            self.world, self.world_reason = 2, f"two ranks on {env['gpus']} GPUs, one GPU each"
+            self.world, self.world_reason = 2, f"two ranks, one on each of 2 of the {env['gpus']} GPUs"
             return
         if choice != "2" and not env["multi_rank_switch"]:
-            self.world, self.world_reason = 1, f"one rank: {library} has no {MULTI_RANK_SWITCH}"
+            self.world, self.world_reason = 1, f"one rank: one GPU, and {library} has no {MULTI_RANK_SWITCH}; {need}"
             return
         why = "--world 2" if choice == "2" else f"{library} has {MULTI_RANK_SWITCH}"
-        two_ranks = probes.PROBES["two_ranks"]
-        if two_ranks not in selected:
-            self.world, self.world_reason = 2, f"two ranks on one GPU ({why}; two_ranks not run to confirm it)"
-            return
         reference = next((b for b in self.backends if b not in OUR_BACKENDS), self.backends[0])
-        result = self.run(two_ranks, reference, 2)
-        if result["verdict"] == "pass":
+        result = self.run_session(plan.Session(reference, ["two_ranks"]), 2)
+        if result.get("two_ranks", {}).get("verdict") == plan.PASS:
             self.world = 2
             self.world_reason = f"two ranks on one GPU, {MULTI_RANK_SWITCH}=1 ({why}; works under {reference})"
         else:
+            outcome = result.get("two_ranks", {})
             self.world = 1
             self.world_reason = (f"one rank: two ranks on one GPU failed under {reference} "
-                                 f"({result['verdict']}: {result['detail']})")
-            self.broken.pop(reference, None)  # it failed with two ranks; the one-rank runs ahead are another matter
+                                 f"({outcome.get('verdict')}: {outcome.get('detail')})")
 
-    def run_all(self, selected: list) -> None:
-        self.decide_world(selected)
-        done = {(r["probe"], r["backend"]) for r in self.results}
-        for probe in selected:
-            for backend in (self.backends if probe.group else [None]):
-                if (probe.name, backend) not in done:
-                    self.run(probe, backend, self.world)
+    def run_all(self) -> None:
+        self.decide_world()
+        for spec in (s for s in self.selected if s.two_ranks and self.world < 2):
+            for backend in self.backends:
+                self.record({"probe": spec.name, "backend": backend, "world": self.world, "verdict": plan.NOT_RUN,
+                             "detail": "needs two ranks (see the ranks line)", "seconds": 0.0})
+        runnable = [s for s in self.selected if self.world >= 2 or not s.two_ranks]
+        done = {(r["probe"], r["backend"]) for r in self.results}  # two_ranks under the reference, if it ran
+        queue = [s for s in plan.plan_sessions(runnable, self.backends)
+                 if not all((name, s.backend) in done for name in s.probes)]
+        children = [s for s in runnable if s.children]
+        # The teardown interpreters run where the table puts them: before the first world of a
+        # probe listed after them.
+        order = {spec.name: i for i, spec in enumerate(self.selected)}
+        children_at = min((order[s.name] for s in children), default=None)
+        while queue or children:
+            if children and (not queue or order[queue[0].probes[0]] > children_at):
+                self.run_children(children)
+                children = []
+                continue
+            batch = plan.take_batch(queue, table.PROBES)
+            if not plan.fits(self.remaining(), table.PROBES[batch[0].probes[0]], in_new_world=True):
+                for session in batch:
+                    for name in session.probes:
+                        self.record({"probe": name, "backend": session.backend, "world": self._world_of(session),
+                                     "verdict": plan.NOT_RUN, "detail": "deadline", "seconds": 0.0,
+                                     "session": session.label})
+                continue
+            retries: list[plan.Session] = []
 
-    # -- reporting
-    def write_json(self) -> None:
+            def run_one(session: plan.Session, retries: list = retries) -> None:
+                unreached = self.run_session(session, self._world_of(session))
+                retry = plan.retry_session(session, unreached.get("", []))
+                if retry:
+                    retries.append(retry)
+
+            threads = [threading.Thread(target=run_one, args=(session,)) for session in batch]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            queue[:0] = retries
+
+    def _world_of(self, session: plan.Session) -> int:
+        return self.world if session.backend else 1
+
+    def run_session(self, session: plan.Session, world: int) -> dict:
+        """Runs one world; returns its results by probe, and under "" the probes it never reached
+        (the caller may give them a fresh world)."""
+        run_dir = tempfile.mkdtemp(prefix=session.label + ".", dir=self.work_dir)
+        port = free_port()
+        shares_gpu = world > self.env["gpus"]
+        settled: dict = {}
+
+        def rank_spec(rank: int) -> dict:
+            return {"settings": {"groups": self.args.groups},
+                    "env": rank_environment(rank, world, port, run_dir, shares_gpu, session.env)}
+
+        def on_result(result: dict) -> None:
+            settled[result["probe"]] = result
+            self.record(result)
+
+        run = sessions.SessionRun(self.ctx, table.rank_main, table.PROBES, session, world, self.deadline, run_dir,
+                                  rank_spec, on_result)
+        unreached = run.run()
+        if run.session_checks:
+            with self.lock:
+                self.world_checks.append({"session": session.label, "backend": session.backend,
+                                          "checks": run.session_checks, "ended_by": run.ended_by or None})
+        if any(r["verdict"] in (*plan.FAILED, plan.CUT) for r in settled.values()) or run.ended_by:
+            self._keep_logs(run_dir, session.label)
+        self.write_report()
+        settled[""] = unreached
+        return settled
+
+    def run_children(self, specs: list[plan.ProbeSpec]) -> None:
+        """The teardown probes: every backend's fresh interpreters at once (nothing in them is
+        timed), each judged on how its interpreter ends."""
+        if not plan.fits(self.remaining(), max(specs, key=lambda s: s.expected_s), in_new_world=True):
+            for spec in specs:
+                for backend in self.backends:
+                    self.record({"probe": spec.name, "backend": backend, "world": self.world,
+                                 "verdict": plan.NOT_RUN, "detail": "deadline", "seconds": 0.0})
+            return
+        limit = plan.probe_limit(max(specs, key=lambda s: s.limit_s), self.remaining())
+        jobs = []
+        for spec in specs:
+            for backend in self.backends:
+                run_dir = tempfile.mkdtemp(prefix=f"{spec.name}.{backend}.", dir=self.work_dir)
+                port = free_port()
+                base = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [os.path.join(os.path.dirname(HERE),
+                        "python"), os.environ.get("PYTHONPATH", "")] if p)}
+                argv = [sys.executable, TEARDOWN_CHILD, "--backend", backend]
+                if spec.name == "teardown_in_flight":
+                    argv.append("--in-flight")
+                jobs.append({"spec": spec, "backend": backend, "run_dir": run_dir,
+                             "argv": [argv] * self.world,
+                             "env": [{**base, **rank_environment(rank, self.world, port, run_dir,
+                                                                 self.world > self.env["gpus"], dict(spec.env))}
+                                     for rank in range(self.world)],
+                             "log": [os.path.join(run_dir, f"rank{rank}.log") for rank in range(self.world)]})
+        for job, outcome in zip(jobs, sessions.run_children(jobs, limit)):
+            logs = [sessions.text_of(path) for path in job["log"]]
+            verdict, detail = plan.judge_children(outcome["exit_codes"], outcome["seconds"], logs, limit)
+            if verdict == plan.TIMEOUT and limit < job["spec"].limit_s:
+                verdict, detail = plan.CUT, f"deadline, {limit:.0f} s after start: {detail}"
+            self.record({"probe": job["spec"].name, "backend": job["backend"], "world": self.world,
+                         "verdict": verdict, "detail": detail, "seconds": max(outcome["seconds"]),
+                         "exit_codes": outcome["exit_codes"]})
+            if verdict != plan.PASS:
+                self._keep_logs(job["run_dir"], f"{job['spec'].name}.{job['backend']}")
+
+    # -- results
+    def record(self, result: dict) -> None:
+        with self.lock:
+            self.results = [r for r in self.results
+                            if (r["probe"], r["backend"]) != (result["probe"], result["backend"])]
+            self.results.append(result)
+            elapsed = time.monotonic() - self.started
+            print(f"[{elapsed:5.0f} s] {result['probe']:<20}{result['backend'] or '(no group)':<16}"
+                  f"{plan.cell(result, width=110)}", file=sys.stderr, flush=True)
+            self.write_report()
+
+    def _keep_logs(self, run_dir: str, label: str) -> None:
+        """Appends the end of each rank log of a run that did not pass to one file in the output
+        folder (a device machine returns few files: one that grows beats a folder of many)."""
         if not self.out_dir:
             return
         os.makedirs(self.out_dir, exist_ok=True)
-        report = {"environment": self.env, "world": self.world, "world_reason": self.world_reason,
-                  "deadline_s": self.args.deadline, "elapsed_s": round(time.monotonic() - self.started, 1),
-                  "backends": self.backends, "runs": self.results, "comparisons": self.comparisons()}
-        path = os.path.join(self.out_dir, "gpu_check.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(report, f, indent=1, default=str)
-        os.replace(path + ".tmp", path)
+        with self.lock, open(os.path.join(self.out_dir, "gpu_check_logs.txt"), "a", errors="replace") as kept:
+            for path in sorted(glob.glob(os.path.join(run_dir, "rank*.log"))):
+                with open(path, errors="replace") as log:
+                    log.seek(max(0, os.path.getsize(path) - LOG_TAIL_BYTES))
+                    kept.write(f"===== {label}: {os.path.basename(path)} (its last {LOG_TAIL_BYTES >> 10} KiB)\n")
+                    kept.write(log.read() + "\n")
 
-    def result_of(self, probe: str, backend: str | None) -> dict | None:
-        return next((r for r in self.results if r["probe"] == probe and r["backend"] == backend), None)
-
-    def comparisons(self) -> list[dict]:
-        rows = []
+    def peers(self) -> dict[str, str]:
+        names = {b: self.env["torch_backends"][b] for b in self.backends if b in self.env["torch_backends"]}
+        found = {}
         for backend in (b for b in self.backends if b in OUR_BACKENDS):
-            peer, same_behaviour = peer_of(backend, {b: self.env["torch_backends"][b] for b in self.backends
-                                                     if b in self.env["torch_backends"]})
-            ran = {r["probe"] for r in self.results if r["backend"] == backend}
-            for probe in (name for name in probes.PROBES if name in ran):
-                rows.append({"probe": probe, "backend": backend, "peer": peer, "same_behaviour": same_behaviour,
-                             "result": compare(self.result_of(probe, backend), self.result_of(probe, peer))})
-        return rows
+            peer, same = peer_of(backend, names)
+            if peer:
+                found[backend] = peer if same else f"~{peer}"
+        return found
 
-    def markdown(self, selected: list) -> str:
+    def comparisons(self) -> dict[tuple[str, str], str]:
+        by_key = {(r["probe"], r["backend"]): r for r in self.results}
+        return {(probe, backend): plan.compare(by_key.get((probe, backend)), by_key.get((probe, peer.lstrip("~"))))
+                for backend, peer in self.peers().items() for probe in table.PROBES
+                if (probe, backend) in by_key}
+
+    def markdown(self) -> str:
         env = self.env
-        gpu = env["gpu"] or next((r["ranks"][0]["notes"]["device"] for r in self.results
-                                  if r.get("ranks") and "device" in r["ranks"][0]["notes"]), "GPU")
-        title = (f"GPU check, {gpu}: torch {env['torch']} (CUDA {env['cuda']}, NCCL {env['nccl']}), "
-                 f"{self.world_reason}; {time.monotonic() - self.started:.0f} s.")
-        lines = [title, ""]
-        grouped = [p for p in selected if p.group]
-        labels = [b if b in OUR_BACKENDS else f"{b} (torch)" for b in self.backends]
-        lines += ["| probe | " + " | ".join(labels) + " |", "| --- |" + " --- |" * len(labels)]
-        for probe in grouped:
-            cells = [cell(self.result_of(probe.name, b)) for b in self.backends]
-            lines.append(f"| {probe.name} | " + " | ".join(cells) + " |")
-        for probe in (p for p in selected if not p.group):
-            lines += ["", f"- {probe.name} (no group): {cell(self.result_of(probe.name, None), width=200)}"]
-        by_key = {(c["probe"], c["backend"]): c for c in self.comparisons()}
-        ours = [b for b in self.backends if b in OUR_BACKENDS]
-        if ours and any(c["peer"] for c in by_key.values()):
-            heads = []
-            for backend in ours:
-                peer, same = peer_of(backend, {b: env["torch_backends"][b] for b in self.backends
-                                               if b in env["torch_backends"]})
-                heads.append(f"{backend} vs {'' if same else '~'}{peer}" if peer else f"{backend} (no torch peer)")
-            legend = ("Ours against torch's backend of the same behaviour (~: this torch lacks that behaviour; "
-                      "its legacy backend stands in, under the same contract for values, streams and errors).")
-            lines += ["", legend, "", "| probe | " + " | ".join(heads) + " |", "| --- |" + " --- |" * len(heads)]
-            for probe in grouped:
-                cells = [_escape(by_key.get((probe.name, b), {}).get("result", "–"))[:110] for b in ours]
-                lines.append(f"| {probe.name} | " + " | ".join(cells) + " |")
-        return "\n".join(lines)
+        spent = self.args.spent
+        took = time.monotonic() - self.started
+        title = (f"### The GPU check on {env['gpu'] or 'a GPU'}\n\n"
+                 f"torch {env['torch']} (CUDA {env['cuda']}, NCCL {env['nccl']}, Python {env['python']}); "
+                 + (f"build {spent:.0f} s, " if spent else "") + f"probes {took:.0f} s of {self.args.deadline:.0f} s.")
+        ranks = f"Ranks per world: {self.world}, {self.world_reason}."
+        text = plan.markdown(title, ranks, self.selected, self.backends, set(OUR_BACKENDS), self.results,
+                             self.comparisons(), self.peers())
+        broken = [w for w in self.world_checks if any(not c["ok"] for c in w["checks"])]
+        if broken:
+            text += "\n\nWorlds that did not end cleanly: " + "; ".join(
+                f"{w['session']}: " + ", ".join(f"{c['name']} ({c['detail']})" for c in w["checks"] if not c["ok"])
+                for w in broken)
+        return text
 
+    def write_report(self) -> None:
+        if not self.out_dir:
+            return
+        with self.lock:
+            self._write_report()
 
-def _escape(text: str) -> str:
-    return text.replace("|", "/").replace("\n", " ")
+    def _write_report(self) -> None:
+        os.makedirs(self.out_dir, exist_ok=True)
+        report = {"environment": self.env, "world": self.world, "world_reason": self.world_reason,
+                  "deadline_s": self.args.deadline, "spent_before_s": self.args.spent,
+                  "elapsed_s": round(time.monotonic() - self.started, 1), "backends": self.backends,
+                  "runs": self.results, "worlds": self.world_checks,
+                  "comparisons": [{"probe": p, "backend": b, "result": c} for (p, b), c in self.comparisons().items()]}
+        for name, content in (("gpu_check.json", json.dumps(report, indent=1, default=str)),
+                              ("gpu_check.md", self.markdown() + "\n")):
+            path = os.path.join(self.out_dir, name)
+            with open(path + ".tmp", "w") as f:
+                f.write(content)
+            os.replace(path + ".tmp", path)
 
-
-def cell(result: dict | None, width: int = 90) -> str:
-    if result is None:
-        return "–"
-    text = f"{result['verdict']}: {result['detail']}" if result["detail"] else result["verdict"]
-    text = _escape(text)
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
-def signatures(result: dict) -> dict:
-    return {(i, c["name"]): c["sig"] for i, rank in enumerate(result.get("ranks", [])) for c in rank["checks"]}
-
-
-def compare(ours: dict | None, theirs: dict | None) -> str:
-    """Whether our run came out as torch's did: same verdict, and the same outcome (ok, wrong,
-    or the exception type) for every check both made."""
-    if ours is None or theirs is None:
-        return "–"
-    if ours["verdict"] in NOT_RUN or theirs["verdict"] in NOT_RUN:
-        return f"– (ours {ours['verdict']}, torch {theirs['verdict']})"
-    mine, other = signatures(ours), signatures(theirs)
-    differing: dict[str, str] = {}
-    for key in sorted(mine.keys() & other.keys()):
-        if mine[key] != other[key] and key[1] not in differing:
-            differing[key[1]] = f"{key[1]}: ours {mine[key]}, torch {other[key]}"
-    parts = []
-    if ours["verdict"] != theirs["verdict"]:
-        parts.append(f"ours {ours['verdict']}, torch {theirs['verdict']}")
-    parts += list(differing.values())[:2]
-    if not parts:
-        return "same"
-    more = len(differing) - 2
-    return "differs: " + "; ".join(parts) + (f" (+{more} more checks)" if more > 0 else "")
+    def status(self) -> int:
+        status = plan.exit_status(self.results, set(OUR_BACKENDS))
+        ours_broken = any(not c["ok"] for w in self.world_checks if w["backend"] in OUR_BACKENDS for c in w["checks"])
+        return 1 if ours_broken else status
 
 
 # ---------------------------------------------------------------------------------------------
@@ -545,7 +464,7 @@ def compare(ours: dict | None, theirs: dict | None) -> str:
 
 
 def parse_args(argv):
-    names = ", ".join(probes.PROBES)
+    names = ", ".join(table.PROBES)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="probes, in run order: " + names + " (--list says what each asserts)")
@@ -554,13 +473,16 @@ def parse_args(argv):
     parser.add_argument("--backend", action="append", metavar="NAME",
                         help="run only this backend (repeatable): ours (migrate-legacy, migrate-nccl2, migrate-lazy) "
                              "or torch's (nccl, nccl-legacy, nccl2, nccl-lazy, whichever this torch has)")
-    parser.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE_S, metavar="S",
-                        help="seconds for the whole check; runs still due then are reported skipped "
-                             f"(default {DEFAULT_DEADLINE_S:.0f})")
+    parser.add_argument("--deadline", type=positive_seconds, default=DEFAULT_DEADLINE_S, metavar="S",
+                        help="seconds for the whole check from its start; a probe starts only with twice its expected "
+                             f"time left, and the deadline ends one still running (default {DEFAULT_DEADLINE_S:.0f})")
+    parser.add_argument("--spent", type=float, default=0.0, metavar="S",
+                        help="seconds spent before this check (the build), shown in the table's title")
     parser.add_argument("--out", default=os.environ.get("OUT") or None, metavar="DIR",
-                        help="write gpu_check.json and the logs of runs that did not pass here (default $OUT)")
+                        help="write gpu_check.json, gpu_check.md and gpu_check_logs.txt (the logs of runs that "
+                             "did not pass) here (default $OUT)")
     parser.add_argument("--world", choices=("auto", "1", "2"), default="auto",
-                        help="ranks per run: auto (two where NCCL lets two ranks share the GPU), 1, or 2")
+                        help="ranks per world: auto (two on two GPUs, or where NCCL lets two ranks share one), 1, or 2")
     parser.add_argument("--groups", type=int, default=4, metavar="N",
                         help="subgroups the subgroups probe creates (default 4)")
     parser.add_argument("--start-method", choices=("forkserver", "spawn"), default="forkserver",
@@ -568,10 +490,20 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def select(args, env: dict) -> tuple[list, list[str]]:
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} s leaves no time for any probe; give a positive number of seconds")
+    return value
+
+
+def select(args, env: dict) -> tuple[list[plan.ProbeSpec], list[str]]:
     """The probes and backends to run, in run order; raises SystemExit(2) on an unknown name."""
-    wanted = args.probe or list(probes.PROBES)
-    unknown = [p for p in wanted if p not in probes.PROBES]
+    wanted = args.probe or list(table.PROBES)
+    unknown = [p for p in wanted if p not in table.PROBES]
     torch_names = list(env["torch_backends"])
     # torch's legacy backend first: it decides whether two ranks can share the GPU.
     everything = [n for n in torch_names if env["torch_backends"][n] == "legacy"] + list(OUR_BACKENDS) + \
@@ -579,38 +511,40 @@ def select(args, env: dict) -> tuple[list, list[str]]:
     backends = args.backend or everything
     unknown += [b for b in backends if b not in everything]
     if unknown:
-        print(f"gpu_check: unknown probe or backend: {', '.join(unknown)} (probes: {', '.join(probes.PROBES)}; "
+        print(f"gpu_check: unknown probe or backend: {', '.join(unknown)} (probes: {', '.join(table.PROBES)}; "
               f"backends here: {', '.join(everything)})", file=sys.stderr)
         raise SystemExit(2)
-    return [p for p in probes.PROBES.values() if p.name in wanted], [b for b in everything if b in backends]
+    return [p for p in table.PROBES.values() if p.name in wanted], [b for b in everything if b in backends]
 
 
-def print_list(env: dict, selected: list, backends: list[str], args) -> None:
+def print_list(env: dict, selected: list[plan.ProbeSpec], backends: list[str], args) -> None:
     print(f"torch {env['torch']}, CUDA {env['cuda']}, NCCL {env['nccl']}, GPUs: {env['gpus']}"
           + ("" if env["gpus"] else " (no CUDA device here: a run would stop at once)"))
     print(f"libnccl: {env['libnccl']}; {MULTI_RANK_SWITCH} in it: {env['multi_rank_switch']}")
     if args.world != "auto":
-        print(f"ranks per run: {args.world} (--world)")
+        print(f"ranks per world: {args.world} (--world)")
     elif env["multi_rank_switch"] or env["gpus"] >= 2:
-        print("ranks per run: two (if two_ranks passes under torch's backend), else one")
+        print("ranks per world: two (on one GPU: if two_ranks passes under torch's backend), else one")
     else:
-        print("ranks per run: one (this NCCL cannot put two ranks on one GPU)")
+        print("ranks per world: one (this NCCL cannot put two ranks on one GPU)")
     print(f"our backends built: {env['ours_built']}\n\nbackends:")
     torch_names = {b: env["torch_backends"][b] for b in backends if b in env["torch_backends"]}
     for backend in backends:
         if backend in OUR_BACKENDS:
             peer, same = peer_of(backend, torch_names)
-            if peer:
-                against = f"compared with {peer}" + ("" if same else " (this torch lacks the behaviour)")
-            else:
-                against = "no torch peer"
+            against = (f"compared with {peer}" + ("" if same else " (this torch lacks the behaviour)")) if peer \
+                else "no torch peer"
             print(f"  {backend:<16}ours, {OUR_BACKENDS[backend]}; {against}")
         else:
             print(f"  {backend:<16}torch's, {env['torch_backends'][backend]}")
-    print(f"\nprobes (deadline {args.deadline:.0f} s for all):")
-    for probe in selected:
-        ranks = "2 ranks" if probe.two_ranks else "1-2 ranks" if probe.group else "no group"
-        print(f"  {probe.name:<14}{ranks:<10}{probe.limit_s:>4.0f} s  {probe.asserts}")
+    worlds = plan.plan_sessions([p for p in selected if not p.two_ranks], backends)
+    children = [p for p in selected if p.children]
+    print(f"\n{len(worlds)} worlds" + (f" and {len(children)} teardown runs per backend" if children else "")
+          + f"; probes (deadline {args.deadline:.0f} s for all; expected seconds at one rank, limit):")
+    for spec in selected:
+        where = ("2 ranks" if spec.two_ranks else "children" if spec.children else "no group" if not spec.group
+                 else "own world" if spec.alone else f"stage {spec.stage}")
+        print(f"  {spec.name:<22}{where:<10}{spec.expected_s:>5.1f} s {spec.limit_s:>4.0f} s  {spec.asserts}")
 
 
 def clean_environment() -> list[str]:
@@ -630,26 +564,24 @@ def main(argv=None) -> int:
         print_list(env, selected, backends, args)
         return 0
     if env["gpus"] == 0:
-        print("gpu_check: no CUDA device: this check needs a GPU (nothing was run; the CPU test suites cover the rest)",
-              file=sys.stderr)
+        print("gpu_check: no CUDA device: this check needs a GPU and ran nothing (torch "
+              f"{env['torch']}, CUDA {env['cuda'] or 'none'}); run it on a machine with one", file=sys.stderr)
         return 2
     if not env["ours_built"] and any(b in OUR_BACKENDS for b in backends):
         print(f"gpu_check: nccl_migrate's native module for this Python is not built (python/nccl_migrate/_C"
-              f"{importlib.machinery.EXTENSION_SUFFIXES[0]}); build it first, or run only torch's backends "
-              "(--backend)", file=sys.stderr)
+              f"{importlib.machinery.EXTENSION_SUFFIXES[0]}); build it first (tools/gpu-check.sh), or run only "
+              "torch's backends (--backend)", file=sys.stderr)
         return 2
     env["removed_caller_variables"] = clean_environment()
-    check = Check(args, env, backends)
+    check = Check(args, env, backends, selected)
     try:
-        check.run_all(selected)
+        check.run_all()
     finally:
-        check.write_json()
+        check.write_report()
         shutil.rmtree(check.work_dir, ignore_errors=True)
-    print(check.markdown(selected))
-    ours = [r for r in check.results if r["backend"] in OUR_BACKENDS or r["backend"] is None]
-    if any(r["verdict"] in FAILED for r in ours):
-        return 1
-    return 3 if any(r["verdict"] == "skipped" for r in ours) else 0
+    print("\n<!-- gpu_check.md: paste into docs/backends.md -->")
+    print(check.markdown())
+    return check.status()
 
 
 if __name__ == "__main__":
