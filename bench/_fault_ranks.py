@@ -1,5 +1,6 @@
 """One rank of a fault-campaign run (bench/faults.py): a mixed workload of collectives, p2p,
-coalesced batches, subgroup ops and DDP training steps whose every result is checked, the fault
+coalesced batches, subgroup ops (one-rank groups among them) and DDP training steps whose every
+result is checked, the fault
 injected on the faulty rank at its op, and on every rank that raised the recovery a job would
 make: the abort hook's word, the flight-recorder dump, then shrink_group without the faulty
 rank and an all_reduce on the shrunk group. Runs in a process forked from the campaign (torch
@@ -17,12 +18,14 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-# Ops of the workload. "sub_*" run on a subgroup of every rank but the last; the batch and the
+# Ops of the workload. "sub_*" run on a subgroup of every rank but the last; "solo_batch" runs a
+# coalesced batch and a list all_gather on the rank's own one-rank group (NCCL launches a
+# one-rank communicator's collectives at the call, not at the batch's end); the batch and the
 # coalesced ops each launch as one batch; "ddp_step" is a training step of a model under torch's
 # DistributedDataParallel, whose reducer all-reduces the gradients through the group (the first
 # one also builds the model, which broadcasts its parameters and checks their shapes).
 OPS = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "ring", "batch_ring",
-       "coalesced", "sub_all_reduce", "sub_broadcast", "ddp_step")
+       "coalesced", "sub_all_reduce", "sub_broadcast", "solo_batch", "ddp_step")
 ELEMENTS = 1 << 12
 SIGNALS = ("kill", "kill_store", "stop")  # faults the faulty rank's own thread strikes
 DISRUPTIVE = SIGNALS + ("sim_stall", "sim_error")  # the faulty rank leaves the group
@@ -63,7 +66,7 @@ def _check(name: str, index: int, got, want) -> None:
         raise AssertionError(f"op {index} ({name}): wrong result {got!r}, expected {want!r}")
 
 
-def _run_op(dist, torch, name: str, index: int, rank: int, world: int, sub) -> None:
+def _run_op(dist, torch, name: str, index: int, rank: int, world: int, sub, solo) -> None:
     """Runs op `index` and checks its result against what it must be (computed without any
     collective)."""
     mine = _value(index, rank)
@@ -121,6 +124,16 @@ def _run_op(dist, torch, name: str, index: int, rank: int, world: int, sub) -> N
         got = model.module.weight.grad[0, 0].item()
         if not abs(got - want) <= 1e-5 * want:  # a NaN fails too
             _check(name, index, got, want)
+    elif name == "solo_batch":
+        # On a group of one, every result is the rank's own input.
+        a, b = torch.full((ELEMENTS,), mine), torch.full((5,), -mine)
+        with dist._coalescing_manager(group=solo, async_ops=True) as batch:
+            dist.all_reduce(a, group=solo)
+            dist.all_reduce(b, group=solo)
+        batch.wait()
+        gathered = [torch.empty(ELEMENTS)]
+        dist.all_gather(gathered, torch.full((ELEMENTS,), 3 * mine), group=solo)
+        _check(name, index, (a[0].item(), b[-1].item(), gathered[0][-1].item()), (mine, -mine, 3 * mine))
     elif name in ("sub_all_reduce", "sub_broadcast"):
         if sub is None:
             return  # not a member: the members' op does not involve this rank
@@ -248,7 +261,8 @@ def run_rank(plan: RankPlan) -> None:
     # job that wants its subgroup ops bounded passes the timeout, as the campaign does.
     sub = dist.new_group(list(range(plan.world - 1)), timeout=timedelta(seconds=plan.timeout_s))
     sub = sub if plan.rank < plan.world - 1 else None
-    for group in (dist.group.WORLD, sub):
+    solo, _ = dist.new_subgroups(group_size=1, timeout=timedelta(seconds=plan.timeout_s))
+    for group in (dist.group.WORLD, sub, solo):
         if group is not None:
             group.register_abort_hook(11, hook_ran.set)  # hooks are per group: each group's failure runs its own
     for index, name in enumerate(plan.ops):
@@ -259,13 +273,19 @@ def run_rank(plan: RankPlan) -> None:
         result["op"] = {"index": index, "name": name, "issued_at": time.time()}
         began = time.monotonic()
         try:
-            _run_op(dist, torch, name, index, plan.rank, plan.world, sub)
+            _run_op(dist, torch, name, index, plan.rank, plan.world, sub, solo)
             seconds = time.monotonic() - began
             if seconds > result["slowest_op"]["seconds"]:
                 result["slowest_op"] = {"index": index, "name": name, "seconds": seconds}
             if issued.is_set() and index == plan.fault_at and plan.fault in SIGNALS:
                 struck.wait(60)  # the signal strikes here at the latest; the rank must not have gone on
         except AssertionError as wrong:
+            if name == "ddp_step" and plan.world_kind == "sim-bound" and "read_failed_op" not in result:
+                # A device op's future completes with its outputs whatever becomes of the op, as on
+                # torch's NCCL backends, so DDP's reducer may read a failed all_reduce's buffers;
+                # the failure must reach the job through the group's next op (the judge checks).
+                result["read_failed_op"] = {"index": index, "message": str(wrong)}
+                continue
             result["wrong_result"] = str(wrong)
             break
         except Exception as error:  # noqa: BLE001 - what raised, and when, is the measurement

@@ -37,6 +37,7 @@ class Verdict:
     crash: bool = False
     dumps_ok: bool = True
     shrink_ok: bool = True
+    read_failed_op: int = 0  # survivors whose DDP step read a failed op's buffers and raised later
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -105,6 +106,11 @@ def _judge_survivor(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s
     if "wrong_result" in result:
         verdict.problems.append(f"rank {rank}: {result['wrong_result']}")
     raised = result.get("raised")
+    read_failed = result.get("read_failed_op")
+    if read_failed and raised:
+        verdict.read_failed_op += 1
+    elif read_failed:
+        verdict.problems.append(f"rank {rank}: {read_failed['message']}, and no later op reported the failure")
     if not raised:
         if outcome.result is not None:
             verdict.problems.append(f"rank {rank} raised nothing (completed {result.get('completed_ops')} ops)")
@@ -136,8 +142,9 @@ def _judge_survivor(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s
 
 def _judge_undisturbed(verdict: Verdict, rank: int, outcome: RankOutcome, op_count: int) -> None:
     result = outcome.result or {}
-    if "wrong_result" in result:
-        verdict.problems.append(f"rank {rank}: {result['wrong_result']}")
+    for wrong in (result.get("wrong_result"), (result.get("read_failed_op") or {}).get("message")):
+        if wrong:
+            verdict.problems.append(f"rank {rank}: {wrong}")
     if "raised" in result:
         verdict.problems.append(f"rank {rank} raised {result['raised']['type']}: {result['raised']['message']}")
     elif outcome.result is not None and result.get("completed_ops") != op_count:

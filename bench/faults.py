@@ -1,6 +1,6 @@
 """Fault-injection campaign: real 3- and 4-rank worlds of each behaviour (legacy, rewritten,
 lazy) on each transport CI runs (Gloo on CPU-bound ranks; the NCCL communicator over the
-simulated device), a mixed workload (a DDP training step among its ops), one fault per run at
+simulated device), a mixed workload (a DDP training step and one-rank groups among its ops), one fault per run at
 a random op and rank, and every survivor judged: raised DistBackendError within timeout + 2 s,
 abort hook ran, flight-recorder dump within 1 s and readable by torchfrtrace, shrink_group
 without the faulty rank working; no process dead by a signal, no hang (each run has an outer
@@ -299,8 +299,8 @@ def run_one(run: Run, keep_dir: str | None) -> dict:
 
 def _row_table(rows: list[tuple], results: list[dict]) -> str:
     head = ("| fault | behaviour | transport | runs | survivors raised | s past timeout p50 / p99 / max | hangs "
-            "| crashes | dumps readable | shrink ok | runs failed |")
-    lines = [head, "|" + " --- |" * 11]
+            "| crashes | dumps readable | shrink ok | DDP steps on a failed op | runs failed |")
+    lines = [head, "|" + " --- |" * 12]
     for fault, behaviour, transport in rows:
         mine = [r for r in results if (r["run"]["fault"], r["run"]["behaviour"], r["run"]["transport"]) ==
                 (fault, behaviour, transport)]
@@ -318,6 +318,7 @@ def _row_table(rows: list[tuple], results: list[dict]) -> str:
             f"{sum(x['hang'] for x in v)} | {sum(x['crash'] for x in v)} | "
             f"{_dumps_cell(mine) if disruptive else '-'} | "
             f"{sum(x['shrink_ok'] for x in v) if disruptive else '-'}/{len(mine) if disruptive else '-'} | "
+            f"{sum(x.get('read_failed_op', 0) for x in v) if disruptive else '-'} | "
             f"{sum(not r['ok'] for r in mine)} |")
     return "\n".join(lines)
 

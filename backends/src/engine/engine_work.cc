@@ -75,21 +75,28 @@ void EngineWork::settle(std::exception_ptr error, bool timedOut) {
   c10::intrusive_ptr<MigrateBackend> backend = error ? backend_.lock() : nullptr;  // only a failure reports
   bool ofCurrentMembership = false;
   std::shared_ptr<OpFuture> future;
+  c10::intrusive_ptr<c10::ivalue::Future> result;
+  c10d::WorkResult outcome;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (completed_) return;
     completed_ = true;
     exception_ = error ? withContext(error) : nullptr;
+    settledAs_ = outcome = !error    ? c10d::WorkResult::SUCCESS
+                           : timedOut ? c10d::WorkResult::TIMEOUT
+                                      : c10d::WorkResult::COMM_ERROR;
     // Read before anyone can see the failure (a reconfigure it prompts comes after): an op that
     // fails once a reconfigure replaced its membership was dropped by it, and is not reported.
     ofCurrentMembership = backend && backend->generation() == identity_.generation;
     future = future_;
+    result = result_;
   }
   cv_.notify_all();
   if (unsettled_) unsettled_->fetch_sub(1, std::memory_order_relaxed);
   if (error) inFlight_->giveUp();
   notifySettled(identity_.settleListeners, error);
   if (future) future->settled(exception());
+  if (result) markResult(result, outcome);
   if (!error || !ofCurrentMembership) return;
   backend->onOpFailure(timedOut, messageOf(exception()), identity_.generation);
 }
@@ -172,7 +179,7 @@ void EngineWork::OpFuture::settled(const std::exception_ptr& error) {
       succeeded = true;  // its completion in stream order decides it, whatever came after
       return;
     }
-    if (std::exchange(decided, true)) return;
+    if (!failsWithTheOp || std::exchange(decided, true)) return;
   }
   // Its callbacks run here (on the watchdog, or the thread that saw the failure): one that
   // throws must not end that thread.
@@ -188,8 +195,8 @@ void EngineWork::OpFuture::completed(const c10::IValue& value, const std::except
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (std::exchange(decided, true)) return;
-    // An op that settled as done keeps its result though an abort came before its completion.
-    fails = error && !succeeded;
+    // A host op that settled as done keeps its result though an abort came before its completion.
+    fails = failsWithTheOp && error && !succeeded;
   }
   if (fails) {
     future->setError(error);
@@ -208,18 +215,43 @@ c10::intrusive_ptr<c10::ivalue::Future> EngineWork::getFuture() {
     future_ = std::make_shared<OpFuture>();
     future_->future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                                cudaDevicesOf(outputs_));
+    future_->failsWithTheOp = !inFlight_->onDevice();
     made = future_;
     settledAs = completed_;
     failedAlready = exception_;
   }
   if (settledAs) made->settled(failedAlready);
-  if (failedAlready) return made->future;
+  if (failedAlready && made->failsWithTheOp) return made->future;
   // Outside the lock: ordering the caller's stream may block the host until the op is done (on
-  // the simulated device, whose host is a stream), and the watchdog takes the lock to fail it.
+  // the simulated device, whose host is a stream), and the watchdog takes the lock to settle
+  // the op meanwhile.
   inFlight_->onDone([made, outputs = outputs_, describe = identity_.description](std::exception_ptr error) {
     made->completed(c10::IValue(outputs), error ? backendError(describe + " failed: " + messageOf(error)) : nullptr);
   });
   return made->future;
+}
+
+void EngineWork::markResult(const c10::intrusive_ptr<c10::ivalue::Future>& result, c10d::WorkResult settledAs) {
+  try {
+    result->markCompleted(c10::IValue(static_cast<uint8_t>(settledAs)));
+  } catch (const std::exception& e) {
+    LOG(ERROR) << "[nccl_migrate] a callback of an op's result future threw: " << e.what();
+  }
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> EngineWork::getFutureResult() {
+  (void)isCompleted();  // an op that finished is decided now, as torch nccl2's checkStatus() does
+  c10::intrusive_ptr<c10::ivalue::Future> made;
+  c10d::WorkResult settledAs;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (result_) return result_;
+    result_ = made = c10::make_intrusive<c10::ivalue::Future>(c10::AnyEnumType::get());
+    if (!completed_) return made;  // settle() completes it
+    settledAs = settledAs_;
+  }
+  markResult(made, settledAs);
+  return made;
 }
 
 }  // namespace nccl_migrate::backends

@@ -48,6 +48,9 @@ class EngineWork final : public c10d::Work {
   void synchronize() override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  // torch's WorkResult (SUCCESS, TIMEOUT, COMM_ERROR) once the op settled: how a job that holds
+  // futures learns that a device op failed, since the op's own future completes regardless.
+  c10::intrusive_ptr<c10::ivalue::Future> getFutureResult() override;
   uint64_t getSequencenumber() const override { return identity_.sequence; }
 #if NCCL_MIGRATE_TORCH_HAS_WORK_TIMEOUT
   std::chrono::milliseconds getTimeout() const override { return timeout_; }
@@ -63,6 +66,7 @@ class EngineWork final : public c10d::Work {
   // future (a failure fails it) and, on failure, the backend.
   void settle(std::exception_ptr error, bool timedOut);
   std::exception_ptr withContext(const std::exception_ptr& cause) const;
+  static void markResult(const c10::intrusive_ptr<c10::ivalue::Future>& result, c10d::WorkResult settledAs);
 
   Identity identity_;
   std::unique_ptr<InFlight> inFlight_;
@@ -70,12 +74,15 @@ class EngineWork final : public c10d::Work {
   std::chrono::milliseconds timeout_;
   std::chrono::steady_clock::time_point deadline_;
   c10::weak_intrusive_ptr<MigrateBackend> backend_;
-  // The op's future, once asked for, and whether it was decided yet: by the op's failure as the
-  // work settled (a timed-out op's stream passes it once the abort released it, and must not
-  // complete it then), else by its completion in stream order, which fails only an op that had
-  // not settled as done (an abort released the stream past it).
+  // The op's future, once asked for. A device op's future completes with the op's outputs in
+  // stream order whatever becomes of the op, as torch's NCCL backends' futures do: legacy marks it
+  // at issue with the NCCL stream current, nccl2 at getFuture() after the caller's stream waits
+  // for the op, and neither ever fails it. Its consumers' streams are ordered after the op; a
+  // failure reaches the job through the work (wait(), exception(), getFutureResult()) and the
+  // group's failure handling. A host op's future fails with the op, as torch's Gloo's does.
   struct OpFuture {
     c10::intrusive_ptr<c10::ivalue::Future> future;
+    bool failsWithTheOp = false;  // a host op's
     std::mutex mutex;
     bool decided = false;
     bool succeeded = false;  // the work settled as done
@@ -83,6 +90,8 @@ class EngineWork final : public c10d::Work {
     void completed(const c10::IValue& value, const std::exception_ptr& error);
   };
   std::shared_ptr<OpFuture> future_;
+  c10::intrusive_ptr<c10::ivalue::Future> result_;  // getFutureResult()'s, once asked for
+  c10d::WorkResult settledAs_ = c10d::WorkResult::UNKNOWN;
   std::shared_ptr<std::atomic<int64_t>> unsettled_;
 };
 

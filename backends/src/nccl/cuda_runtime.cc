@@ -71,6 +71,8 @@ class CudaRuntime final : public DeviceRuntime {
     const_cast<at::Tensor&>(dst).copy_(src, /*non_blocking=*/true);
   }
   void completeInStreamOrder(const StreamRef& stream, std::function<void()> mark) override {
+    // As torch's NCCL backends complete a future: the stream current while it is marked is where
+    // c10::ivalue::Future records the events its consumers' streams wait for.
     c10::cuda::CUDAStreamGuard onStream(streamOf(stream));
     mark();
   }

@@ -61,8 +61,14 @@ class DeviceRuntime {
   // dst.copy_(src), in `stream`'s order.
   virtual void copy(const at::Tensor& dst, const at::Tensor& src, const StreamRef& stream) = 0;
   // Runs `mark` so that whatever it marks complete is ordered after the work issued on `stream`
-  // so far. CUDA runs it now with `stream` current, so device-aware futures record their events
-  // there; a simulated device runs it when the stream gets there.
+  // so far: how an op's future is completed, as torch's NCCL backends complete theirs (legacy
+  // ProcessGroupNCCL::collective() marks it with the NCCL stream current, nccl2's
+  // WorkNCCL::getFuture() with the caller's stream current once that stream waits for the op).
+  // CUDA runs it now, on the calling thread, with `stream` current: a CUDA future records its
+  // events there, is complete on the host at once, and its consumers' streams wait for the
+  // events. A device whose futures carry no events (the simulated one: the CPU's) runs it when
+  // the stream gets there instead, so consumers see the outputs no earlier than a CUDA
+  // consumer's stream would, and the host sees the future complete later than on CUDA.
   virtual void completeInStreamOrder(const StreamRef& stream, std::function<void()> mark) = 0;
   // Whether `stream` is being captured into a graph right now.
   virtual bool capturing(const StreamRef& stream) = 0;

@@ -19,6 +19,7 @@ struct EventMarks {
   uint64_t recorded = 0;
   uint64_t reached = 0;
   bool captured = false;
+  SimStream* captureOrigin = nullptr;  // of the capture the last record was made in
   bool failed = false;
 
   void reach(uint64_t generation) {
@@ -44,7 +45,8 @@ class SimEvent final : public backends::nccl::DeviceEvent {
     {
       std::lock_guard<std::mutex> lock(marks_->mutex);
       generation = ++marks_->recorded;
-      marks_->captured = stream.capturing.load();
+      marks_->captureOrigin = stream.captureOrigin();
+      marks_->captured = marks_->captureOrigin != nullptr;
       marks_->failed = runtime_.failEvents.load();
     }
     if (marks_->captured) return;
@@ -57,7 +59,9 @@ class SimEvent final : public backends::nccl::DeviceEvent {
     {
       std::lock_guard<std::mutex> lock(marks_->mutex);
       if (marks_->captured) {
-        stream.capturing = true;  // waiting on captured work pulls the stream into the capture
+        // Waiting on captured work brings the stream into that capture (CUDA Programming Guide,
+        // "CUDA Graphs", "Cross-stream Dependencies and Events"), until the capture ends.
+        stream.joinCapture(marks_->captureOrigin);
         return;
       }
       generation = marks_->recorded;
@@ -97,7 +101,7 @@ void SimStream::enqueue(std::function<void()> task) {
   if (host_) return task();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (capturing.load()) {
+    if (isCapturing()) {
       ++captured_;  // recorded into the graph: runs on replay, not now
       return;
     }
@@ -116,6 +120,18 @@ void SimStream::enqueue(std::function<void()> task) {
     queue_.push_back(std::move(task));
   }
   cv_.notify_all();
+}
+
+bool SimStream::isCapturing() const {
+  if (capturing.load()) return true;
+  SimStream* origin = joined_.load();
+  return origin && origin->capturing.load();
+}
+
+SimStream* SimStream::captureOrigin() {
+  if (capturing.load()) return this;
+  SimStream* origin = joined_.load();
+  return origin && origin->capturing.load() ? origin : nullptr;
 }
 
 void SimStream::holdUntilFreed(c10::Storage storage) {
@@ -194,11 +210,16 @@ void SimRuntime::copy(const at::Tensor& dst, const at::Tensor& src, const Stream
   streamOf(ref).enqueue([dst, src]() mutable { dst.copy_(src); });
 }
 
+// A CUDA future is complete at once and its consumers' streams wait on the events it recorded
+// (c10::ivalue::Future::markCompleted records them on the current streams; wait() and then()
+// make the consumer's current stream wait). The simulation's futures are the CPU's, with no
+// events: the mark runs when the stream gets there, which is when a CUDA consumer's stream would
+// see the outputs. What it marks is the engine's to decide (the op's outputs, never its error).
 void SimRuntime::completeInStreamOrder(const StreamRef& ref, std::function<void()> mark) {
   streamOf(ref).enqueue(std::move(mark));
 }
 
-bool SimRuntime::capturing(const StreamRef& ref) { return streamOf(ref).capturing.load(); }
+bool SimRuntime::capturing(const StreamRef& ref) { return streamOf(ref).isCapturing(); }
 
 std::optional<size_t> SimRuntime::freeMemory(c10::Device) { return kTotalBytes - usedBytes.load(); }
 

@@ -3,7 +3,8 @@
 // "current stream" is the host itself by default (CPU tensors are read and written by the
 // host in program order), and a test may make a worker stream current to see what the host
 // does not wait for. Events complete when their stream reaches them; ops issued to a stream
-// that is being captured are recorded, not run, and their events report Captured.
+// that is being captured are recorded, not run, and their events report Captured. A stream that
+// waits on a captured event joins that capture until its origin ends it, as in CUDA.
 #pragma once
 
 #include <atomic>
@@ -31,7 +32,17 @@ class SimStream {
   void enqueue(std::function<void()> task);
   bool isHost() const { return host_; }
   const std::string& name() const { return name_; }
+  // Set by a test: this stream is the origin of a graph capture (cudaStreamBeginCapture) until it
+  // is cleared (cudaStreamEndCapture).
   std::atomic<bool> capturing{false};
+  // Whether work issued on this stream now is captured: it is a capture's origin, or joined one
+  // by waiting on an event recorded during it, for as long as that capture lasts.
+  bool isCapturing() const;
+  // The origin of the capture this stream is in, or nullptr.
+  SimStream* captureOrigin();
+  // Waiting on an event recorded in `origin`'s capture brings this stream into it (CUDA's
+  // cross-stream capture); it leaves when that capture ends.
+  void joinCapture(SimStream* origin) { joined_ = origin; }
   // Tasks queued and not yet finished.
   size_t pending();
   // recordStream, as torch's caching allocator keeps it: the memory is not reused before the
@@ -51,6 +62,7 @@ class SimStream {
   size_t running_ = 0;
   size_t captured_ = 0;
   bool stopping_ = false;
+  std::atomic<SimStream*> joined_{nullptr};
   std::thread worker_;
 };
 

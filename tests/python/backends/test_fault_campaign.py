@@ -71,6 +71,31 @@ def test_the_judge_fails_unreadable_dumps_and_a_slow_rank_that_made_an_op_fail()
     assert "rank 1 raised DistBackendError" in judge("slow", 1, TIMEOUT, 16, undisturbed, None, None).problems[0]
 
 
+_READ_FAILED = {"index": 6, "message": "op 6 (ddp_step): wrong result 51.0, expected 210.0"}
+
+
+def test_a_ddp_step_that_read_a_failed_op_passes_only_when_a_later_op_reported_the_failure():
+    # A device op's future completes with its outputs whatever becomes of the op (torch's NCCL
+    # backends' contract), so DDP may step on a failed all_reduce's buffers: the run passes only
+    # when that survivor then raised, and the row counts it.
+    reported = _kill_run()
+    reported[0].result["read_failed_op"] = _READ_FAILED
+    verdict = judge("kill", 2, TIMEOUT, 16, reported, 100.0, None)
+    assert verdict.ok, verdict.problems
+    assert verdict.read_failed_op == 1
+    unreported = _kill_run()
+    unreported[0].result["read_failed_op"] = _READ_FAILED
+    unreported[0].result.pop("raised")
+    problems = judge("kill", 2, TIMEOUT, 16, unreported, 100.0, None).problems
+    assert any("wrong result 51.0" in p and "no later op reported the failure" in p for p in problems), problems
+
+
+def test_a_slow_rank_may_not_make_any_ddp_step_read_a_failed_op():
+    undisturbed = [RankOutcome(exit_code=0, result={"completed_ops": 16}) for _ in range(3)]
+    undisturbed[2].result["read_failed_op"] = _READ_FAILED
+    assert "rank 2: op 6 (ddp_step): wrong result" in judge("slow", 1, TIMEOUT, 16, undisturbed, None, None).problems[0]
+
+
 @pytest.mark.parametrize("fault", ["sim_stall", "sim_error"])
 def test_a_simulated_device_fault_is_drawn_where_it_strikes(fault, tmp_path):
     # The simulated device counts its faults in the world communicator's collectives: a fault
