@@ -8,6 +8,7 @@ wheel ships no Gloo headers; the engine only ever talks to them through c10d::Ba
 from __future__ import annotations
 
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -25,15 +26,41 @@ BACKEND_NAMES = {
 }
 
 
+def _group_being_created(opts) -> tuple[dist.ProcessGroup | None, torch.device | None]:
+    """The group torch is creating a backend for, and the device the job bound it to (None when
+    it bound none), on every supported torch; (None, None) outside torch's group creation.
+
+    torch that hands creators their group (``torch_features.hands_backends_their_group``) passes
+    it in ``opts.process_group``, its bound device set. Older torch (2.11) passes no group,
+    although the job's binding is already made when it calls the creator: torch creates every
+    group in ``_new_process_group_helper``, which binds the new group to its ``device_id``
+    argument (from ``init_process_group(device_id=...)``, or the world's device for ``new_group``
+    and DeviceMesh groups of a bound world) before creating its backends. The creator then runs
+    inside that call, so the group and device are its locals.
+    """
+    group = getattr(opts, "process_group", None)
+    if group is not None:
+        return group, group.bound_device_id
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "_new_process_group_helper" and frame.f_globals.get("__name__") == c10d.__name__:
+            group = frame.f_locals.get("pg")
+            device = frame.f_locals.get("device_id")
+            return (group if isinstance(group, dist.ProcessGroup) else None,
+                    device if isinstance(device, torch.device) else None)
+        frame = frame.f_back
+    return None, None
+
+
 def _bound_device(opts, behaviour: str) -> torch.device | None:
     """The device a new group is bound to, decided the way torch 2.15's nccl2 decides it.
 
-    An explicit ``device_id`` wins. The rewritten behaviour otherwise binds by the shim's rule
-    (the local rank, or the global rank, modulo the device count); without GPUs it binds to the
-    CPU, where our communicators run over Gloo. The legacy behaviour binds only when asked.
+    The device the job bound the group to wins, on every torch. The rewritten behaviour otherwise
+    binds by the shim's rule (the local rank, or the global rank, modulo the device count) and
+    records that on the group, as nccl2 does; without GPUs it binds to the CPU, where our
+    communicators run over Gloo. The legacy behaviour binds only when asked.
     """
-    group = getattr(opts, "process_group", None)
-    device = getattr(group, "bound_device_id", None) if group is not None else None
+    group, device = _group_being_created(opts)
     if device is not None or behaviour == "legacy":
         return device
     ranks = list(opts.global_ranks_in_group or [])

@@ -36,13 +36,32 @@ def _cpu_device_id() -> bool:
         return False
 
 
+def hands_backends_their_group() -> bool:
+    """Whether torch passes a backend creator the group it creates (``process_group`` in
+    ``_DistributedBackendOptions``): the group's bound device reaches the creator that way. Older
+    torch (2.11) sets the bound device on the group before calling the creator but passes it no
+    group; the toolkit then reads it from the group torch is creating (``_registration``)."""
+    try:
+        return hasattr(c10d._DistributedBackendOptions(), "process_group")
+    except (AttributeError, TypeError):
+        return False
+
+
 def _python_side() -> dict:
     return {
+        "backend_options_process_group": {
+            "present": hands_backends_their_group(),
+            "kind": "adapted",
+            "what": "torch hands a backend creator the group it creates, and with it the device the job bound it "
+                    "to (init_process_group(device_id=...), and new_group / DeviceMesh groups of a bound world); "
+                    "without it the toolkit reads the device from the group torch is creating",
+        },
         "cpu_device_id": {
             "present": _cpu_device_id(),
             "kind": "feature",
             "what": "init_process_group(device_id=torch.device('cpu', N)): a group bound to the CPU, which takes "
-                    "torch's device-bound paths (eager connects, group splits) without a GPU",
+                    "torch's device-bound paths (eager connects, group splits) without a GPU; without it torch binds "
+                    "groups only to a GPU the machine has",
         },
         "backend_plugins": {
             # The entry-point loader came with the change that made torch create every backend,

@@ -35,7 +35,9 @@ def simulated_device_missing() -> str | None:
 
 def world_missing(world: str) -> str | None:
     """Why `world` cannot run here, or None. Bound worlds bind their ranks with a CPU device_id,
-    which older torch (2.11) refuses."""
+    which older torch (2.11) refuses: its group creation binds a group to no CPU device, and its
+    init_process_group binds only to a GPU the machine has, so without a GPU no world there is
+    bound. test_device_binding.py runs that torch's group creation of bound groups instead."""
     if world in ("cpu-bound", "sim-bound"):
         from nccl_migrate import torch_features
 

@@ -218,3 +218,43 @@ def test_fsdp2_dtensor_and_checkpointing_on_a_bound_world(world, backend):
         assert r["reloaded_equal"], "the checkpoint did not restore the shards"
         for got, want in zip(r["grads"], expected):
             assert torch.allclose(torch.tensor(got), want, atol=1e-6), (got, want.tolist())
+
+
+def _bound_elsewhere_than_local_rank(world, backend, rank, size, store):
+    """One rank of a 2-rank bound world whose LOCAL_RANK names the other rank's device (rank 0 is
+    LOCAL_RANK=1 bound to device 0, rank 1 the reverse): the device of every group's communicators
+    after an op, the world's, a new_group subgroup's, a DeviceMesh's and a split_group's."""
+    import os
+
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    from nccl_migrate import introspection, torch_features
+
+    os.environ["LOCAL_RANK"] = str(size - 1 - rank)
+    init(world, backend, rank, size, store)
+    groups = {"world": dist.group.WORLD, "new_group": dist.new_group(list(range(size))),
+              "mesh": init_device_mesh("cpu", (size,)).get_group()}
+    if torch_features.has("split_group_cpu"):
+        groups["split_group"] = dist.split_group(split_ranks=[list(range(size))])
+    result = {}
+    for name, group in groups.items():
+        t = torch.full((2,), float(rank + 1))
+        dist.all_reduce(t, group=group)
+        result[name] = {"sum": t.tolist(), "torch_bound": str(group.bound_device_id),
+                        "devices": sorted({c["device"] for c in introspection.communicators(group)})}
+    dist.destroy_process_group()
+    return result
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("world", BOUND)
+def test_a_bound_world_binds_where_the_job_asked_not_by_local_rank(world, backend):
+    """Every group of the world runs on the device the job bound it to, never the one LOCAL_RANK
+    would pick."""
+    _skip_unless_runnable(world)
+    results = run_ranks(functools.partial(_bound_elsewhere_than_local_rank, world, backend), world_size=2, timeout=120)
+    for rank, r in enumerate(results):
+        for name, group in r.items():
+            assert group == {"sum": [3.0, 3.0], "torch_bound": f"cpu:{rank}", "devices": [f"cpu:{rank}"]}, (rank, name)
