@@ -1,4 +1,4 @@
-// meetMembers: see member_meeting.h.
+// meet, meetMembers: see member_meeting.h.
 #include "member_meeting.h"
 
 #include <atomic>
@@ -12,26 +12,18 @@
 namespace nccl_migrate::backends {
 namespace {
 
-std::string communicatorNamed(const CommunicatorInfo& info, const std::string& groupName) {
-  return "communicator " + info.key + " of group '" + groupName + "'";
-}
-
 // The meeting itself, through `store`: bounded by `timeout` as long as the store answers.
 // `waitRanOut` is set once the wait for the others timed out (the check of who came follows).
-void meetThroughStore(c10d::Store& store, const std::string& prefix, const CommunicatorInfo& info,
-                      const std::string& groupName, std::chrono::milliseconds timeout,
+void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::milliseconds timeout,
                       std::atomic<bool>& waitRanOut) {
-  // The prefix is used once (the factory numbers every creation of a key), so keys left from
-  // an earlier meeting are never mistaken for members arriving now.
-  std::vector<std::string> keys;
-  for (int r = 0; r < info.size; ++r) keys.push_back(prefix + "/member/" + std::to_string(r));
   auto unreachable = [&](const c10::Error& error) {
-    C10_THROW_ERROR(DistBackendError, communicatorNamed(info, groupName) +
-                                          " could not meet its members: the group's store cannot be reached (" +
+    C10_THROW_ERROR(DistBackendError, meeting.who + " could not meet its members: the group's store cannot be reached (" +
                                           error.what_without_backtrace() + ")");
   };
+  std::vector<std::string> keys;
+  for (const auto& [key, groupRank] : meeting.awaited) keys.push_back(key);
   try {
-    store.set(keys.at(info.rank), std::vector<uint8_t>{1});
+    for (const std::string& key : meeting.own) store.set(key, std::vector<uint8_t>{1});
     store.wait(keys, timeout);
   } catch (const c10::DistNetworkError& error) {
     unreachable(error);  // its host is gone: asking it who came would only fail again
@@ -39,24 +31,30 @@ void meetThroughStore(c10d::Store& store, const std::string& prefix, const Commu
     waitRanOut = true;
     std::string missing;
     try {
-      for (int r = 0; r < info.size; ++r) {
-        int groupRank = r < static_cast<int>(info.groupRanks.size()) ? info.groupRanks[r] : r;
-        if (!store.check({keys[r]})) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
+      for (const auto& [key, groupRank] : meeting.awaited) {
+        if (!store.check({key})) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
       }
     } catch (const c10::Error& error) {
       unreachable(error);
     }
     if (missing.empty()) return;  // the last of them came as the wait ran out: they all met
-    C10_THROW_ERROR(DistBackendError, communicatorNamed(info, groupName) + ": group rank(s) " +
-                                          missing + " did not arrive within " + std::to_string(timeout.count()) +
-                                          " ms to create it (dead, or not running this op)");
+    C10_THROW_ERROR(DistBackendError, meeting.who + ": group rank(s) " + missing + " did not arrive within " +
+                                          std::to_string(timeout.count()) + " ms " + meeting.purpose +
+                                          " (dead, or not running this op)");
   }
 }
 
 }  // namespace
 
-void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, const CommunicatorInfo& info,
-                 const std::string& groupName, std::chrono::milliseconds timeout) {
+std::string communicatorNamed(const CommunicatorInfo& info, const std::string& groupName) {
+  return "communicator " + info.key + " of group '" + groupName + "'";
+}
+
+int groupRankOf(const CommunicatorInfo& info, int commRank) {
+  return commRank < static_cast<int>(info.groupRanks.size()) ? info.groupRanks[commRank] : commRank;
+}
+
+void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::chrono::milliseconds timeout) {
   // A store call can outlast any timeout given to it: torch's TCPStore names the peer of a failed
   // call by a reverse DNS lookup, which takes the resolver's own timeout (5 s by default) where
   // no resolver answers. So the meeting runs on a thread of its own, which ends on its own, and
@@ -69,10 +67,11 @@ void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string
     std::atomic<bool> waitRanOut{false};
   };
   auto verdict = std::make_shared<Verdict>();
-  std::thread([store, prefix, info, groupName, timeout, verdict] {
+  auto shared = std::make_shared<const Meeting>(std::move(meeting));
+  std::thread([store, shared, timeout, verdict] {
     std::exception_ptr error;
     try {
-      meetThroughStore(*store, prefix, info, groupName, timeout, verdict->waitRanOut);
+      meetThroughStore(*store, *shared, timeout, verdict->waitRanOut);
     } catch (...) {
       error = std::current_exception();
     }
@@ -88,16 +87,28 @@ void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string
   } else if (!verdict->reached.wait_for(lock, timeout + kMeetingAnswerGrace, decided)) {
     std::string bound = std::to_string((timeout + kMeetingAnswerGrace).count()) + " ms";
     if (verdict->waitRanOut) {
-      C10_THROW_ERROR(DistBackendError, communicatorNamed(info, groupName) +
-                                            ": its members did not all arrive within " +
+      C10_THROW_ERROR(DistBackendError, shared->who + ": its members did not all arrive within " +
                                             std::to_string(timeout.count()) +
                                             " ms, and the group's store did not say which within " + bound);
     }
-    C10_THROW_ERROR(DistBackendError, communicatorNamed(info, groupName) +
+    C10_THROW_ERROR(DistBackendError, shared->who +
                                           " could not meet its members: the group's store did not answer within " +
                                           bound + " (its host is gone, or unreachable)");
   }
   if (verdict->error) std::rethrow_exception(verdict->error);
+}
+
+void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, const CommunicatorInfo& info,
+                 const std::string& groupName, std::chrono::milliseconds timeout) {
+  // The prefix is used once (the factory numbers every creation of a key), so keys left from
+  // an earlier meeting are never mistaken for members arriving now.
+  Meeting meeting{communicatorNamed(info, groupName), "to create it", {}, {}};
+  for (int r = 0; r < info.size; ++r) {
+    std::string key = prefix + "/member/" + std::to_string(r);
+    if (r == info.rank) meeting.own.push_back(key);
+    meeting.awaited.emplace_back(key, groupRankOf(info, r));
+  }
+  meet(store, std::move(meeting), timeout);
 }
 
 }  // namespace nccl_migrate::backends

@@ -1,11 +1,13 @@
-// The meeting before a communicator is created: every member sets its key in the group's store
-// and waits for the others' within the connect timeout. NCCL's init and Gloo's connect would
-// otherwise block on a dead member (NCCL forever) or fail in the transport's own words; this
-// names the members that never came.
+// Meetings in the group's store before a transport blocks on its peers: every member sets its
+// key and waits for the others' within the group's timeout. NCCL's init and its connect on first
+// use, and Gloo's connect, would otherwise block on a dead member (NCCL forever) or fail in the
+// transport's own words; a meeting names the members that never came.
 #pragma once
 
 #include <chrono>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -17,10 +19,28 @@ namespace nccl_migrate::backends {
 // check of who came) may take before the caller stops waiting for them.
 inline constexpr std::chrono::milliseconds kMeetingAnswerGrace{1000};
 
+// One meeting: the keys this member sets, and the keys it waits for, each with the group rank
+// that sets it (named when it does not come). Keys are used once.
+struct Meeting {
+  std::string who;      // "communicator cuda:0 of group 'pg'"
+  std::string purpose;  // "to create it": why the others were awaited, for the error
+  std::vector<std::string> own;
+  std::vector<std::pair<std::string, int>> awaited;
+};
+
 // Throws DistBackendError naming the group ranks that did not arrive within `timeout`, or the
 // store that could not be reached; returns or throws within `timeout` + kMeetingAnswerGrace
 // whatever the store does (a `timeout` of c10d::Store::kNoTimeout waits as long as it takes).
+void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::chrono::milliseconds timeout);
+
+// The meeting of every member of a communicator before it is created, under `prefix`.
 void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, const CommunicatorInfo& info,
                  const std::string& groupName, std::chrono::milliseconds timeout);
+
+// How a communicator is named in errors: "communicator cuda:0 of group 'pg'".
+std::string communicatorNamed(const CommunicatorInfo& info, const std::string& groupName);
+
+// The group rank of a communicator's rank `commRank`.
+int groupRankOf(const CommunicatorInfo& info, int commRank);
 
 }  // namespace nccl_migrate::backends

@@ -1,8 +1,13 @@
 // CommHandle: see comm_handle.h.
 #include "comm_handle.h"
 
+#include <condition_variable>
 #include <thread>
 #include <utility>
+
+#include <c10/util/Logging.h>
+
+#include "common/exit_gate.h"
 
 namespace nccl_migrate::backends::nccl {
 namespace {
@@ -19,6 +24,42 @@ bool lockWithin(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds li
   return true;
 }
 
+// Frees `comm` with ncclCommAbort or ncclCommDestroy on a thread of its own, and waits for that
+// at most kTeardownWait. Both can block: ncclCommDestroy synchronizes NCCL's streams and frees
+// its device memory (commDestroySync and commCleanup through commReclaim), which waits for a
+// kernel that never ends; both first wait for a nonblocking init still running
+// (ncclCommEnsureReady); src/init.cc, v2.28.9 and v2.30.7. The thread that lets go last may be
+// the watchdog, which every group of the process needs: past the bound it goes on and the
+// teardown finishes (or not) in the background. Once the interpreter's exit has begun no NCCL
+// call is made at all: the CUDA context may already be gone, and the process's end frees what
+// the communicator held (torch's NCCLComm destructor makes no NCCL call, for that reason).
+void tearDown(std::shared_ptr<NcclApi> api, ncclComm_t comm, bool byAbort, const std::string& what) {
+  const char* call = byAbort ? "ncclCommAbort" : "ncclCommDestroy";
+  if (ExitGate::closed()) {
+    LOG(WARNING) << "[nccl_migrate] " << what << " is left to the process's exit: no " << call
+                 << " once the interpreter is exiting";
+    return;
+  }
+  struct Teardown {
+    std::mutex mutex;
+    std::condition_variable finished;
+    bool done = false;
+  };
+  auto teardown = std::make_shared<Teardown>();
+  std::thread([api = std::move(api), comm, byAbort, teardown] {
+    (void)(byAbort ? api->commAbort(comm) : api->commDestroy(comm));
+    std::lock_guard<std::mutex> lock(teardown->mutex);
+    teardown->done = true;
+    teardown->finished.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(teardown->mutex);
+  if (!teardown->finished.wait_for(lock, kTeardownWait, [&] { return teardown->done; })) {
+    LOG(WARNING) << "[nccl_migrate] " << what << ": " << call << " did not return within "
+                 << std::chrono::duration_cast<std::chrono::milliseconds>(kTeardownWait).count()
+                 << " ms; it goes on in the background (its device memory stays held until it returns)";
+  }
+}
+
 }  // namespace
 
 CommHandle::CommHandle(std::shared_ptr<NcclApi> api, ncclComm_t comm, std::string group, int rank, std::string key,
@@ -33,6 +74,15 @@ CommHandle::CommHandle(std::shared_ptr<NcclApi> api, ncclComm_t comm, std::strin
 
 void CommHandle::use(std::string_view op, const std::function<void(ncclComm_t)>& fn) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // An abort that came while a call was inside NCCL frees the communicator as the call leaves,
+  // returning or throwing, or as the next use under the lock finds it aborted (see freeByAbort).
+  struct AbortDeferredToTheCall {
+    CommHandle& handle;
+    ~AbortDeferredToTheCall() {
+      if (!handle.abortWhenCallReturns_.exchange(false)) return;
+      if (ncclComm_t freed = handle.comm_.exchange(nullptr)) (void)handle.api_->commAbort(freed);
+    }
+  } afterTheCall{*this};
   ncclComm_t comm = live(op);
   fn(comm);
   if (nonblocking_) awaitCompletion(comm, op, launchTimeout_);
@@ -40,15 +90,12 @@ void CommHandle::use(std::string_view op, const std::function<void(ncclComm_t)>&
 
 CommHandle::~CommHandle() {
   // No op can be in flight here (each holds the handle). A communicator with a failed or stuck
-  // op is aborted: ncclCommDestroy would wait for it, on whatever thread let go last (often the
-  // watchdog, which every group of the process needs). An aborted one is already freed.
-  ncclComm_t comm = comm_.load();
+  // op is aborted: ncclCommDestroy would wait for it. An aborted one is already freed, unless its
+  // abort was left to a call that never returned to free it.
+  ncclComm_t comm = comm_.exchange(nullptr);
   if (!comm) return;
-  if (broken_ || cachedError_ != ncclSuccess) {
-    (void)api_->commAbort(comm);
-  } else {
-    (void)api_->commDestroy(comm);
-  }
+  tearDown(api_, comm, aborted_ || broken_ || cachedError_ != ncclSuccess,
+           "communicator " + key_ + " of group '" + group_ + "' on rank " + std::to_string(rank_));
 }
 
 ncclComm_t CommHandle::live(std::string_view op) const {
@@ -109,10 +156,19 @@ void CommHandle::abort() noexcept {
 }
 
 void CommHandle::freeByAbort() noexcept {
-  // A call already inside NCCL may hold the lock while stuck on a dead peer; ncclCommAbort is
-  // NCCL's way to unblock it, so wait for the lock only briefly.
+  // A call inside NCCL holds the lock, and may be stuck on a peer. NCCL does not document
+  // ncclCommAbort as safe beside it: its user guide allows no two threads to operate one
+  // communicator at a time ("Thread Safety"), and ncclCommAbort frees the communicator the call
+  // is still using (commReclaim, src/init.cc). So the abort waits for the lock briefly, and past
+  // that leaves the freeing to the call's thread, as the call returns; new uses already fail.
+  // What could hold a call inside NCCL for long is bounded before it: the members meet in the
+  // store before NCCL connects on first use.
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
-  (void)lockWithin(lock, std::chrono::seconds(1));
+  if (!lockWithin(lock, kAbortLockWait)) {
+    abortWhenCallReturns_ = true;
+    if (!lock.try_lock()) return;  // the call's thread frees it (it may have left just now)
+    abortWhenCallReturns_ = false;
+  }
   ncclComm_t comm = comm_.exchange(nullptr);
   if (comm) (void)api_->commAbort(comm);
 }

@@ -14,13 +14,20 @@
 
 namespace nccl_migrate::backends::nccl {
 
+// How long the thread that lets a communicator go waits for NCCL to free it (see ~CommHandle).
+inline constexpr std::chrono::milliseconds kTeardownWait{2000};
+// How long an abort waits for a call inside NCCL to return before leaving the freeing to it.
+inline constexpr std::chrono::milliseconds kAbortLockWait{1000};
+
 class CommHandle {
  public:
   // `nonblocking`: made in NCCL's nonblocking mode, where init and every call may return before
   // NCCL finished them (ncclInProgress); `launchTimeout` bounds the wait for them.
   CommHandle(std::shared_ptr<NcclApi> api, ncclComm_t comm, std::string group, int rank, std::string key,
              bool nonblocking = false, std::chrono::milliseconds launchTimeout = std::chrono::minutes(10));
-  ~CommHandle();  // destroys the communicator unless it was aborted
+  // Destroys the communicator unless it was aborted (aborts it when it is broken), on a thread of
+  // its own, waiting for that at most kTeardownWait; no NCCL call once the interpreter is exiting.
+  ~CommHandle();
   CommHandle(const CommHandle&) = delete;
   CommHandle& operator=(const CommHandle&) = delete;
 
@@ -36,7 +43,8 @@ class CommHandle {
   // (ncclSystemError when abort came from outside). Never throws.
   ncclResult_t asyncError() noexcept;
   // Frees the NCCL communicator with ncclCommAbort, once; later uses fail. Never throws and
-  // never waits long: a call stuck in NCCL is what abort is for.
+  // never waits long: while another thread's call is inside NCCL, that thread frees it when the
+  // call returns (NCCL allows no call beside another on one communicator).
   void abort() noexcept;
   bool aborted() const { return aborted_.load(); }
   // A coalescing batch keeps an NCCL group open across calls; ncclGroupEnd must never launch its
@@ -64,11 +72,12 @@ class CommHandle {
   bool nonblocking_;
   std::chrono::milliseconds launchTimeout_;
   std::mutex mutex_;
-  // Atomics: abort may go ahead without the lock when a call is stuck inside NCCL holding it.
+  // Atomics: read without the lock by polls that must not wait behind a call inside NCCL.
   std::atomic<ncclComm_t> comm_;
   std::atomic<bool> aborted_{false};
   std::atomic<ncclResult_t> cachedError_{ncclSuccess};
   std::atomic<bool> broken_{false};
+  std::atomic<bool> abortWhenCallReturns_{false};
   std::mutex groupsMutex_;
   int openGroups_ = 0;
   bool abortDeferred_ = false;

@@ -8,6 +8,7 @@
 #include <ATen/ops/full.h>
 #include <c10/util/Exception.h>
 
+#include "common/in_flight_sets.h"
 #include "common/member_meeting.h"
 #include "nccl_in_flight.h"
 
@@ -37,6 +38,9 @@ struct NcclCommunicator::OpenBatch {
   // Copies out of staging buffers (copyAfterBatch), run once the group has launched.
   std::vector<std::function<void()>> afterLaunch;
   bool captured = false;
+  // A meeting before the first collective failed: the batch's later ops are not issued, and
+  // the batch fails with this.
+  std::exception_ptr failure;
 };
 
 namespace {
@@ -123,13 +127,15 @@ char* bytesAt(const at::Tensor& t, size_t elements) {
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(CommunicatorInfo info, std::string groupName, FutureOrder futureOrder,
-                                   NcclSeams seams, std::shared_ptr<nccl::CommHandle> handle, nccl::StreamRef stream)
+                                   NcclSeams seams, std::shared_ptr<nccl::CommHandle> handle, nccl::StreamRef stream,
+                                   MeetingPlace meetingPlace)
     : info_(std::move(info)),
       groupName_(std::move(groupName)),
       futureOrder_(futureOrder),
       seams_(std::move(seams)),
       handle_(std::move(handle)),
-      stream_(stream) {}
+      stream_(stream),
+      meetingPlace_(std::move(meetingPlace)) {}
 
 // Ops in flight keep the handle: the NCCL communicator is destroyed when the last of them is done.
 NcclCommunicator::~NcclCommunicator() = default;
@@ -200,10 +206,23 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
   info.implementation = "nccl";
   nccl::StreamRef stream = seams.runtime->newStream(info.device, options.highPriorityStream);
   return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(std::move(info), groupName, futureOrder,
-                                                                std::move(seams), std::move(handle), stream));
+                                                                std::move(seams), std::move(handle), stream,
+                                                                MeetingPlace{store, storePrefix, timeout}));
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
+  // NCCL connects when an op first needs it, in the call that launches it (outside a batch: this
+  // op's own), and waits there for its peers: they meet first, so that a peer that never comes
+  // fails the op within the group's timeout, through a work like any failed op (hooks, dump,
+  // the group aborted), instead of blocking this thread in NCCL before any work exists. In a
+  // batch the first collective meets when issued: every member issues its collectives in the
+  // same order, so waiting there cannot deadlock, as waiting for a p2p peer could.
+  if (!batch_) {
+    if (std::exception_ptr failed = meetBeforeConnecting(l.connects)) return std::make_unique<FinishedInFlight>(failed);
+  } else if (!batch_->failure && l.connects.collective) {
+    batch_->failure = meetBeforeConnecting(Connections{true, {}});
+  }
+  if (batch_ && batch_->failure) return nullptr;  // the batch fails as a whole, at its end
   nccl::DeviceRuntime& runtime = *seams_.runtime;
   auto current = runtime.makeCurrent(info_.device);
   nccl::StreamRef caller = runtime.currentStream(info_.device);
@@ -221,6 +240,54 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
     return nullptr;  // the batch's InFlight, from endBatch, covers this op
   }
   return finished(l.op, std::move(l.tensors), captured);
+}
+
+// NCCL connects a collective algorithm's channels the first time a launch needs them when it
+// connects at run time (comm->runtimeConn, set in src/init.cc initTransportsRank where cuMem is
+// supported and NCCL_RUNTIME_CONNECT is not 0; ncclPrepareTasks marks the algorithm, and
+// groupLaunch runs ncclCollPreconnect in src/group.cc), and a p2p direction the first time a send
+// or receive uses it, whatever that setting (p2pTaskAppend in src/enqueue.cc marks connectSend /
+// connectRecv, and groupLaunch runs ncclTransportP2pSetup). Both exchange with the peers through
+// the bootstrap network, on the launching thread in blocking mode (v2.28.9 and v2.30.7). A
+// one-rank communicator connects nothing. The meeting waits for every member before the first
+// collective (a ring or tree connect waits for its neighbours only; waiting for all is stricter,
+// and a collective needs them all anyway) and for the peer of each new direction.
+std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& needs) {
+  if (info_.size == 1) return nullptr;
+  backends::Meeting meeting{communicatorNamed(info_, groupName_), "", {}, {}};
+  std::vector<std::pair<int, int>> newDirections;
+  bool collective = needs.collective && !collectivesConnected_;
+  if (collective) {
+    meeting.purpose = "to connect it for its first collective";
+    for (int r = 0; r < info_.size; ++r) {
+      std::string key = meetingPlace_.prefix + "/connect/collectives/" + std::to_string(r);
+      if (r == info_.rank) meeting.own.push_back(key);
+      meeting.awaited.emplace_back(key, groupRankOf(info_, r));
+    }
+  }
+  for (const auto& direction : needs.directions) {
+    auto [from, to] = direction;
+    if (from == to || directionsConnected_.count(direction)) continue;
+    newDirections.push_back(direction);
+    int peer = from == info_.rank ? to : from;
+    std::string base = meetingPlace_.prefix + "/connect/p2p/" + std::to_string(from) + "-" + std::to_string(to) + "/";
+    meeting.own.push_back(base + std::to_string(info_.rank));
+    meeting.awaited.emplace_back(base + std::to_string(peer), groupRankOf(info_, peer));
+  }
+  if (meeting.awaited.empty()) return nullptr;
+  if (!collective) meeting.purpose = "to connect it for their first send or receive between them";
+  try {
+    meet(meetingPlace_.store, std::move(meeting), meetingPlace_.timeout);
+  } catch (const std::exception&) {
+    return std::current_exception();
+  }
+  if (collective) collectivesConnected_ = true;
+  directionsConnected_.insert(newDirections.begin(), newDirections.end());
+  return nullptr;
+}
+
+NcclCommunicator::Connections NcclCommunicator::collectiveConnections(const at::Tensor& count) {
+  return Connections{count.numel() > 0, {}};
 }
 
 // NCCL's taskAppend issues a one-rank collective at once (ncclLaunchOneRank: a copy, a scaling
@@ -257,7 +324,7 @@ std::unique_ptr<InFlight> NcclCommunicator::allReduce(at::Tensor& tensor, const 
                                                        ncclTypeOf(tensor.scalar_type()), op, c, s),
                                  "ncclAllReduce", site("allreduce"));
                    });
-                 }});
+                 }, collectiveConnections(tensor)});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::broadcast(at::Tensor& tensor, int root) {
@@ -266,7 +333,7 @@ std::unique_ptr<InFlight> NcclCommunicator::broadcast(at::Tensor& tensor, int ro
                                seams_.api->broadcast(tensor.data_ptr(), tensor.data_ptr(), countOf(tensor),
                                                      ncclTypeOf(tensor.scalar_type()), root, c, s),
                                "ncclBroadcast", site("broadcast"));
-                 }});
+                 }, collectiveConnections(tensor)});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::reduce(at::Tensor& tensor, int root, const Reduction& reduction) {
@@ -277,7 +344,7 @@ std::unique_ptr<InFlight> NcclCommunicator::reduce(at::Tensor& tensor, int root,
                                                     ncclTypeOf(tensor.scalar_type()), op, root, c, s),
                                  "ncclReduce", site("reduce"));
                    });
-                 }});
+                 }, collectiveConnections(tensor)});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::allGather(at::Tensor& output, at::Tensor& input) {
@@ -286,7 +353,7 @@ std::unique_ptr<InFlight> NcclCommunicator::allGather(at::Tensor& output, at::Te
                                seams_.api->allGather(input.data_ptr(), output.data_ptr(), countOf(input),
                                                      ncclTypeOf(input.scalar_type()), c, s),
                                "ncclAllGather", site("allgather"));
-                 }});
+                 }, collectiveConnections(input)});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::reduceScatter(at::Tensor& output, at::Tensor& input,
@@ -300,13 +367,18 @@ std::unique_ptr<InFlight> NcclCommunicator::reduceScatter(at::Tensor& output, at
                                                                       op, c, s),
                                             "ncclReduceScatter", site("reduce_scatter"));
                               });
-                 }});
+                 }, collectiveConnections(output)});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::allToAll(at::Tensor& output, at::Tensor& input,
                                                      const std::vector<int64_t>& outputSplits,
                                                      const std::vector<int64_t>& inputSplits) {
   SplitLayout in = layoutOf(input, inputSplits, info_.size), out = layoutOf(output, outputSplits, info_.size);
+  Connections connects;
+  for (int peer = 0; peer < info_.size; ++peer) {
+    if (in.counts[peer]) connects.directions.emplace_back(info_.rank, peer);
+    if (out.counts[peer]) connects.directions.emplace_back(peer, info_.rank);
+  }
   return launch({"all_to_all", {output, input}, [&](ncclComm_t c, cudaStream_t s) {
                    nccl::NcclApi& api = *seams_.api;
                    ncclDataType_t type = ncclTypeOf(input.scalar_type());
@@ -322,7 +394,7 @@ std::unique_ptr<InFlight> NcclCommunicator::allToAll(at::Tensor& output, at::Ten
                      }
                    }
                    group.end();
-                 }});
+                 }, connects});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::send(at::Tensor& tensor, int peer) {
@@ -331,7 +403,7 @@ std::unique_ptr<InFlight> NcclCommunicator::send(at::Tensor& tensor, int peer) {
                                seams_.api->send(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()),
                                                 peer, c, s),
                                "ncclSend", site("send"));
-                 }});
+                 }, Connections{false, {{info_.rank, peer}}}});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::recv(at::Tensor& tensor, int peer) {
@@ -340,7 +412,7 @@ std::unique_ptr<InFlight> NcclCommunicator::recv(at::Tensor& tensor, int peer) {
                                seams_.api->recv(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()),
                                                 peer, c, s),
                                "ncclRecv", site("recv"));
-                 }});
+                 }, Connections{false, {{peer, info_.rank}}}});
 }
 
 void NcclCommunicator::beginBatch() {
@@ -366,6 +438,9 @@ std::unique_ptr<InFlight> NcclCommunicator::endBatch() {
   TORCH_CHECK(batch_, "endCoalescing without startCoalescing on communicator ", info_.key);
   auto current = seams_.runtime->makeCurrent(info_.device);
   std::unique_ptr<OpenBatch> batch = std::move(batch_);
+  // The members did not meet to connect: the batch's group closes (OpenBatch's destructor) with
+  // none of its collectives in it, and the batch fails.
+  if (batch->failure) return std::make_unique<FinishedInFlight>(batch->failure);
   for (const nccl::StreamRef& caller : batch->callers) waitFor(caller);
   handle_->use("coalescing", [&](ncclComm_t) { batch->group->end(); });  // the batch launches here
   for (auto& copy : batch->afterLaunch) copy();

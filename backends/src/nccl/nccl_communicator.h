@@ -2,11 +2,16 @@
 // seams (NcclApi, DeviceRuntime), so the same code runs on a GPU and on the simulated device of
 // the tests. Every op is ordered after the caller's current stream, runs on the communicator's
 // stream, and keeps every tensor it reads or writes, temporaries included, until the stream has
-// passed it.
+// passed it. Before NCCL connects on first use (which blocks the calling thread until the peers
+// connect too), the members meet in the store within the group's timeout, so a peer that never
+// comes fails the op instead of hanging the caller before any work exists.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -55,17 +60,38 @@ class NcclCommunicator final : public Communicator {
   struct OpenBatch;  // the NCCL group of a coalescing batch, open until endBatch
 
  private:
-  // How one op is put on the stream: its NCCL calls and the tensors it uses.
+  // The connections NCCL makes when an op first needs them, inside the call that launches it,
+  // waiting there for the peers to make theirs: the collective ones (every member) and one per
+  // p2p direction, (sender, receiver) in communicator ranks.
+  struct Connections {
+    bool collective = false;
+    std::vector<std::pair<int, int>> directions;
+  };
+  // How one op is put on the stream: its NCCL calls, the tensors it uses, what it connects.
   struct Launch {
     std::string_view op;
     std::vector<at::Tensor> tensors;
     std::function<void(ncclComm_t, cudaStream_t)> issue;
+    Connections connects;
+  };
+  // Where the members meet before NCCL connects: the group's store, under the communicator's
+  // own prefix, within the group's timeout.
+  struct MeetingPlace {
+    c10::intrusive_ptr<c10d::Store> store;
+    std::string prefix;
+    std::chrono::milliseconds timeout;
   };
 
   NcclCommunicator(CommunicatorInfo info, std::string groupName, FutureOrder futureOrder, NcclSeams seams,
-                   std::shared_ptr<nccl::CommHandle> handle, nccl::StreamRef stream);
+                   std::shared_ptr<nccl::CommHandle> handle, nccl::StreamRef stream, MeetingPlace meetingPlace);
   nccl::CallSite site(std::string_view op) const { return handle_->site(op); }
   std::unique_ptr<InFlight> launch(Launch launch);
+  // Meets the peers of the connections `needs` that NCCL has not made yet; the error of a meeting
+  // that failed (the peers named), else nullptr.
+  std::exception_ptr meetBeforeConnecting(const Connections& needs);
+  // A collective of `count`'s elements connects unless it has none: NCCL discards a collective
+  // of no elements at the call (taskAppend, src/enqueue.cc).
+  static Connections collectiveConnections(const at::Tensor& count);
   // Whether NCCL launches this communicator's collectives when they are called, group or not.
   bool launchesWhenCalled() const;
   // The communicator's stream waits for what the job queued on `caller` so far.
@@ -79,6 +105,9 @@ class NcclCommunicator final : public Communicator {
   NcclSeams seams_;
   std::shared_ptr<nccl::CommHandle> handle_;
   nccl::StreamRef stream_;
+  MeetingPlace meetingPlace_;
+  bool collectivesConnected_ = false;
+  std::set<std::pair<int, int>> directionsConnected_;
   std::unique_ptr<OpenBatch> batch_;
 };
 

@@ -76,7 +76,8 @@ void NcclInFlight::wait(std::chrono::milliseconds timeout) {
 }
 
 void NcclInFlight::onDone(std::function<void(std::exception_ptr)> callback) {
-  // An abort releases the stream past an op that never finished: its future fails. (Only the
+  // An abort releases the stream past an op that never finished: the callback is told (the
+  // engine completes a device op's future regardless, as torch does). (Only the
   // handle's flag is read: a host function in the stream may not call CUDA.)
   auto complete = [callback = std::move(callback), handle = p_.handle, op = p_.op] {
     if (!handle->aborted()) return callback(nullptr);

@@ -5,7 +5,9 @@
 // review.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -19,6 +21,7 @@
 #include "nccl_migrate/backends/communicator_policy.h"
 #include "nccl_migrate/backends/migrate_backend.h"
 #include "common/member_meeting.h"
+#include "nccl/comm_handle.h"
 #include "ranks.h"
 #include "sim_nccl.h"
 #include "stuck_store.h"
@@ -618,12 +621,13 @@ TEST(SimulatedDevice, AnAbortReleasesTheStreamWhileAStoreCallIsStuck) {
                        auto transfers = c10::make_intrusive<StuckStore>(ctx.store);
                        auto pg = simBackend(ctx, rewritten(), std::chrono::milliseconds(800), {}, {},
                                             backends::EngineServices::process(), transfers);
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait();  // connected, healthy
                        if (ctx.rank == 1) {
                          std::this_thread::sleep_for(std::chrono::seconds(4));  // alive, never joins the op
                          return;
                        }
                        transfers->armed = true;
-                       std::vector<at::Tensor> t{at::ones({4})};
                        auto started = std::chrono::steady_clock::now();
                        auto work = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
                        try {
@@ -634,6 +638,282 @@ TEST(SimulatedDevice, AnAbortReleasesTheStreamWhileAStoreCallIsStuck) {
                        auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
                        check(seconds < 3.0, "the op raised " + std::to_string(seconds) +
                                                 " s after its issue, behind the stuck store call; the timeout is 0.8 s");
+                     }),
+            "");
+}
+
+// The first collective of a group whose member never issues it fails within the group's
+// timeout, through its work like any failed op (the error names the op and the missing rank,
+// abort hooks run), instead of blocking the issuing thread in NCCL's connect for ever.
+TEST(SimulatedDevice, AMissingPeerFailsTheFirstCollectiveWithinTheTimeout) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto timeout = std::chrono::milliseconds(1500);
+                       auto pg = simBackend(ctx, rewritten(), timeout);  // eager: both communicators exist
+                       if (ctx.rank == 1) {
+                         ctx.store->wait({"rank 0 done"}, std::chrono::seconds(25));  // alive, never issues
+                         return;
+                       }
+                       auto hooks = std::make_shared<std::atomic<int>>(0);  // the watchdog may outlive this scope
+                       pg->registerAbortHook(1, [hooks] { ++*hooks; });
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       auto started = std::chrono::steady_clock::now();
+                       std::string error;
+                       try {
+                         pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::seconds(20));
+                       } catch (const c10::DistBackendError& e) {
+                         error = e.what();
+                       }
+                       auto took = std::chrono::steady_clock::now() - started;
+                       ctx.store->set("rank 0 done", std::vector<uint8_t>{1});
+                       check(!error.empty(), "an all_reduce without rank 1 completed");
+                       check(error.find("all_reduce") != std::string::npos && error.find("rank 0") != std::string::npos &&
+                                 error.find("group rank(s) 1 did not arrive") != std::string::npos,
+                             "the error names neither the op nor the missing rank: " + error);
+                       check(took < timeout + backends::kMeetingAnswerGrace + std::chrono::milliseconds(500),
+                             "failed after " + std::to_string(std::chrono::duration<double>(took).count()) + " s");
+                       auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                       while (hooks->load() == 0 && std::chrono::steady_clock::now() < until) {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the watchdog runs them
+                       }
+                       check(hooks->load() == 1, "abort hooks ran " + std::to_string(hooks->load()) + " times");
+                       check(pg->getError() == c10d::ErrorType::COMM_ERROR, "the group's error is not COMM_ERROR");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
+// A batch whose first collective finds a member missing fails as a whole within the timeout:
+// none of its collectives reach NCCL, whose group end would connect and wait for ever.
+TEST(SimulatedDevice, AMissingPeerFailsABatchsFirstCollectiveWithinTheTimeout) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto timeout = std::chrono::milliseconds(1500);
+                       auto pg = simBackend(ctx, rewritten(), timeout);  // eager: both communicators exist
+                       if (ctx.rank == 1) {
+                         ctx.store->wait({"rank 0 done"}, std::chrono::seconds(25));  // alive, never issues
+                         return;
+                       }
+                       std::vector<at::Tensor> t{at::ones({4}), at::ones({2})};
+                       auto started = std::chrono::steady_clock::now();
+                       std::string error;
+                       try {
+                         c10d::AllreduceCoalescedOptions sum;
+                         pg->allreduce_coalesced(t, sum)->wait(std::chrono::seconds(20));
+                       } catch (const c10::DistBackendError& e) {
+                         error = e.what();
+                       }
+                       auto took = std::chrono::steady_clock::now() - started;
+                       ctx.store->set("rank 0 done", std::vector<uint8_t>{1});
+                       check(error.find("group rank(s) 1 did not arrive") != std::string::npos,
+                             "the batch did not fail naming the missing rank: " + error);
+                       check(took < timeout + backends::kMeetingAnswerGrace + std::chrono::milliseconds(500),
+                             "failed after " + std::to_string(std::chrono::duration<double>(took).count()) + " s");
+                       expectEqual(t[0], at::ones({4}), "a tensor of the failed batch");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
+// Pair communicators (legacy policy) connect each direction on its first send: rank 1 sends to
+// rank 0 (the pair's communicator is created, that direction connects), then rank 0's first send
+// to rank 1, which rank 1 never receives, fails within the timeout instead of hanging the caller.
+TEST(SimulatedDevice, AMissingPeerFailsTheFirstSendOfADirectionWithinTheTimeout) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto timeout = std::chrono::milliseconds(1500);
+                       auto pg = simBackend(ctx, legacy(), timeout);
+                       std::vector<at::Tensor> t{at::full({4}, static_cast<float>(ctx.rank + 1))};
+                       if (ctx.rank == 1) {
+                         pg->send(t, 0, 0)->wait();
+                         ctx.store->wait({"rank 0 done"}, std::chrono::seconds(25));  // alive, never receives
+                         return;
+                       }
+                       pg->recv(t, 1, 0)->wait();
+                       expectEqual(t[0], at::full({4}, 2.0), "recv from rank 1");
+                       auto started = std::chrono::steady_clock::now();
+                       std::string error;
+                       try {
+                         pg->send(t, 1, 0)->wait(std::chrono::seconds(20));
+                       } catch (const c10::DistBackendError& e) {
+                         error = e.what();
+                       }
+                       auto took = std::chrono::steady_clock::now() - started;
+                       ctx.store->set("rank 0 done", std::vector<uint8_t>{1});
+                       check(!error.empty(), "a send rank 1 never receives completed");
+                       check(error.find("send") != std::string::npos &&
+                                 error.find("group rank(s) 1 did not arrive") != std::string::npos,
+                             "the error names neither the op nor the missing rank: " + error);
+                       check(took < timeout + backends::kMeetingAnswerGrace + std::chrono::milliseconds(500),
+                             "failed after " + std::to_string(std::chrono::duration<double>(took).count()) + " s");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
+// A simulated NCCL communicator of `size` ranks for tests that call NCCL directly: rank 0 makes
+// the unique id and the others read it from the store.
+ncclComm_t simCommunicator(RankContext& ctx, backends::nccl::NcclApi& api, int size) {
+  ncclUniqueId id;
+  if (ctx.rank == 0) {
+    check(api.getUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
+    ctx.store->set("unique id", std::vector<uint8_t>(bytes, bytes + sizeof(id)));
+  } else {
+    std::vector<uint8_t> bytes = ctx.store->get("unique id");
+    std::memcpy(&id, bytes.data(), sizeof(id));
+  }
+  ncclComm_t comm = nullptr;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  check(api.commInitRankConfig(&comm, size, id, ctx.rank, &config) == ncclSuccess, "ncclCommInitRankConfig");
+  return comm;
+}
+
+cudaStream_t forNccl(const std::shared_ptr<SimStream>& stream) {
+  return static_cast<cudaStream_t>(static_cast<void*>(stream.get()));
+}
+
+// ncclCommDestroy returns only once the stream has passed the communicator's kernels
+// (docs/simulated-nccl.md), so letting go of a communicator whose op never ends would block the
+// thread that let go (the watchdog, or the interpreter's exit). It returns within kTeardownWait.
+TEST(SimulatedDevice, LettingGoOfACommunicatorWithAStuckOpIsBounded) {
+  EXPECT_EQ(runRanks(1,
+                     [](RankContext& ctx) {
+                       Faults stallFirst;
+                       stallFirst.stallAt = 1;
+                       auto api = simulatedSeams(ctx.store, stallFirst)->api;
+                       ncclComm_t comm = simCommunicator(ctx, *api, 1);
+                       auto stream = SimRuntime::instance()->makeWorkerStream("comm");
+                       at::Tensor t = at::ones({4});
+                       auto handle = std::make_shared<backends::nccl::CommHandle>(api, comm, "pg", 0, "sim:0");
+                       handle->use("allreduce", [&](ncclComm_t c) {
+                         check(api->allReduce(t.data_ptr(), t.data_ptr(), 4, ncclFloat32, ncclSum, c,
+                                              forNccl(stream)) == ncclSuccess,
+                               "all_reduce");
+                       });
+                       auto started = std::chrono::steady_clock::now();
+                       handle.reset();  // not broken: ncclCommDestroy, behind the stalled op
+                       auto took = std::chrono::steady_clock::now() - started;
+                       check(took < backends::nccl::kTeardownWait + std::chrono::seconds(1),
+                             "letting go took " + std::to_string(std::chrono::duration<double>(took).count()) + " s");
+                       auto calls = dynamic_cast<SimNcclApi&>(*api).calls();
+                       check(std::count(calls.begin(), calls.end(), "ncclCommDestroy") == 1, "no ncclCommDestroy");
+                     },
+                     std::chrono::seconds(20)),
+            "");
+}
+
+// NCCL allows no call on a communicator while another thread is inside one (the simulated NCCL
+// ends the process then): an abort while a call is stuck inside NCCL (its first collective,
+// connecting, waits for rank 1) returns within its bound and leaves the freeing to the call's
+// thread, which aborts the communicator once its call returns.
+TEST(SimulatedDevice, AnAbortNeverCallsNcclBesideACallInsideIt) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto seams = simulatedSeams(ctx.store);
+                       auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
+                       ncclComm_t comm = simCommunicator(ctx, *api, 2);
+                       auto stream = SimRuntime::instance()->makeWorkerStream("comm");
+                       at::Tensor t = at::ones({4});
+                       auto allReduce = [&](ncclComm_t c) {
+                         check(api->allReduce(t.data_ptr(), t.data_ptr(), 4, ncclFloat32, ncclSum, c,
+                                              forNccl(stream)) == ncclSuccess,
+                               "all_reduce");
+                       };
+                       if (ctx.rank == 1) {
+                         ctx.store->wait({"aborted"}, std::chrono::seconds(25));
+                         allReduce(comm);  // connects: rank 0's call returns
+                         return;
+                       }
+                       auto handle = std::make_shared<backends::nccl::CommHandle>(seams->api, comm, "pg", 0, "sim:0");
+                       std::thread caller([&] { handle->use("allreduce", allReduce); });
+                       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // inside, connecting
+                       auto started = std::chrono::steady_clock::now();
+                       handle->abort();
+                       auto took = std::chrono::steady_clock::now() - started;
+                       auto calls = api->calls();
+                       bool abortedBesideTheCall = std::count(calls.begin(), calls.end(), "ncclCommAbort") > 0;
+                       ctx.store->set("aborted", std::vector<uint8_t>{1});
+                       caller.join();
+                       check(!abortedBesideTheCall, "ncclCommAbort was called while the all_reduce was inside NCCL");
+                       check(took < backends::nccl::kAbortLockWait + std::chrono::milliseconds(500),
+                             "the abort took " + std::to_string(std::chrono::duration<double>(took).count()) + " s");
+                       calls = api->calls();
+                       check(!calls.empty() && calls.back() == "ncclCommAbort",
+                             "the call's thread did not abort the communicator as its call returned");
+                       check(handle->aborted(), "the handle does not say it was aborted");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
+// NCCL connects on first use inside the call that launches the op, and waits there for its peers
+// (docs/simulated-nccl.md): the simulated NCCL's first collective on a communicator returns only
+// once every member called one, and its second does not wait.
+TEST(SimulatedDevice, TheFirstCollectiveWaitsInTheCallForThePeersToConnect) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto seams = simulatedSeams(ctx.store);
+                       backends::nccl::NcclApi& api = *seams->api;
+                       ncclComm_t comm = simCommunicator(ctx, api, 2);
+                       auto stream = SimRuntime::instance()->makeWorkerStream("comm");
+                       cudaStream_t handle = forNccl(stream);
+                       at::Tensor t = at::ones({4});
+                       auto lag = std::chrono::milliseconds(1500);
+                       if (ctx.rank == 1) std::this_thread::sleep_for(lag);
+                       auto started = std::chrono::steady_clock::now();
+                       check(api.allReduce(t.data_ptr(), t.data_ptr(), 4, ncclFloat32, ncclSum, comm, handle) ==
+                                 ncclSuccess,
+                             "first all_reduce");
+                       auto firstCall = std::chrono::steady_clock::now() - started;
+                       if (ctx.rank == 0) {
+                         check(firstCall > lag - std::chrono::milliseconds(300),
+                               "the first all_reduce returned after " +
+                                   std::to_string(std::chrono::duration<double>(firstCall).count()) +
+                                   " s, before rank 1 called it");
+                       }
+                       if (ctx.rank == 0) std::this_thread::sleep_for(lag);
+                       started = std::chrono::steady_clock::now();
+                       check(api.allReduce(t.data_ptr(), t.data_ptr(), 4, ncclFloat32, ncclSum, comm, handle) ==
+                                 ncclSuccess,
+                             "second all_reduce");
+                       auto secondCall = std::chrono::steady_clock::now() - started;
+                       if (ctx.rank == 1) {
+                         check(secondCall < std::chrono::milliseconds(500),
+                               "the second all_reduce waited in the call for rank 0");
+                       }
+                       auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                       while (stream->pending() > 0 && std::chrono::steady_clock::now() < until) {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                       }
+                       expectEqual(t, at::full({4}, 4.0), "two all_reduces");
+                       check(api.commDestroy(comm) == ncclSuccess, "destroy");
+                     }),
+            "");
+}
+
+// NCCL matches nothing across ranks: collectives of different counts at the same point never
+// complete (docs/simulated-nccl.md), so the watchdog's timeout fails them on every rank and no
+// rank's tensor takes wrong values.
+TEST(SimulatedDevice, CollectivesOfDifferentCountsTimeOutWithoutWrongValues) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::milliseconds(1000));
+                       std::vector<at::Tensor> first{at::ones({4})};
+                       pg->allreduce(first, allreduceWith(c10d::ReduceOp::SUM))->wait();  // connected, healthy
+                       int64_t count = ctx.rank == 0 ? 4 : 8;
+                       std::vector<at::Tensor> t{at::full({count}, static_cast<float>(ctx.rank + 1))};
+                       std::string error;
+                       try {
+                         pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::seconds(10));
+                       } catch (const c10::DistBackendError& e) {
+                         error = e.what();
+                       }
+                       check(!error.empty(), "all_reduces of 4 and 8 elements completed");
+                       check(error.find("timeout") != std::string::npos, "not the watchdog's timeout: " + error);
+                       expectEqual(t[0], at::full({count}, static_cast<float>(ctx.rank + 1)),
+                                   "the tensor of a mismatched all_reduce");
+                       check(pg->getError() == c10d::ErrorType::TIMEOUT, "the group's error is not TIMEOUT");
                      }),
             "");
 }
@@ -771,25 +1051,6 @@ TEST(SimulatedDevice, ObserversOfFreshServicesHearEveryOpOnce) {
             "");
 }
 
-// A stalled op's future fails once the watchdog timed the op out: DDP's reducer and comm hooks
-// learn of a failure only through it, so a future that completed once the abort released the
-// stream would hand the job the buffers of an op that never finished.
-void futureOfAStalledOp(RankContext& ctx, const PolicyMaker& policy) {
-  Faults stallFirst;
-  stallFirst.stallAt = 1;
-  auto pg = simBackend(ctx, policy, std::chrono::milliseconds(600), stallFirst);
-  std::vector<at::Tensor> t{at::ones({4})};
-  auto future = pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->getFuture();
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!future->completed() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  check(future->completed(), "the future of a timed-out op never completed");
-  check(future->hasError(), "the future of a timed-out op completed without an error");
-  check(std::string(future->tryRetrieveErrorMessage()).find("timeout") != std::string::npos,
-        "the future's error does not name the timeout: " + future->tryRetrieveErrorMessage());
-}
-
 // An op that finished keeps its result in its future, though the group was aborted after it
 // (a later op timed out) before the job asked for the future.
 TEST(SimulatedDevice, TheFutureOfAFinishedOpOutlivesALaterAbort) {
@@ -833,13 +1094,6 @@ TEST(SimulatedDevice, OpsOfNoElementsComplete) {
             "");
 }
 
-TEST(SimulatedDevice, TheFutureOfATimedOutOpFails) {
-  for (const auto& [name, policy] : std::vector<std::pair<std::string, PolicyMaker>>{
-           {"legacy", legacy()}, {"rewritten", rewritten()}}) {
-    EXPECT_EQ(runRanks(2, [&](RankContext& ctx) { futureOfAStalledOp(ctx, policy); }), "") << name;
-  }
-}
-
 // NCCL's asynchronous error fails the op it interrupts and the group reports COMM_ERROR.
 TEST(SimulatedDevice, AsynchronousErrorFailsThePendingOp) {
   EXPECT_EQ(runRanks(2,
@@ -867,6 +1121,8 @@ TEST(SimulatedDevice, AsynchronousErrorFailsThePendingOp) {
 // wait for the op at get_future().
 void futureOrder(RankContext& ctx, const PolicyMaker& policy, bool callerStreamWaits) {
   auto pg = simBackend(ctx, policy);
+  std::vector<at::Tensor> first{at::ones({2})};
+  pg->allreduce(first, allreduceWith(c10d::ReduceOp::SUM))->wait();  // connected: the next call does not wait
   JobStream job;
   if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // the op cannot finish before
   std::vector<at::Tensor> t{at::ones({2})};

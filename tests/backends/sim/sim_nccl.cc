@@ -38,6 +38,12 @@ struct SimComm {
   std::map<int, uint64_t> sends, recvs;
   std::map<int, PreMul> preMuls;
   int nextRedOp = ncclNumOps;
+  // What NCCL connected on first use: the collective channels, and each p2p direction
+  // (sender, receiver). Only the thread launching the communicator's groups touches them.
+  bool collectivesConnected = false;
+  std::set<std::pair<int, int>> directionsConnected;
+  std::atomic<int> queued{0};       // ops on a stream the stream has not passed yet
+  std::atomic<int> callsInside{0};  // threads inside a call naming this communicator
 };
 
 struct SimNcclApi::Op {
@@ -127,6 +133,41 @@ at::Tensor reduced(const std::vector<at::Tensor>& parts, const SimNcclApi::Op& o
 void writeTo(void* data, const at::Tensor& values, ncclDataType_t type) {
   viewOf(data, static_cast<size_t>(values.numel()), type).copy_(values);
 }
+
+// Waits until `key` is in the store; false when the communicator was aborted meanwhile.
+bool arrived(c10d::Store& store, SimComm& comm, const std::string& key) {
+  auto pause = std::chrono::microseconds(100);
+  while (!store.check({key})) {
+    if (comm.aborted.load()) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+  return true;
+}
+
+// NCCL allows one thread at a time to operate a communicator (user guide, "Thread Safety": no
+// NCCL operations on a single communicator in parallel from several threads), and
+// ncclCommAbort frees the communicator a call on another thread may still use (commReclaim,
+// src/init.cc). A call that begins while another thread is inside one on the same communicator
+// ends the process with a message, as the use-after-free check does.
+class OneThreadAtATime {
+ public:
+  OneThreadAtATime(ncclComm_t comm, const char* call) : comm_(reinterpret_cast<SimComm*>(comm)) {
+    if (comm_ && comm_->callsInside.fetch_add(1) > 0) {
+      std::fprintf(stderr, "simulated NCCL: %s while another thread is inside a call on the same communicator\n", call);
+      std::fflush(stderr);
+      std::abort();
+    }
+  }
+  ~OneThreadAtATime() {
+    if (comm_) --comm_->callsInside;
+  }
+  OneThreadAtATime(const OneThreadAtATime&) = delete;
+  OneThreadAtATime& operator=(const OneThreadAtATime&) = delete;
+
+ private:
+  SimComm* comm_;
+};
 
 [[noreturn]] void useAfterFree(const char* call) {
   std::fprintf(stderr, "simulated NCCL: %s on a communicator that ncclCommAbort or ncclCommDestroy already freed\n",
@@ -242,7 +283,10 @@ ncclResult_t SimNcclApi::commGetAsyncError(ncclComm_t comm, ncclResult_t* state)
   return ncclSuccess;
 }
 
+// ncclCommAbort sets the abort flags first (setCommAbortFlags), so kernels and connects waiting
+// on peers give up, then reclaims the communicator (src/init.cc, ncclCommAbort, 2503 / 3025).
 ncclResult_t SimNcclApi::commAbort(ncclComm_t comm) {
+  OneThreadAtATime inside(comm, "ncclCommAbort");
   SimComm* sim = live(comm, "ncclCommAbort");
   if (!sim) return ncclInvalidArgument;
   sim->aborted = true;  // ops waiting on peers give up
@@ -251,9 +295,16 @@ ncclResult_t SimNcclApi::commAbort(ncclComm_t comm) {
   return ncclSuccess;
 }
 
+// ncclCommDestroy sets no abort flag: its reclaim synchronizes NCCL's streams and frees the
+// communicator's device memory (commReclaim -> commDestroySync, ncclStrongStreamSynchronize;
+// commCleanup; src/init.cc, ncclCommDestroy 2358 / 2879), which waits for the kernels still
+// running, so it returns only once the stream has passed the communicator's ops: never while
+// one is stalled on a peer.
 ncclResult_t SimNcclApi::commDestroy(ncclComm_t comm) {
+  OneThreadAtATime inside(comm, "ncclCommDestroy");
   SimComm* sim = live(comm, "ncclCommDestroy");
   if (!sim) return ncclInvalidArgument;
+  while (sim->queued.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   sim->freed = true;
   runtime_->usedBytes -= kCommunicatorBytes;
   return ncclSuccess;
@@ -303,32 +354,113 @@ ncclResult_t SimNcclApi::groupEnd() {
   for (const Op& op : ops) {
     if (op.comm->freed.load()) useAfterFree("ncclGroupEnd");
   }
+  std::vector<std::unique_ptr<OneThreadAtATime>> inside;
+  std::set<SimComm*> comms;
+  for (const Op& op : ops) {
+    if (comms.insert(op.comm).second) {
+      inside.push_back(std::make_unique<OneThreadAtATime>(reinterpret_cast<ncclComm_t>(op.comm), "ncclGroupEnd"));
+    }
+  }
+  return launch(std::move(ops));
+}
+
+// NCCL's group launch (groupLaunch, src/group.cc): first the connections the group's ops need
+// and NCCL has not made, then the kernels. In blocking mode it runs on the calling thread, so the
+// call returns only once the peers connected too. In nonblocking mode ncclGroupEndInternal runs
+// it on a thread of its own and answers ncclInProgress, and ncclCommGetAsyncError says
+// ncclInProgress until it finished (v2.28.9 and v2.30.7); the communicator takes no call meanwhile.
+ncclResult_t SimNcclApi::launch(std::vector<Op> ops) {
+  if (ops.empty()) return ncclSuccess;
+  std::set<SimComm*> comms;
+  for (const Op& op : ops) comms.insert(op.comm);
+  bool nonblocking = std::any_of(comms.begin(), comms.end(), [](SimComm* c) { return c->nonblocking; });
+  if (!nonblocking) return connectAndQueue(ops);
+  for (SimComm* comm : comms) comm->asyncError = ncclInProgress;
+  ++inProgressReturns_;
+  std::thread([self = shared_from_this(), ops = std::move(ops), comms] {
+    ncclResult_t result = self->connectAndQueue(ops);
+    for (SimComm* comm : comms) {
+      ncclResult_t expected = ncclInProgress;
+      comm->asyncError.compare_exchange_strong(expected, result);
+    }
+  }).detach();
+  return ncclInProgress;
+}
+
+ncclResult_t SimNcclApi::connectAndQueue(const std::vector<Op>& ops) {
+  if (ncclResult_t connected = connect(ops); connected != ncclSuccess) return connected;
   // One task per stream: its ops post everything first and then collect, so grouped sends and
   // receives (and several collectives) progress together.
   std::map<SimStream*, std::vector<Op>> byStream;
-  for (Op& op : ops) byStream[op.stream].push_back(std::move(op));
-  std::set<SimComm*> comms;
-  for (const Op& op : ops) comms.insert(op.comm);
+  for (const Op& op : ops) byStream[op.stream].push_back(op);
   for (auto& [stream, streamOps] : byStream) {
-    stream->enqueue([self = shared_from_this(), streamOps] { self->run(streamOps); });
+    queue(stream, streamOps);
   }
-  ncclResult_t result = ncclSuccess;
-  for (SimComm* comm : comms) result = stillIssuing(*comm) == ncclInProgress ? ncclInProgress : result;
-  return result;
+  return ncclSuccess;
 }
 
-// A nonblocking communicator finishes issuing a call in the background, as NCCL's does: the call
-// returns ncclInProgress and the communicator reports it (and takes no other call) for a moment.
-ncclResult_t SimNcclApi::stillIssuing(SimComm& comm) {
-  if (!comm.nonblocking) return ncclSuccess;
-  comm.asyncError = ncclInProgress;
-  ++inProgressReturns_;
-  std::thread([&comm] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    ncclResult_t expected = ncclInProgress;
-    comm.asyncError.compare_exchange_strong(expected, ncclSuccess);
-  }).detach();
-  return ncclInProgress;
+// NCCL connects on first use, and waits for the peers to connect too:
+// - a collective algorithm's channels, the first time a launch uses the algorithm, where NCCL
+//   connects at run time (comm->runtimeConn = cuMemSupport && NCCL_RUNTIME_CONNECT, default 1:
+//   src/init.cc, initTransportsRank, 1269 / 1552; ncclPrepareTasks in src/enqueue.cc marks the
+//   algorithm, 453 / 495, and groupLaunch runs ncclCollPreconnect, src/group.cc);
+// - a p2p direction, the first time a send or receive uses it, in every mode (p2pTaskAppend marks
+//   connectSend / connectRecv, src/enqueue.cc 2436-2443 / 2672-2680; groupLaunch runs
+//   ncclP2PPreconnectFunc -> ncclTransportP2pSetup, src/group.cc 135-141 / 138-144).
+// The exchange goes through NCCL's bootstrap network, which waits for the peer until it comes
+// or the communicator's abort flag is set. The simulation connects every collective algorithm at
+// once, at the communicator's first collective, and waits there for every member (NCCL's ring
+// and tree wait for their neighbours only); a p2p direction waits for its peer. A one-rank
+// communicator connects nothing.
+ncclResult_t SimNcclApi::connect(const std::vector<Op>& ops) {
+  struct Pending {
+    SimComm* comm;
+    std::vector<std::string> awaited;
+  };
+  std::vector<Pending> pending;
+  c10d::Store& store = *store_;
+  try {
+    for (const Op& op : ops) {
+      SimComm& comm = *op.comm;
+      if (comm.size == 1) continue;
+      std::string base = comm.id + "/connect/";
+      Pending wait{&comm, {}};
+      if (op.collective() && !comm.collectivesConnected) {
+        comm.collectivesConnected = true;  // once per launch too: a group's collectives connect together
+        store.set(base + "coll/" + std::to_string(comm.rank), std::vector<uint8_t>{1});
+        for (int r = 0; r < comm.size; ++r) wait.awaited.push_back(base + "coll/" + std::to_string(r));
+      }
+      if (!op.collective()) {
+        std::pair<int, int> direction = op.kind == Op::Send ? std::make_pair(comm.rank, op.root)
+                                                            : std::make_pair(op.root, comm.rank);
+        if (direction.first != direction.second && comm.directionsConnected.insert(direction).second) {
+          std::string at = base + "p2p/" + std::to_string(direction.first) + "-" + std::to_string(direction.second) + "/";
+          store.set(at + std::to_string(comm.rank), std::vector<uint8_t>{1});
+          wait.awaited.push_back(at + std::to_string(op.root));
+        }
+      }
+      if (!wait.awaited.empty()) pending.push_back(std::move(wait));
+    }
+    for (const Pending& wait : pending) {
+      for (const std::string& key : wait.awaited) {
+        if (!arrived(store, *wait.comm, key)) return ncclSystemError;  // aborted meanwhile
+      }
+    }
+  } catch (const std::exception&) {
+    return ncclSystemError;  // the store carrying the bootstrap is gone: the peers are unreachable
+  }
+  return ncclSuccess;
+}
+
+void SimNcclApi::queue(SimStream* stream, std::vector<Op> ops) {
+  // An op captured into a graph runs on replay, never now (the simulated device drops a captured
+  // stream's work): counted as queued it would keep a destroy waiting for it forever.
+  if (stream->isCapturing()) return;
+  for (const Op& op : ops) ++op.comm->queued;
+  stream->enqueue([self = shared_from_this(), ops] {
+    self->run(ops);
+    for (const Op& op : ops) --op.comm->queued;
+  });
 }
 
 // NCCL launches a one-rank communicator's collective when it is called, inside a group or not:
@@ -369,31 +501,32 @@ ncclResult_t SimNcclApi::submit(Op op) {
       op.preMul = it->second;  // captured now: the op may be destroyed once enqueued
     }
   }
-  if (groupDepth > 0 && !launchesWhenCalled(op)) {
-    deferredOps.push_back(std::move(op));
-    return ncclSuccess;
-  }
-  bool grouped = groupDepth > 0;
-  op.stream->enqueue([self = shared_from_this(), op] { self->run({op}); });
+  if (groupDepth == 0) return launch({std::move(op)});  // NCCL's implicit group ends here
   // Inside a group NCCL's own implicit group end only leaves a level (ncclEnqueueCheck), so the
-  // call answers ncclSuccess; the outermost ncclGroupEnd answers for the group.
-  return grouped ? ncclSuccess : stillIssuing(*op.comm);
+  // call answers ncclSuccess; the outermost ncclGroupEnd launches and answers for the group.
+  if (launchesWhenCalled(op)) {
+    queue(op.stream, {op});
+  } else {
+    deferredOps.push_back(std::move(op));
+  }
+  return ncclSuccess;
 }
 
 namespace {
 
-// Waits until `key` is in the store; false when the communicator was aborted meanwhile.
-bool arrived(c10d::Store& store, SimComm& comm, const std::string& key) {
-  auto pause = std::chrono::microseconds(100);
-  while (!store.check({key})) {
-    if (comm.aborted.load()) return false;
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(2000));
-  }
-  return true;
-}
-
 std::string partKey(const SimNcclApi::Op& op, int rank) { return op.key + "/" + std::to_string(rank); }
+
+// What decides how a collective moves data: its kind, element count and type. NCCL exchanges
+// none of it: each rank's kernel moves its own count in steps and waits for its peers' steps
+// (Primitives::waitPeer, src/device/prims_simple.h, 109-117 / 101-109, spinning until the peer's
+// step counter advances or the abort flag is set). Ranks that posted different shapes for one
+// op are never matched by NCCL; the simulation makes them wait, as kernels that never get the
+// steps they expect.
+std::string shapeKey(const SimNcclApi::Op& op, int rank) { return op.key + "/shape/" + std::to_string(rank); }
+std::vector<uint8_t> shapeOf(const SimNcclApi::Op& op) {
+  std::string shape = std::to_string(op.kind) + ":" + std::to_string(op.count) + ":" + std::to_string(op.type);
+  return std::vector<uint8_t>(shape.begin(), shape.end());
+}
 
 bool anyAborted(const std::vector<SimNcclApi::Op>& ops) {
   return std::any_of(ops.begin(), ops.end(), [](const SimNcclApi::Op& op) { return op.comm->aborted.load(); });
@@ -508,9 +641,10 @@ bool SimNcclApi::transfer(Exchange& exchange) {
   c10d::Store& store = *store_;
   const std::vector<Op>& ops = exchange.ops;
   exchange.results.assign(ops.size(), std::nullopt);
-  // Post: every op's own contribution.
+  // Post: every op's own contribution (and a collective's shape, see shapeOf).
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
+    if (op.collective()) store.set(shapeKey(op, op.comm->rank), shapeOf(op));
     if (!exchange.contributions[i]) continue;
     store.set(op.kind == Op::Send ? op.key : partKey(op, op.comm->rank), *exchange.contributions[i]);
   }
@@ -534,6 +668,14 @@ bool SimNcclApi::transfer(Exchange& exchange) {
       }
       return parts;
     };
+    if (op.collective()) {
+      for (int r = 0; r < n; ++r) {
+        if (!arrived(store, comm, shapeKey(op, r))) return false;
+        if (store.get(shapeKey(op, r)) == shapeOf(op)) continue;
+        while (!comm.aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // never matched
+        return false;
+      }
+    }
     std::optional<at::Tensor>& result = exchange.results[i];
     switch (op.kind) {
       case Op::AllReduce:
@@ -590,36 +732,43 @@ SimNcclApi::Op SimNcclApi::opOf(int kind, const void* send, void* recv, size_t c
 
 ncclResult_t SimNcclApi::allReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                                    ncclComm_t comm, cudaStream_t stream) {
+  OneThreadAtATime inside(comm, "ncclAllReduce");
   return submit(opOf(Op::AllReduce, send, recv, count, type, op, 0, comm, stream, "ncclAllReduce"));
 }
 
 ncclResult_t SimNcclApi::broadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root,
                                    ncclComm_t comm, cudaStream_t stream) {
+  OneThreadAtATime inside(comm, "ncclBroadcast");
   return submit(opOf(Op::Broadcast, send, recv, count, type, ncclSum, root, comm, stream, "ncclBroadcast"));
 }
 
 ncclResult_t SimNcclApi::reduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                                 int root, ncclComm_t comm, cudaStream_t stream) {
+  OneThreadAtATime inside(comm, "ncclReduce");
   return submit(opOf(Op::Reduce, send, recv, count, type, op, root, comm, stream, "ncclReduce"));
 }
 
 ncclResult_t SimNcclApi::allGather(const void* send, void* recv, size_t sendCount, ncclDataType_t type,
                                    ncclComm_t comm, cudaStream_t stream) {
+  OneThreadAtATime inside(comm, "ncclAllGather");
   return submit(opOf(Op::AllGather, send, recv, sendCount, type, ncclSum, 0, comm, stream, "ncclAllGather"));
 }
 
 ncclResult_t SimNcclApi::reduceScatter(const void* send, void* recv, size_t recvCount, ncclDataType_t type,
                                        ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  OneThreadAtATime inside(comm, "ncclReduceScatter");
   return submit(opOf(Op::ReduceScatter, send, recv, recvCount, type, op, 0, comm, stream, "ncclReduceScatter"));
 }
 
 ncclResult_t SimNcclApi::send(const void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                               cudaStream_t stream) {
+  OneThreadAtATime inside(comm, "ncclSend");
   return submit(opOf(Op::Send, buffer, nullptr, count, type, ncclSum, peer, comm, stream, "ncclSend"));
 }
 
 ncclResult_t SimNcclApi::recv(void* buffer, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                               cudaStream_t stream) {
+  OneThreadAtATime inside(comm, "ncclRecv");
   return submit(opOf(Op::Recv, nullptr, buffer, count, type, ncclSum, peer, comm, stream, "ncclRecv"));
 }
 

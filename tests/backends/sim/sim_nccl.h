@@ -5,9 +5,14 @@
 // reaches them and complete when every participant's contribution has arrived; calls between
 // groupStart and groupEnd are deferred to groupEnd and progress together, so grouped sends and
 // receives cannot deadlock while a lone send waits for its receiver, as in NCCL; a one-rank
-// communicator's collectives are queued when called, as NCCL launches them. Each behaviour and
+// communicator's collectives are queued when called, as NCCL launches them. A launch first
+// connects what NCCL connects on first use (a communicator's collectives, each p2p direction) and
+// waits there, on the calling thread, for the peers to connect too; ranks that posted collectives
+// of different shapes for one op wait for each other until aborted, as NCCL's kernels do.
+// ncclCommDestroy returns once the stream has passed the communicator's ops. Each behaviour and
 // the NCCL source it follows: docs/simulated-nccl.md. Using a
-// communicator after ncclCommAbort or ncclCommDestroy ends the process with a message.
+// communicator after ncclCommAbort or ncclCommDestroy, or calling it while another thread is
+// inside a call on it, ends the process with a message.
 #pragma once
 
 #include <atomic>
@@ -75,7 +80,8 @@ class SimNcclApi final : public backends::nccl::NcclApi, public std::enable_shar
   // For tests: the calls made, in order ("ncclAllReduce", ...), and PREMUL_SUM ops alive.
   std::vector<std::string> calls();
   int livePreMulSumOps() const { return livePreMulSums_.load(); }
-  // How often a nonblocking communicator answered a call with ncclInProgress.
+  // How often a nonblocking communicator answered a call with ncclInProgress (its group's
+  // launch still running).
   int inProgressReturns() const { return inProgressReturns_.load(); }
 
   struct Op;
@@ -87,7 +93,15 @@ class SimNcclApi final : public backends::nccl::NcclApi, public std::enable_shar
           ncclComm_t comm, cudaStream_t stream, const char* call);
   static bool launchesWhenCalled(const Op& op);
   ncclResult_t submit(Op op);
-  ncclResult_t stillIssuing(SimComm& comm);
+  // NCCL's group launch: connects what the ops need first, then queues them on their streams; in
+  // nonblocking mode on a thread of its own, answering ncclInProgress.
+  ncclResult_t launch(std::vector<Op> ops);
+  ncclResult_t connectAndQueue(const std::vector<Op>& ops);
+  // Queues ops that launch together on `stream`; their communicators count them until it ran them.
+  void queue(SimStream* stream, std::vector<Op> ops);
+  // Connects what the ops need and NCCL has not connected, waiting for the peers to connect too;
+  // ncclSystemError once the communicator was aborted or the store is gone.
+  ncclResult_t connect(const std::vector<Op>& ops);
   struct Exchange;
   // Runs ops that launch together on one stream: reads their contributions, lets `transfer`
   // exchange them through the store on a thread of its own, and writes what came back, unless
