@@ -257,7 +257,8 @@ def run_job(command: list[str], nproc: int, env: dict[str, str] | None = None, t
             said = rejected.getvalue().strip().splitlines()
             result.error = f"torchrun rejected the launch arguments {launcher_args}: {said[-1] if said else ''}"
             return result
-        except (ValueError, AssertionError, TypeError) as error:  # config_from_args checks by assert and int()
+        # config_from_args checks by assert and int(), and a --nnodes of more than MIN:MAX by RuntimeError
+        except (ValueError, AssertionError, TypeError, RuntimeError) as error:
             result.error = (f"torchrun rejected the launch arguments {launcher_args}: "
                             f"{error or 'a value out of range'} (see torchrun --help for each option's form)")
             return result

@@ -90,3 +90,29 @@ def test_progress_goes_to_stderr_never_into_the_json_report_and_quiet_silences_i
             assert progress_lines == []
         else:
             assert len(progress_lines) == 11 and progress_lines[-1].startswith("nccl-migrate ab: compared 10 ops")
+
+
+class FlushCountingStream(io.StringIO):
+    def __init__(self):
+        super().__init__()
+        self.flushed_lines = []
+
+    def flush(self):
+        self.flushed_lines.append(self.getvalue().count("\n"))
+        super().flush()
+
+
+def test_each_line_is_flushed_as_written_and_the_rate_and_time_count_from_the_start(monkeypatch):
+    """A log read while the comparison runs shows each line at once (stderr may be a pipe or a
+    file, buffered), and a monotonic clock that does not start at zero changes neither the rate
+    nor the elapsed time, however short the interval."""
+    monkeypatch.setattr(progress, "CHECK_EVERY", 1)
+    monkeypatch.setattr(progress, "INTERVAL", 0.25)
+    clock, out = Clock(), FlushCountingStream()
+    clock.now = 1000.0
+    observer = Progress(1, stream=out, clock=clock)
+    _pairs(observer, clock, ranks=1, per_rank=20, seconds_per_pair=1 / 64)  # 0.3125 s
+    observer.finished()
+    assert out.getvalue().splitlines() == ["nccl-migrate ab: comparing: 16 ops, rank 0 (1 of 1), 64 ops/s",
+                                           "nccl-migrate ab: compared 20 ops of 1 ranks in 0.3 s"]
+    assert out.flushed_lines == [1, 2]
