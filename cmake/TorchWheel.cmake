@@ -38,7 +38,10 @@ if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
 endif()
 find_package(Torch REQUIRED CONFIG)
 # TorchConfig puts the ABI define on the torch target; also say it for code that only sees headers.
-add_compile_definitions(_GLIBCXX_USE_CXX11_ABI=${_torch_abi})
+# C++ and CUDA only: the C targets (tree-sitter) keep the command line they have without torch,
+# so a wheel build that turns the torch side on and off (tools/wheel.sh) does not compile them
+# again.
+add_compile_definitions($<$<COMPILE_LANGUAGE:CXX,CUDA>:_GLIBCXX_USE_CXX11_ABI=${_torch_abi}>)
 get_filename_component(_torch_root "${_torch_prefix}/../.." ABSOLUTE)
 find_library(NCCL_MIGRATE_TORCH_PYTHON_LIB torch_python PATHS "${_torch_root}/lib" NO_DEFAULT_PATH REQUIRED)
 message(STATUS "nccl-migrate: torch ${NCCL_MIGRATE_TORCH_VERSION} (CUDA ${NCCL_MIGRATE_TORCH_CUDA}, NCCL ${NCCL_MIGRATE_TORCH_NCCL}) from ${_torch_root}")

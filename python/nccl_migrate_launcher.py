@@ -1,7 +1,10 @@
 """`python -m nccl_migrate_launcher <command>`: how the nccl-migrate CLI runs its torch-side
 commands (run, doctor, ab, fr). It checks, without importing torch or the package (whose import
 loads torch), that this environment has the torch the native modules were built against, and
-says in one line what to install when it does not; then runs ``python -m nccl_migrate``."""
+says in one line what to install when it does not; then runs ``python -m nccl_migrate``. It must run on any Python the lint wheel installs on
+(3.9 and later), to say that much there."""
+
+from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
@@ -29,9 +32,10 @@ def torch_problem() -> str | None:
         with open(info_path, encoding="utf-8") as f:
             built_for = json.load(f)["torch"]
     except (OSError, ValueError, KeyError):
-        return (f"this nccl-migrate has no torch-side native modules ({info_path} is missing): it was built "
-                "without torch (lint only); install a full build with pip install \"nccl-migrate[torch]\", or in "
-                "a source tree run tools/build.sh")
+        return (f"this nccl-migrate has no torch-side native modules ({info_path} is missing): it is the lint "
+                "wheel, built without torch; the torch side comes as a wheel built for one CPython and one torch "
+                "(docs/install.md says which): there, pip install \"nccl-migrate[torch]\" --force-reinstall; elsewhere, in a "
+                "source tree run tools/build.sh")
     if importlib.util.find_spec("torch") is None:
         return (f"torch is not installed for {sys.executable}; these commands need torch {built_for}: "
                 f"pip install \"nccl-migrate[torch]\"")

@@ -1,29 +1,51 @@
 #!/usr/bin/env bash
-# Tests the wheel in dist/ as users meet it (tools/wheel.sh builds it; --build builds it first):
-#  1. a fresh venv without torch: `pip install` of the wheel alone; the ldd of the binary and of
-#     its C/C++ frontend module shows only glibc, neither asks for a newer glibc than the wheel's
-#     tag, the module exports only its entry point, and with /usr/lib/llvm-19 hidden (an empty
+# Tests the wheels in dist/ as users meet them (tools/wheel.sh builds them; --build builds them
+# first; --lint-only checks, and with --build builds, the lint wheel alone):
+#  1. the lint wheel (py3-none-manylinux_*): the glibc replacements it is linked with agree with
+#     glibc (tests/dist/glibc_floor.sh); its tag is the one `auditwheel show` finds for it
+#     and it holds no native Python module; a fresh venv without torch: `pip install` of the
+#     wheel alone; the ldd of the binary and of its C/C++ frontend module shows only glibc and
+#     libgcc_s, neither asks for a newer glibc than the wheel's tag, the module exports only its
+#     entry point, and with /usr/lib/llvm-19 hidden (an empty
 #     tmpfs over it in a private mount namespace) `nccl-migrate lint examples/` loads the wheel's
 #     module and gives the in-tree build's findings and exit 1, the AST tier reads Clang's builtin
 #     headers shipped in the wheel, and the torch-side commands say in one line what to install;
-#  2. a fresh venv with the [torch] extra, torch 2.15.0 taken from .venv without downloading or
+#  2. the torch wheel (cp<py>-cp<py>-*): a fresh venv with the [torch] extra, torch 2.15.0 taken
+#     from .venv without downloading or
 #     copying it (a .pth names a folder of links to torch and its dependencies, so pip sees them
 #     installed): `nccl-migrate doctor`, a two-rank CPU `ab` of the example job, and the message
 #     for a torch other than the one the wheel was built for.
-# Output of pip goes to build/logs/check-wheel.log.
+#  3. the lint wheel in the pre-commit hook and the GitHub Action (tests/dist/).
+# Output of pip goes to build/logs/check-wheel.log; auditwheel comes from PyPI into its own venv,
+# build/check-wheel-tools (made once).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-if [[ ${1:-} == --build ]]; then bash tools/wheel.sh; fi
+build=0
+lint_only=0
+for arg in "$@"; do
+  case $arg in
+    --build) build=1 ;;
+    --lint-only) lint_only=1 ;;
+    *) echo "[check-wheel] error: unknown argument '$arg'; usage: tools/check-wheel.sh [--build] [--lint-only]" >&2; exit 2 ;;
+  esac
+done
+if ((build && lint_only)); then bash tools/wheel.sh --lint-only; elif ((build)); then bash tools/wheel.sh; fi
 log=build/logs/check-wheel.log
 mkdir -p "$(dirname "$log")"
 : > "$log"
 say() { printf '[check-wheel] %s\n' "$*"; }
 fail() { echo "[check-wheel] FAIL: $*" >&2; exit 1; }
 shopt -s nullglob
-wheels=(dist/nccl_migrate-*.whl)
-((${#wheels[@]} == 1)) || fail "want exactly one wheel in dist/ (found ${#wheels[@]}); run tools/wheel.sh"
-wheel=$root/${wheels[0]}
+# one_wheel PATTERN WHAT: the one wheel in dist/ matching PATTERN.
+one_wheel() {
+  # shellcheck disable=SC2206  # PATTERN is a glob, expanded here on purpose
+  local matches=(dist/$1)
+  ((${#matches[@]} == 1)) || fail "want exactly one $2 dist/$1 (found ${#matches[@]}); run tools/wheel.sh"
+  echo "$root/${matches[0]}"
+}
+wheel=$(one_wheel 'nccl_migrate-*-py3-none-manylinux_*_x86_64.whl' "lint wheel")
+((lint_only)) || torch_wheel=$(one_wheel 'nccl_migrate-*-cp3*-cp3*-*.whl' "torch wheel")
 base_python=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
 # The installed commands must find their own Python and package, not the source tree's.
 unset PYTHONPATH NCCL_MIGRATE_PYTHON
@@ -32,6 +54,23 @@ trap 'rm -rf "$work"' EXIT
 say "$(basename "$wheel") ($(du -h "$wheel" | cut -f1)); pip output: $log"
 
 # --- 1. lint without torch -------------------------------------------------------------------
+# The replacements that let the binary and module run on the tag's glibc behave as glibc's own.
+bash tests/dist/glibc_floor.sh
+# The tag says what auditwheel finds: the oldest manylinux policy the wheel's content fits.
+tools_venv=build/check-wheel-tools
+if [[ ! -x $tools_venv/bin/auditwheel ]]; then
+  rm -rf "$tools_venv"
+  "$base_python" -m venv "$tools_venv"
+  "$tools_venv/bin/python" -m pip install --progress-bar off "auditwheel==6.8.2" >>"$log" 2>&1 ||
+    fail "pip install auditwheel into $tools_venv failed (details: $log)"
+fi
+tag=$(basename "$wheel" .whl | sed -E 's/.*-(manylinux_[0-9]+_[0-9]+_x86_64)$/\1/')
+"$tools_venv/bin/auditwheel" show "$wheel" > "$work/auditwheel.txt" 2>&1 || { cat "$work/auditwheel.txt"; fail "auditwheel show failed"; }
+audited=$(tr '\n' ' ' < "$work/auditwheel.txt" | grep -o 'consistent with the following platform tag: *"[^"]*"' | head -1 | sed -E 's/.*"(.*)"/\1/')
+[[ $audited == "$tag" ]] || { cat "$work/auditwheel.txt"; fail "auditwheel show finds the lint wheel fits $audited; its tag says $tag"; }
+say "auditwheel show: consistent with $audited, the wheel's tag"
+torch_side=$(unzip -Z1 "$wheel" | grep -E '^nccl_migrate/.*\.so|torch_build\.json' || true)
+[[ -z $torch_side ]] || fail "the lint wheel holds torch-side files: $torch_side"
 "$base_python" -m venv "$work/lint"
 "$work/lint/bin/python" -m pip install --no-index --progress-bar off "$wheel" >>"$log" 2>&1 || fail "pip install of the wheel failed"
 "$work/lint/bin/python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is not None)' ||
@@ -47,8 +86,8 @@ tag_glibc=$(basename "$wheel" | sed -E 's/.*manylinux_([0-9]+)_([0-9]+)_.*/\1.\2
 for native in "$cli" "$module"; do
   say "ldd $native:"
   ldd "$native" | sed 's/^/    /'
-  unexpected=$(ldd "$native" | awk '{print $1}' | grep -v -E '^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|/lib64/ld-linux-x86-64\.so\.2)$' || true)
-  [[ -z $unexpected ]] || fail "$native needs libraries beyond glibc: $unexpected"
+  unexpected=$(ldd "$native" | awk '{print $1}' | grep -v -E '^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libgcc_s\.so\.1|/lib64/ld-linux-x86-64\.so\.2)$' || true)
+  [[ -z $unexpected ]] || fail "$native needs libraries beyond glibc and libgcc_s: $unexpected"
   needed=$(objdump -T "$native" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
   [[ $(printf '%s\n%s\n' "$needed" "$tag_glibc" | sort -V | tail -1) == "$tag_glibc" ]] ||
     fail "$native needs glibc $needed, newer than its tag's $tag_glibc"
@@ -110,12 +149,19 @@ for command in doctor ab run fr; do
   out=$("$cli" "$command" 2>&1)
   status=$?
   set -e
-  [[ $status -eq 2 && $(wc -l <<<"$out") -eq 1 && $out == *'pip install "nccl-migrate[torch]"'* && $out == *"torch 2.15"* ]] ||
-    fail "nccl-migrate $command without torch: wanted one line naming the extra and torch 2.15 and exit 2, got $status: $out"
+  [[ $status -eq 2 && $(wc -l <<<"$out") -eq 1 && $out == *'pip install "nccl-migrate[torch]"'* ]] ||
+    fail "nccl-migrate $command from the lint wheel: wanted one line naming the extra and exit 2, got $status: $out"
 done
 say "without torch, doctor/ab/run/fr: $out"
 
 # --- 2. the torch extra ------------------------------------------------------------------------
+if ((lint_only)); then
+  bash tests/dist/pre_commit_hook.sh "$wheel" "$root/.venv/bin/python"
+  bash tests/dist/action_steps.sh "$wheel" "$root/.venv/bin/python"
+  say "ok (the lint wheel; the torch wheel not checked: --lint-only)"
+  exit 0
+fi
+say "$(basename "$torch_wheel") ($(du -h "$torch_wheel" | cut -f1))"
 "$base_python" -m venv "$work/torch"
 mkdir "$work/torch-from-venv"
 .venv/bin/python - "$work/torch-from-venv" <<'PY'
@@ -146,7 +192,7 @@ site=$("$work/torch/bin/python" -c 'import sysconfig; print(sysconfig.get_paths(
 echo "$work/torch-from-venv" > "$site/torch_from_project_venv.pth"
 # A new venv seeds its own (older) setuptools, which would shadow the linked one torch requires.
 "$work/torch/bin/python" -m pip uninstall -y setuptools >>"$log" 2>&1
-"$work/torch/bin/python" -m pip install --no-index --progress-bar off "$wheel[torch]" >>"$log" 2>&1 ||
+"$work/torch/bin/python" -m pip install --no-index --progress-bar off "${torch_wheel}[torch]" >>"$log" 2>&1 ||
   fail "pip install of the wheel with [torch] failed (torch must come from .venv)"
 tcli=$work/torch/bin/nccl-migrate
 set +e

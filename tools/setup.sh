@@ -18,7 +18,8 @@ apt_packages=(cmake ninja-build g++ pkg-config
               libtomlplusplus-dev clang-tidy-19 nlohmann-json3-dev
               chromium                 # the A/B HTML report is checked in a real headless browser
               libclang-rt-19-dev       # libFuzzer and the sanitizers of clang-19 (tools/fuzz-lint.sh)
-              zlib1g-dev libzstd-dev)  # static zlib and zstd for the wheel's self-contained binary
+              zlib1g-dev libzstd-dev   # static zlib and zstd for the wheel's self-contained binary
+              debootstrap)             # tools/check-install.sh: Debian roots of older releases
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -1,36 +1,56 @@
 #!/usr/bin/env bash
-# Builds the wheel and the sdist of nccl-migrate into dist/: scikit-build-core over the top-level
-# CMake (pyproject.toml), against .venv's torch, without build isolation (the native modules
-# must be built against torch==2.15.0, which .venv has; an isolated build would download it).
-# The CMake build is incremental in build/wheel. Build output goes to build/logs/wheel.log.
+# Builds nccl-migrate's wheels and sdist into dist/ (docs/install.md says who gets which):
+#   - the lint wheel, nccl_migrate-*-py3-none-manylinux_<floor>_x86_64.whl: the nccl-migrate
+#     binary, its C/C++ frontend module and the Python package without native modules; needs no
+#     Python and no torch, so one wheel serves every Python; runs on glibc as old as the floor
+#     cmake/GlibcFloor.cmake sets;
+#   - the torch wheel, nccl_migrate-*-cp<py>-cp<py>-linux_x86_64.whl: the same plus the native
+#     modules built against .venv's torch (torch==2.15.0) for .venv's Python; pip prefers it to the
+#     lint wheel on that Python;
+#   - the sdist.
+#   tools/wheel.sh [--lint-only]     (--lint-only: the lint wheel alone, no torch needed)
+# scikit-build-core over the top-level CMake (pyproject.toml), without build isolation (the torch
+# wheel must be built against torch==2.15.0, which .venv has; an isolated build would download
+# it). Both wheels build incrementally in build/wheel: the torch wheel reuses the lint wheel's
+# objects and compiles only the torch side. Build output goes to build/logs/wheel.log.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 python=.venv/bin/python
 log=build/logs/wheel.log
+lint_only=0
+case ${1:-} in
+  --lint-only) lint_only=1 ;;
+  "") ;;
+  *) echo "[wheel] error: unknown argument '$1'; usage: tools/wheel.sh [--lint-only]" >&2; exit 2 ;;
+esac
 [[ -x $python ]] || { echo "[wheel] error: no .venv; run tools/setup.sh first" >&2; exit 1; }
 mkdir -p dist "$(dirname "$log")"
 : > "$log"
 fail() { echo "[wheel] error: $* (details: $log)" >&2; tail -n 30 "$log" >&2; exit 1; }
 
-# A wheel built on this glibc runs on this glibc and newer: its platform tag says so
-# (tools/check-wheel.sh checks that no shipped binary asks for a newer symbol version).
-tag=$("$python" - <<'PY'
-import platform, sys
-from packaging import tags
-libc, version = platform.libc_ver()
-if libc != "glibc":
-    sys.exit("tools/wheel.sh builds manylinux wheels and needs glibc")
-major, minor = version.split(".")[:2]
-best = next(tags.sys_tags())  # this interpreter's own tag, which the native modules are built for
-print(f"{best.interpreter}-{best.abi}-manylinux_{major}_{minor}_{platform.machine()}")
-PY
-)
+# The glibc floor is decided once, in cmake/GlibcFloor.cmake; the lint wheel's tag states it.
+floor=$(sed -n 's/^set(NCCL_MIGRATE_GLIBC_FLOOR "\([0-9]*\)\.\([0-9]*\)".*/\1_\2/p' cmake/GlibcFloor.cmake)
+[[ -n $floor ]] || fail "no NCCL_MIGRATE_GLIBC_FLOOR in cmake/GlibcFloor.cmake"
+[[ $(uname -m) == x86_64 ]] || fail "the wheels are built for x86_64 Linux (this machine is $(uname -m))"
+lint_tag=py3-none-manylinux_${floor}_x86_64
+# The torch wheel's native modules link torch's libraries (libtorch, libc10, libcudart, NCCL),
+# which no manylinux policy lists: linux_x86_64 is the tag auditwheel allows it.
+torch_tag=$("$python" -c 'from packaging import tags; t = next(tags.sys_tags()); print(f"{t.interpreter}-{t.abi}")')-linux_x86_64
 
-echo "[wheel] building dist/ (wheel tag $tag; log: $log)"
+# build_wheel TAG BACKENDS: one wheel of the given tag, with (ON) or without (OFF) the torch side.
+build_wheel() {
+  echo "[wheel] building the wheel $1 (log: $log)"
+  "$python" -m pip wheel --no-build-isolation --no-deps --progress-bar off --wheel-dir dist \
+    -C build-dir=build/wheel -C "wheel.tags=$1" -C "cmake.define.NCCL_MIGRATE_BUILD_BACKENDS=$2" . >>"$log" 2>&1 ||
+    fail "building the wheel $1 failed"
+}
+
 rm -f dist/nccl_migrate-*.whl dist/nccl_migrate-*.tar.gz
-"$python" -m pip wheel --no-build-isolation --no-deps --progress-bar off --wheel-dir dist \
-  -C build-dir=build/wheel -C "wheel.tags=$tag" . >>"$log" 2>&1 || fail "building the wheel failed"
+build_wheel "$lint_tag" OFF
+if ((!lint_only)); then
+  build_wheel "$torch_tag" ON
+fi
 "$python" -c 'import sys; from scikit_build_core.build import build_sdist; print(build_sdist(sys.argv[1]))' dist \
   >>"$log" 2>&1 || fail "building the sdist failed"
 for f in dist/nccl_migrate-*; do
