@@ -8,42 +8,14 @@ import json
 import os
 import sys
 
+from .launch_options import (
+    add_launcher_options,
+    launch_option_error,
+    launcher_arguments,
+    starts_own_ranks,
+)
+
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
-
-
-def launcher_arguments(args: argparse.Namespace) -> list[str]:
-    """torchrun's multi-node options, passed on as given."""
-    pairs = (("--nnodes", args.nnodes), ("--node-rank", args.node_rank), ("--rdzv-backend", args.rdzv_backend),
-             ("--rdzv-endpoint", args.rdzv_endpoint), ("--rdzv-id", args.rdzv_id),
-             ("--max-restarts", args.max_restarts))
-    return [item for flag, value in pairs if value is not None for item in (flag, str(value))]
-
-
-def add_launcher_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nnodes", help="torchrun's --nnodes (N or MIN:MAX); with --rdzv-endpoint, one command per node")
-    parser.add_argument("--node-rank", type=int, help="torchrun's --node-rank")
-    parser.add_argument("--rdzv-backend", help="torchrun's --rdzv-backend (default c10d with --rdzv-endpoint)")
-    parser.add_argument("--rdzv-endpoint", help="torchrun's --rdzv-endpoint HOST:PORT (default: a local standalone "
-                                                "rendezvous)")
-    parser.add_argument("--rdzv-id", help="torchrun's --rdzv-id (the same on every node)")
-    parser.add_argument("--max-restarts", type=int, help="torchrun's --max-restarts (default 0)")
-
-
-def launch_option_error(args: argparse.Namespace) -> str | None:
-    """What is wrong with the launch options `run`, `ab` and `ab record` share, or None: one check
-    for all three, before anything starts."""
-    if args.nproc < 1:
-        return f"--nproc {args.nproc}: give at least 1 rank per node"
-    if args.timeout is not None and not args.timeout > 0:
-        return f"--timeout {args.timeout}: give a positive number of seconds" + (
-            " (or leave it out for no limit)" if getattr(args, "timeout_optional", False) else "")
-    if getattr(args, "max_restarts", None) is not None and args.max_restarts < 0:
-        return f"--max-restarts {args.max_restarts}: give 0 or more"
-    if getattr(args, "keep_tensors", 0) < 0:
-        return f"--keep-tensors {args.keep_tensors}: give a number of bytes, 0 or more"
-    if getattr(args, "tolerance", 0.0) < 0:
-        return f"--tolerance {args.tolerance}: give 0 or more"
-    return None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -80,11 +52,6 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"nccl-migrate run: job failed: {result.describe_failure()}", file=sys.stderr)
     return EXIT_ERROR
-
-
-def starts_own_ranks(command: list[str]) -> bool:
-    """Whether ``command`` is a launcher itself (torchrun, python -m torch.distributed.run)."""
-    return os.path.basename(command[0]) == "torchrun" or command[1:3] == ["-m", "torch.distributed.run"]
 
 
 def _doctor(args: argparse.Namespace) -> int:

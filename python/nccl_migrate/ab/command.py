@@ -105,7 +105,7 @@ def _shadow_runs(run: SideRun, shadow_side) -> list[SideRun]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..cli import launch_option_error
+    from ..launch_options import launch_option_error
 
     explicit = args.command[:1] == ["--"]
     command = args.command[1:] if explicit else args.command
@@ -143,7 +143,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _record_parser() -> argparse.ArgumentParser:
-    from ..cli import add_launcher_options
+    from ..launch_options import add_launcher_options
 
     parser = argparse.ArgumentParser(
         prog="nccl-migrate ab record",
@@ -171,7 +171,7 @@ def _record_parser() -> argparse.ArgumentParser:
 
 def record(argv: list[str]) -> int:
     """`ab record --side SPEC --dir DIR -- COMMAND`: one side, recorded for a later compare."""
-    from ..cli import launch_option_error, launcher_arguments
+    from ..launch_options import launch_option_error, launcher_arguments
     from .runner import is_launch_command, job_environment, job_log, record_side
 
     try:

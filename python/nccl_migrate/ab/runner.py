@@ -10,8 +10,8 @@ import os
 import socket
 from dataclasses import asdict, dataclass, field
 
-from ..cli import starts_own_ranks
 from ..launch import JobResult, run_job, run_launcher
+from ..launch_options import starts_own_ranks
 from ..record_files import write_whole
 from . import KEEP_VARIABLE, RECORD_VARIABLE, SHADOW_PERTURB_VARIABLE, SHADOW_VARIABLE
 from .sides import RecordError, clear

@@ -6,8 +6,7 @@ import argparse
 import os
 
 import pytest
-
-from nccl_migrate import cli, launch
+from nccl_migrate import cli, launch, launch_options
 from nccl_migrate.launch import JobResult, RankResult
 
 
@@ -21,10 +20,10 @@ def _options(**given):
 def test_launcher_options_are_passed_on_as_given_and_only_when_given():
     args = cli.build_parser().parse_args(["run", "--nnodes", "1:2", "--node-rank", "1", "--rdzv-backend", "etcd",
                                           "--rdzv-endpoint", "h:1", "--rdzv-id", "j", "--max-restarts", "3", "--", "x"])
-    assert cli.launcher_arguments(args) == ["--nnodes", "1:2", "--node-rank", "1", "--rdzv-backend", "etcd",
+    assert launch_options.launcher_arguments(args) == ["--nnodes", "1:2", "--node-rank", "1", "--rdzv-backend", "etcd",
                                             "--rdzv-endpoint", "h:1", "--rdzv-id", "j", "--max-restarts", "3"]
-    assert cli.launcher_arguments(_options()) == []
-    assert cli.launcher_arguments(_options(max_restarts=0)) == ["--max-restarts", "0"]
+    assert launch_options.launcher_arguments(_options()) == []
+    assert launch_options.launcher_arguments(_options(max_restarts=0)) == ["--max-restarts", "0"]
 
 
 @pytest.mark.parametrize("given, said", [
@@ -38,20 +37,20 @@ def test_launcher_options_are_passed_on_as_given_and_only_when_given():
     ({"tolerance": -0.5}, "--tolerance -0.5: give 0 or more"),
 ])
 def test_each_bad_launch_option_is_named_with_what_to_give(given, said):
-    assert cli.launch_option_error(_options(**given)) == said
+    assert launch_options.launch_option_error(_options(**given)) == said
 
 
 def test_good_launch_options_pass():
-    assert cli.launch_option_error(_options()) is None
-    assert cli.launch_option_error(_options(nproc=1, timeout=None, max_restarts=0, keep_tensors=0, tolerance=0.0)) is None
+    assert launch_options.launch_option_error(_options()) is None
+    assert launch_options.launch_option_error(_options(nproc=1, timeout=None, max_restarts=0, keep_tensors=0, tolerance=0.0)) is None
     bare = argparse.Namespace(nproc=1, timeout=1.0)  # `run` has no --keep-tensors nor --tolerance
-    assert cli.launch_option_error(bare) is None
+    assert launch_options.launch_option_error(bare) is None
 
 
 def test_a_launcher_command_is_recognised():
-    assert cli.starts_own_ranks(["torchrun", "job.py"]) and cli.starts_own_ranks(["/usr/bin/torchrun"])
-    assert cli.starts_own_ranks(["python", "-m", "torch.distributed.run", "job.py"])
-    assert not cli.starts_own_ranks(["python", "job.py"]) and not cli.starts_own_ranks(["python", "-m", "x"])
+    assert launch_options.starts_own_ranks(["torchrun", "job.py"]) and launch_options.starts_own_ranks(["/usr/bin/torchrun"])
+    assert launch_options.starts_own_ranks(["python", "-m", "torch.distributed.run", "job.py"])
+    assert not launch_options.starts_own_ranks(["python", "job.py"]) and not launch_options.starts_own_ranks(["python", "-m", "x"])
 
 
 @pytest.fixture
