@@ -214,10 +214,12 @@ class Check:
     """One whole check: the plan (ranks per run, backends, worlds), running it under the deadline,
     the results, and the report rewritten after every probe."""
 
-    def __init__(self, args, env: dict, backends: list[str], selected: list[plan.ProbeSpec]) -> None:
+    def __init__(self, args, env: dict, backends: list[str], selected: list[plan.ProbeSpec],
+                 started: float = STARTED) -> None:
+        """`started`: where the deadline counts from (the process's start, for the check itself)."""
         self.args, self.env, self.backends, self.selected = args, env, backends, selected
-        self.started = STARTED
-        self.deadline = STARTED + args.deadline - RESERVE_S
+        self.started = started
+        self.deadline = started + args.deadline - RESERVE_S
         self.work_dir = tempfile.mkdtemp(prefix="gpu_check.")
         self.out_dir = args.out
         self.results: list[dict] = []

@@ -67,7 +67,7 @@ def fake_table(monkeypatch, tmp_path):
 def test_a_whole_check_on_one_gpu_plans_runs_and_reports_every_probe(fake_table, tmp_path):
     out = tmp_path / "out"
     args = argparse.Namespace(deadline=120.0, out=str(out), world="auto", groups=1, start_method="fork", spent=95.0)
-    check = gpu_check.Check(args, dict(ENV), ["nccl", "migrate-legacy"], SPECS)
+    check = gpu_check.Check(args, dict(ENV), ["nccl", "migrate-legacy"], SPECS, started=time.monotonic())
     check.run_all()
     cells = {(r["probe"], r["backend"]): (r["verdict"], r["detail"]) for r in check.results}
 
@@ -102,7 +102,7 @@ def test_a_whole_check_on_one_gpu_plans_runs_and_reports_every_probe(fake_table,
 def test_a_deadline_too_short_for_a_world_reports_its_probes_not_run(fake_table, tmp_path):
     args = argparse.Namespace(deadline=plan.SETUP_S + 1, out=str(tmp_path), world="1", groups=1,
                               start_method="fork", spent=0.0)
-    check = gpu_check.Check(args, dict(ENV), ["nccl", "migrate-legacy"], SPECS)
+    check = gpu_check.Check(args, dict(ENV), ["nccl", "migrate-legacy"], SPECS, started=time.monotonic())
     check.run_all()
     mine = [r for r in check.results if r["backend"] == "migrate-legacy" and r["probe"] != "pair"]
     assert mine and all((r["verdict"], r["detail"]) == (plan.NOT_RUN, "deadline") for r in mine)
