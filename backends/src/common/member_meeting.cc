@@ -1,9 +1,11 @@
 // meet, meetMembers: see member_meeting.h.
 #include "member_meeting.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -11,6 +13,26 @@
 
 namespace nccl_migrate::backends {
 namespace {
+
+// How often a meeting asks the store whether the others came: soon at first (members usually
+// arrive together), then at most this often (torch's own store barrier asks every 10 ms).
+constexpr std::chrono::milliseconds kFirstAsk{1};
+constexpr std::chrono::milliseconds kLongestPause{50};
+
+// Whether every key of `keys` is in the store by `deadline`. The store is asked, not waited on:
+// a store's own wait may overrun its timeout (FileStore's returns on a whole second past it: a
+// wait of 1000 ms takes 2 s), past the grace the meeting's caller gives it.
+bool arrivedBy(c10d::Store& store, const std::vector<std::string>& keys,
+               std::chrono::steady_clock::time_point deadline) {
+  std::chrono::milliseconds pause = kFirstAsk;
+  while (!store.check(keys)) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, kLongestPause);
+  }
+  return true;
+}
 
 // The meeting itself, through `store`: bounded by `timeout` as long as the store answers.
 // `waitRanOut` is set once the wait for the others timed out (the check of who came follows).
@@ -22,26 +44,27 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
   };
   std::vector<std::string> keys;
   for (const auto& [key, groupRank] : meeting.awaited) keys.push_back(key);
+  std::string missing;
   try {
     for (const std::string& key : meeting.own) store.set(key, std::vector<uint8_t>{1});
-    store.wait(keys, timeout);
-  } catch (const c10::DistNetworkError& error) {
-    unreachable(error);  // its host is gone: asking it who came would only fail again
-  } catch (const c10::Error&) {  // a wait that timed out (FileStore says so in a plain c10::Error)
-    waitRanOut = true;
-    std::string missing;
-    try {
-      for (const auto& [key, groupRank] : meeting.awaited) {
-        if (!store.check({key})) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
-      }
-    } catch (const c10::Error& error) {
-      unreachable(error);
+    if (timeout == c10d::Store::kNoTimeout) {
+      store.wait(keys, timeout);  // the job asked for no bound: the store's own wait, however long
+      return;
     }
-    if (missing.empty()) return;  // the last of them came as the wait ran out: they all met
-    C10_THROW_ERROR(DistBackendError, meeting.who + ": group rank(s) " + missing + " did not arrive within " +
-                                          std::to_string(timeout.count()) + " ms " + meeting.purpose +
-                                          " (dead, or not running this op)");
+    if (arrivedBy(store, keys, std::chrono::steady_clock::now() + timeout)) return;
+    waitRanOut = true;
+    std::set<int> absent;  // a peer awaited for several connections is named once
+    for (const auto& [key, groupRank] : meeting.awaited) {
+      if (!absent.count(groupRank) && !store.check({key})) absent.insert(groupRank);
+    }
+    for (int groupRank : absent) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
+  } catch (const c10::Error& error) {
+    unreachable(error);  // its host is gone, or it failed: asking it again would only fail again
   }
+  if (missing.empty()) return;  // the last of them came as the wait ran out: they all met
+  C10_THROW_ERROR(DistBackendError, meeting.who + ": group rank(s) " + missing + " did not arrive within " +
+                                        std::to_string(timeout.count()) + " ms " + meeting.purpose +
+                                        " (dead, or not running this op)");
 }
 
 }  // namespace

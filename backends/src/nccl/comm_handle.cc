@@ -72,17 +72,18 @@ CommHandle::CommHandle(std::shared_ptr<NcclApi> api, ncclComm_t comm, std::strin
       launchTimeout_(launchTimeout),
       comm_(comm) {}
 
+// Declared before the lock it watches, so it runs once that lock is released, returning or
+// throwing: an abort that found the lock held left the freeing to whoever held it (freeByAbort).
+struct CommHandle::AbortLeftToTheHolder {
+  CommHandle& handle;
+  ~AbortLeftToTheHolder() {
+    if (handle.abortWhenCallReturns_.load()) handle.freeLeftAbort();
+  }
+};
+
 void CommHandle::use(std::string_view op, const std::function<void(ncclComm_t)>& fn) {
+  AbortLeftToTheHolder afterTheCall{*this};
   std::lock_guard<std::mutex> lock(mutex_);
-  // An abort that came while a call was inside NCCL frees the communicator as the call leaves,
-  // returning or throwing, or as the next use under the lock finds it aborted (see freeByAbort).
-  struct AbortDeferredToTheCall {
-    CommHandle& handle;
-    ~AbortDeferredToTheCall() {
-      if (!handle.abortWhenCallReturns_.exchange(false)) return;
-      if (ncclComm_t freed = handle.comm_.exchange(nullptr)) (void)handle.api_->commAbort(freed);
-    }
-  } afterTheCall{*this};
   ncclComm_t comm = live(op);
   fn(comm);
   if (nonblocking_) awaitCompletion(comm, op, launchTimeout_);
@@ -109,6 +110,7 @@ ncclComm_t CommHandle::live(std::string_view op) const {
 }
 
 ncclResult_t CommHandle::asyncError() noexcept {
+  AbortLeftToTheHolder afterThePoll{*this};
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   // A poll must not wait behind a call stuck in NCCL: report nothing new this time.
   if (!lockWithin(lock, std::chrono::milliseconds(10))) return cachedError_;
@@ -122,6 +124,7 @@ ncclResult_t CommHandle::asyncError() noexcept {
 }
 
 void CommHandle::waitUntilReady(std::chrono::milliseconds timeout) {
+  AbortLeftToTheHolder afterTheWait{*this};
   std::lock_guard<std::mutex> lock(mutex_);
   awaitCompletion(live("communicator init"), "communicator init", timeout);
 }
@@ -158,19 +161,29 @@ void CommHandle::abort() noexcept {
 void CommHandle::freeByAbort() noexcept {
   // A call inside NCCL holds the lock, and may be stuck on a peer. NCCL does not document
   // ncclCommAbort as safe beside it: its user guide allows no two threads to operate one
-  // communicator at a time ("Thread Safety"), and ncclCommAbort frees the communicator the call
-  // is still using (commReclaim, src/init.cc). So the abort waits for the lock briefly, and past
+  // communicator at a time ("Thread Safety"), its fault-tolerance section asks that no thread
+  // be calling NCCL while ncclCommAbort runs (usage/communicators.rst, "Fault Tolerance"), and
+  // ncclCommAbort frees the communicator the call is still using (commReclaim, src/init.cc). So the abort waits for the lock briefly, and past
   // that leaves the freeing to the call's thread, as the call returns; new uses already fail.
   // What could hold a call inside NCCL for long is bounded before it: the members meet in the
   // store before NCCL connects on first use.
+  // The flag is set before the last try, and every holder reads it after releasing the lock
+  // (AbortLeftToTheHolder): a holder that releases before the flag is set leaves the lock free
+  // for the try, and one that releases after it sees the flag. Either way the abort happens.
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   if (!lockWithin(lock, kAbortLockWait)) {
     abortWhenCallReturns_ = true;
-    if (!lock.try_lock()) return;  // the call's thread frees it (it may have left just now)
-    abortWhenCallReturns_ = false;
+    if (!lock.try_lock()) return;  // the holder frees it once it lets go
   }
+  abortWhenCallReturns_ = false;
   ncclComm_t comm = comm_.exchange(nullptr);
   if (comm) (void)api_->commAbort(comm);
+}
+
+void CommHandle::freeLeftAbort() noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);  // no other call may be inside NCCL beside the abort
+  if (!abortWhenCallReturns_.exchange(false)) return;  // another holder freed it first
+  if (ncclComm_t comm = comm_.exchange(nullptr)) (void)api_->commAbort(comm);
 }
 
 void CommHandle::groupOpened() {

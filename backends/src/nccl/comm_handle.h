@@ -59,8 +59,11 @@ class CommHandle {
   void waitUntilReady(std::chrono::milliseconds timeout);
 
  private:
+  struct AbortLeftToTheHolder;
   ncclComm_t live(std::string_view op) const;
   void freeByAbort() noexcept;
+  // Frees the communicator by the abort freeByAbort left to the lock's holder, if still left.
+  void freeLeftAbort() noexcept;
   // Polls NCCL's state while it is ncclInProgress (the lock held); throws on an error or when
   // `timeout` passes.
   void awaitCompletion(ncclComm_t comm, std::string_view what, std::chrono::milliseconds timeout);

@@ -41,6 +41,18 @@ struct NcclCommunicator::OpenBatch {
   // A meeting before the first collective failed: the batch's later ops are not issued, and
   // the batch fails with this.
   std::exception_ptr failure;
+  // Sends and receives over directions NCCL has not connected yet, held back until the batch's
+  // end: there the members meet once for all of them, and only then are they issued, so that
+  // ncclGroupEnd never connects to a peer that is not coming. Meeting as each is issued could
+  // deadlock: in a ring, every rank's first send would wait for a peer still at its own.
+  // Holding them back reorders nothing NCCL orders: a group's calls all launch at its end, and
+  // the held ones keep their order among themselves (a direction is held whole).
+  struct HeldOp {
+    std::string op;
+    std::function<void(ncclComm_t, cudaStream_t)> issue;
+  };
+  std::vector<HeldOp> heldBack;
+  std::vector<std::pair<int, int>> heldDirections;
 };
 
 namespace {
@@ -118,6 +130,20 @@ SplitLayout layoutOf(const at::Tensor& t, const std::vector<int64_t>& splits, in
     offset += rows * rowElems;
   }
   return layout;
+}
+
+// An NCCL call that fails with ncclSystemError or ncclRemoteError lost a peer: a socket to it
+// failed, or the remote rank did (nccl.h's descriptions of the two; a connect on first use to a
+// peer that died after the members met ends so). Such an op fails through its work, as any op a
+// peer's failure ends (hooks, dump, the group aborted). Other results are errors of the call
+// itself, and stay exceptions of the call (the group goes on).
+std::exception_ptr peerFailureOf(const nccl::NcclError& e) {
+  if (e.result() != ncclSystemError && e.result() != ncclRemoteError) return nullptr;
+  try {
+    C10_THROW_ERROR(DistBackendError, e.what());
+  } catch (...) {
+    return std::current_exception();
+  }
 }
 
 char* bytesAt(const at::Tensor& t, size_t elements) {
@@ -223,6 +249,7 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
     batch_->failure = meetBeforeConnecting(Connections{true, {}});
   }
   if (batch_ && batch_->failure) return nullptr;  // the batch fails as a whole, at its end
+  bool holdBack = batch_ && connectsNewDirections(l.connects);
   nccl::DeviceRuntime& runtime = *seams_.runtime;
   auto current = runtime.makeCurrent(info_.device);
   nccl::StreamRef caller = runtime.currentStream(info_.device);
@@ -232,7 +259,23 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
   // communicator's collective launches when it is called (launchesWhenCalled), so it waits now.
   if (!batch_ || launchesWhenCalled()) waitFor(caller);
   if (batch_) noteBatchCaller(caller);
-  handle_->use(l.op, [&](ncclComm_t comm) { l.issue(comm, stream_.forNccl()); });
+  if (holdBack) {
+    batch_->heldBack.push_back({std::string(l.op), l.issue});
+    for (const auto& direction : l.connects.directions) {
+      auto& held = batch_->heldDirections;
+      if (std::find(held.begin(), held.end(), direction) == held.end()) held.push_back(direction);
+    }
+  } else {
+    try {
+      handle_->use(l.op, [&](ncclComm_t comm) { l.issue(comm, stream_.forNccl()); });
+    } catch (const nccl::NcclError& e) {
+      std::exception_ptr lost = peerFailureOf(e);
+      if (!lost) throw;
+      if (!batch_) return std::make_unique<FinishedInFlight>(lost);
+      batch_->failure = lost;  // the batch's later ops are not issued; it fails at its end
+      return nullptr;
+    }
+  }
   for (const at::Tensor& t : l.tensors) runtime.recordStream(t, stream_);
   if (batch_) {
     batch_->stash.insert(batch_->stash.end(), l.tensors.begin(), l.tensors.end());
@@ -284,6 +327,13 @@ std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& nee
   if (collective) collectivesConnected_ = true;
   directionsConnected_.insert(newDirections.begin(), newDirections.end());
   return nullptr;
+}
+
+bool NcclCommunicator::connectsNewDirections(const Connections& needs) const {
+  if (info_.size == 1) return false;
+  return std::any_of(needs.directions.begin(), needs.directions.end(), [&](const std::pair<int, int>& direction) {
+    return direction.first != direction.second && !directionsConnected_.count(direction);
+  });
 }
 
 NcclCommunicator::Connections NcclCommunicator::collectiveConnections(const at::Tensor& count) {
@@ -379,7 +429,8 @@ std::unique_ptr<InFlight> NcclCommunicator::allToAll(at::Tensor& output, at::Ten
     if (in.counts[peer]) connects.directions.emplace_back(info_.rank, peer);
     if (out.counts[peer]) connects.directions.emplace_back(peer, info_.rank);
   }
-  return launch({"all_to_all", {output, input}, [&](ncclComm_t c, cudaStream_t s) {
+  // By value: in a batch the call may be held back until the batch's end (OpenBatch::heldBack).
+  return launch({"all_to_all", {output, input}, [this, in, out, input, output](ncclComm_t c, cudaStream_t s) {
                    nccl::NcclApi& api = *seams_.api;
                    ncclDataType_t type = ncclTypeOf(input.scalar_type());
                    nccl::GroupGuard group(api, site("all_to_all"));
@@ -398,7 +449,7 @@ std::unique_ptr<InFlight> NcclCommunicator::allToAll(at::Tensor& output, at::Ten
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::send(at::Tensor& tensor, int peer) {
-  return launch({"send", {tensor}, [&](ncclComm_t c, cudaStream_t s) {
+  return launch({"send", {tensor}, [this, tensor, peer](ncclComm_t c, cudaStream_t s) {  // by value: see allToAll
                    nccl::check(*seams_.api,
                                seams_.api->send(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()),
                                                 peer, c, s),
@@ -407,7 +458,7 @@ std::unique_ptr<InFlight> NcclCommunicator::send(at::Tensor& tensor, int peer) {
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::recv(at::Tensor& tensor, int peer) {
-  return launch({"recv", {tensor}, [&](ncclComm_t c, cudaStream_t s) {
+  return launch({"recv", {tensor}, [this, tensor, peer](ncclComm_t c, cudaStream_t s) {  // by value: see allToAll
                    nccl::check(*seams_.api,
                                seams_.api->recv(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()),
                                                 peer, c, s),
@@ -441,8 +492,25 @@ std::unique_ptr<InFlight> NcclCommunicator::endBatch() {
   // The members did not meet to connect: the batch's group closes (OpenBatch's destructor) with
   // none of its collectives in it, and the batch fails.
   if (batch->failure) return std::make_unique<FinishedInFlight>(batch->failure);
-  for (const nccl::StreamRef& caller : batch->callers) waitFor(caller);
-  handle_->use("coalescing", [&](ncclComm_t) { batch->group->end(); });  // the batch launches here
+  // The held-back sends and receives: a peer that never comes fails the batch here, within the
+  // timeout, and what was issued (connected directions, collectives) launches as the group
+  // closes, to be aborted with the group.
+  if (!batch->heldBack.empty()) {
+    if (std::exception_ptr failed = meetBeforeConnecting(Connections{false, batch->heldDirections})) {
+      return std::make_unique<FinishedInFlight>(failed);
+    }
+  }
+  try {
+    for (const auto& held : batch->heldBack) {
+      handle_->use(held.op, [&](ncclComm_t comm) { held.issue(comm, stream_.forNccl()); });
+    }
+    for (const nccl::StreamRef& caller : batch->callers) waitFor(caller);
+    handle_->use("coalescing", [&](ncclComm_t) { batch->group->end(); });  // the batch launches here
+  } catch (const nccl::NcclError& e) {
+    std::exception_ptr lost = peerFailureOf(e);
+    if (!lost) throw;
+    return std::make_unique<FinishedInFlight>(lost);  // the group closes with the batch (OpenBatch)
+  }
   for (auto& copy : batch->afterLaunch) copy();
   return finished("coalescing", std::move(batch->stash), batch->captured);
 }

@@ -89,6 +89,8 @@ class NcclCommunicator final : public Communicator {
   // Meets the peers of the connections `needs` that NCCL has not made yet; the error of a meeting
   // that failed (the peers named), else nullptr.
   std::exception_ptr meetBeforeConnecting(const Connections& needs);
+  // Whether `needs` names a p2p direction not connected yet (never on a one-rank communicator).
+  bool connectsNewDirections(const Connections& needs) const;
   // A collective of `count`'s elements connects unless it has none: NCCL discards a collective
   // of no elements at the call (taskAppend, src/enqueue.cc).
   static Connections collectiveConnections(const at::Tensor& count);

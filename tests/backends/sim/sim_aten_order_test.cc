@@ -20,6 +20,7 @@
 #include "nccl_migrate/backends/communicator_policy.h"
 #include "nccl_migrate/backends/migrate_backend.h"
 #include "ranks.h"
+#include "sim_backend.h"
 #include "sim_aten_on_stream.h"
 #include "sim_device.h"
 #include "sim_nccl.h"
@@ -29,23 +30,6 @@ namespace {
 
 using backends::GroupOptions;
 using backends::MigrateBackend;
-
-c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx) {
-  GroupOptions options{"0", "default_pg", std::chrono::seconds(20), {},
-                       c10::Device(c10::kCPU, static_cast<c10::DeviceIndex>(ctx.rank))};
-  backends::applyNcclEnvironment(options);
-  auto seams = simulatedSeams(ctx.store);
-  backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
-    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
-                                             o.deviceComms);
-  };
-  auto policy = [](int rank, int size) { return backends::makeRewrittenPolicy(rank, size, false); };
-  return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory);
-}
-
-void check(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error(what);
-}
 
 // The job's stream, current on this thread, held back until release(): what the job issues
 // before then waits, as behind a long kernel.
@@ -81,16 +65,6 @@ void onAHeldJobStream(const std::function<c10::intrusive_ptr<c10d::Work>()>& iss
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a communicator stream that did not wait reads now
   job.release();
   job.drain();
-}
-
-std::string text(const at::Tensor& t) {
-  std::ostringstream out;
-  out << t.reshape(-1);
-  return out.str();
-}
-
-void expectEqual(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
-  check(at::equal(actual, expected), what + ": got " + text(actual) + ", expected " + text(expected));
 }
 
 // The double itself: under the guard, a job's in-place write and a new tensor wait for the held

@@ -17,6 +17,7 @@
 #include "nccl_migrate/backends/communicator_policy.h"
 #include "nccl_migrate/backends/migrate_backend.h"
 #include "ranks.h"
+#include "sim_backend.h"
 #include "sim_device.h"
 #include "sim_nccl.h"
 
@@ -25,23 +26,6 @@ namespace {
 
 using backends::GroupOptions;
 using backends::MigrateBackend;
-
-void check(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error(what);
-}
-
-c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx) {
-  GroupOptions options{"0", "default_pg", std::chrono::seconds(20), {},
-                       c10::Device(c10::kCPU, static_cast<c10::DeviceIndex>(ctx.rank))};
-  backends::applyNcclEnvironment(options);
-  auto seams = simulatedSeams(ctx.store);
-  backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
-    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
-                                             o.deviceComms);
-  };
-  auto policy = [](int rank, int size) { return backends::makeRewrittenPolicy(rank, size, false); };
-  return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory);
-}
 
 c10d::AllreduceOptions sum() {
   c10d::AllreduceOptions o;

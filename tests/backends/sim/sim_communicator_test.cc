@@ -23,6 +23,7 @@
 #include "common/member_meeting.h"
 #include "nccl/comm_handle.h"
 #include "ranks.h"
+#include "sim_backend.h"
 #include "sim_nccl.h"
 #include "stuck_store.h"
 
@@ -34,18 +35,6 @@ using backends::GroupOptions;
 using backends::MigrateBackend;
 using backends::PolicyMaker;
 
-c10::Device simDevice(int rank) { return c10::Device(c10::kCPU, static_cast<c10::DeviceIndex>(rank)); }
-
-PolicyMaker legacy() {
-  return [](int rank, int size) { return backends::makeLegacyPolicy(rank, size); };
-}
-PolicyMaker rewritten(bool lazyInit = false) {
-  return [lazyInit](int rank, int size) { return backends::makeRewrittenPolicy(rank, size, lazyInit); };
-}
-PolicyMaker rewrittenLazyP2P() {
-  return [](int rank, int size) { return backends::makeRewrittenLazyP2PPolicy(rank, size, false); };
-}
-
 // A worker stream as the calling thread's current stream: the job's stream, which the host does
 // not wait for (the simulated device's default current stream is the host itself).
 struct JobStream {
@@ -54,25 +43,6 @@ struct JobStream {
   ~JobStream() { SimRuntime::instance()->setCurrentStream(nullptr); }
   SimStream* operator->() const { return stream.get(); }
 };
-
-// A toolkit backend of this rank whose device communicators run on the simulated device.
-c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMaker& policy,
-                                              std::chrono::milliseconds timeout = std::chrono::seconds(20),
-                                              Faults faults = {}, backends::DeviceCommOptions comms = {},
-                                              std::shared_ptr<backends::EngineServices> services =
-                                                  backends::EngineServices::process(),
-                                              c10::intrusive_ptr<c10d::Store> transfers = nullptr) {
-  GroupOptions options{"0", "default_pg", timeout, {}, simDevice(ctx.rank)};
-  options.deviceComms = comms;
-  backends::applyNcclEnvironment(options);  // as every creation path does
-  auto seams = simulatedSeams(transfers ? transfers : ctx.store, faults);
-  backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
-    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
-                                             o.deviceComms);
-  };
-  return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory,
-                                             std::move(services));
-}
 
 // A toolkit backend over seams a test holds (to ask the simulated NCCL what it saw), with the
 // group options as the test set them.
@@ -96,24 +66,7 @@ std::string toText(const at::Tensor& t) {
   return out.str();
 }
 
-void expectEqual(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
-  if (!at::equal(actual.to(at::kDouble), expected.to(at::kDouble))) {
-    throw std::runtime_error(what + ": got " + toText(actual) +
-                             ", expected " + toText(expected));
-  }
-}
-
-void check(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error(what);
-}
-
 void waitOn(const c10::intrusive_ptr<c10d::Work>& work) { work->wait(); }
-
-c10d::AllreduceOptions allreduceWith(c10d::ReduceOp op) {
-  c10d::AllreduceOptions o;
-  o.reduceOp = op;
-  return o;
-}
 
 // Every collective and p2p op through the engine, checked against values computed without
 // communication; each rank runs it bound to its own simulated device.

@@ -25,6 +25,7 @@
 #include "nccl_migrate/backends/communicator_policy.h"
 #include "nccl_migrate/backends/migrate_backend.h"
 #include "ranks.h"
+#include "sim_backend.h"
 #include "sim_device.h"
 #include "sim_nccl.h"
 
@@ -41,24 +42,7 @@ struct NamedPolicy {
 };
 
 std::vector<NamedPolicy> bothFutureOrders() {
-  return {{"legacy", [](int rank, int size) { return backends::makeLegacyPolicy(rank, size); }},
-          {"rewritten", [](int rank, int size) { return backends::makeRewrittenPolicy(rank, size, false); }}};
-}
-
-c10::intrusive_ptr<MigrateBackend> simBackend(RankContext& ctx, const PolicyMaker& policy,
-                                              std::chrono::milliseconds timeout, Faults faults = {}) {
-  GroupOptions options{"0", "default_pg", timeout, {}, c10::Device(c10::kCPU, static_cast<c10::DeviceIndex>(ctx.rank))};
-  backends::applyNcclEnvironment(options);
-  auto seams = simulatedSeams(ctx.store, faults);
-  backends::FactoryMaker factory = [seams](const c10::intrusive_ptr<c10d::Store>& store, const GroupOptions& o) {
-    return backends::makeCommunicatorFactory(store, nullptr, o.groupName, o.connectTimeout(), seams, c10::kCPU,
-                                             o.deviceComms);
-  };
-  return c10::make_intrusive<MigrateBackend>(ctx.store, ctx.rank, ctx.size, options, policy, factory);
-}
-
-void check(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error(what);
+  return {{"legacy", legacy()}, {"rewritten", rewritten()}};
 }
 
 c10d::AllreduceOptions sum() {

@@ -1,0 +1,275 @@
+// Connecting on first use inside a batch, and the bounds around it: a batch's sends and receives
+// over directions NCCL has not connected yet meet their peers at the batch's end, all at once,
+// before ncclGroupEnd connects (a peer that never comes fails the batch within the group's
+// timeout; a ring of first sends does not deadlock); a meeting's bound holds whatever the store's
+// own wait does; an abort left to a thread holding the communicator is never lost; a peer lost
+// at the connect itself fails the op through its work.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include "common/member_meeting.h"
+#include "nccl/comm_handle.h"
+#include "ranks.h"
+#include "sim_backend.h"
+#include "sim_nccl.h"
+
+namespace nccl_migrate::sim {
+namespace {
+
+double secondsOf(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Each rank sends to the next and receives from the previous in one batch, on a communicator
+// that has connected nothing yet: every rank's first send needs a peer that is itself at its
+// first send, so meeting per op would deadlock; meeting at the batch's end does not.
+void ringOfFirstSendsInOneBatch(RankContext& ctx, const backends::PolicyMaker& policy) {
+  auto pg = simBackend(ctx, policy, std::chrono::seconds(10));
+  int next = (ctx.rank + 1) % ctx.size, prev = (ctx.rank + ctx.size - 1) % ctx.size;
+  std::vector<at::Tensor> out{at::full({4}, static_cast<float>(ctx.rank + 1))}, in{at::zeros({4})};
+  pg->startCoalescing();
+  pg->send(out, next, 0);
+  pg->recv(in, prev, 0);
+  pg->endCoalescing()->wait(std::chrono::seconds(15));
+  expectEqual(in[0], at::full({4}, static_cast<float>(prev + 1)), "the batch's recv from rank " + std::to_string(prev));
+}
+
+TEST(BatchConnect, ARingOfFirstSendsInOneBatchCompletes) {
+  EXPECT_EQ(runRanks(3, [](RankContext& ctx) { ringOfFirstSendsInOneBatch(ctx, rewritten()); }, std::chrono::seconds(40)),
+            "");
+}
+
+// The lowered forms are batches of first sends too: scatter and gather on a fresh group.
+TEST(BatchConnect, LoweredScatterAndGatherOnAFreshGroupComplete) {
+  EXPECT_EQ(runRanks(3,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(10));
+                       std::vector<at::Tensor> mine{at::zeros({2})};
+                       std::vector<std::vector<at::Tensor>> parts;
+                       if (ctx.rank == 0) parts = {{at::full({2}, 1.0), at::full({2}, 2.0), at::full({2}, 3.0)}};
+                       c10d::ScatterOptions fromZero;
+                       fromZero.rootRank = 0;
+                       pg->scatter(mine, parts, fromZero)->wait(std::chrono::seconds(15));
+                       expectEqual(mine[0], at::full({2}, static_cast<double>(ctx.rank + 1)), "the scattered part");
+                       std::vector<std::vector<at::Tensor>> gathered;
+                       if (ctx.rank == 2) gathered = {{at::zeros({2}), at::zeros({2}), at::zeros({2})}};
+                       c10d::GatherOptions toTwo;
+                       toTwo.rootRank = 2;
+                       pg->gather(gathered, mine, toTwo)->wait(std::chrono::seconds(15));
+                       if (ctx.rank == 2) {
+                         for (int r = 0; r < 3; ++r) {
+                           expectEqual(gathered[0][r], at::full({2}, static_cast<double>(r + 1)),
+                                       "gathered from rank " + std::to_string(r));
+                         }
+                       }
+                     },
+                     std::chrono::seconds(40)),
+            "");
+}
+
+// A batch of first sends to a peer that never issues its side fails as a whole within the
+// group's timeout, naming the peer, through its work (the group's error set), instead of
+// blocking the caller in ncclGroupEnd's connect; under each policy (pair communicators too).
+void aMissingPeerFailsABatchOfFirstSends(const backends::PolicyMaker& policy) {
+  EXPECT_EQ(runRanks(2,
+                     [&policy](RankContext& ctx) {
+                       auto timeout = std::chrono::milliseconds(1500);
+                       auto pg = simBackend(ctx, policy, timeout);
+                       if (ctx.rank == 1) {
+                         ctx.store->wait({"rank 0 done"}, std::chrono::seconds(25));  // alive, never issues
+                         return;
+                       }
+                       std::vector<at::Tensor> out{at::ones({4})}, in{at::zeros({4})};
+                       auto started = std::chrono::steady_clock::now();
+                       std::string error;
+                       try {
+                         pg->startCoalescing();
+                         pg->send(out, 1, 0);
+                         pg->recv(in, 1, 0);
+                         pg->endCoalescing()->wait(std::chrono::seconds(20));
+                       } catch (const c10::DistBackendError& e) {
+                         error = e.what();
+                       }
+                       auto took = std::chrono::steady_clock::now() - started;
+                       ctx.store->set("rank 0 done", std::vector<uint8_t>{1});
+                       check(!error.empty(), "a batch rank 1 never joins completed");
+                       check(error.find("group rank(s) 1 did not arrive") != std::string::npos,
+                             "the batch did not fail naming the missing rank: " + error);
+                       check(took < timeout + backends::kMeetingAnswerGrace + std::chrono::milliseconds(500),
+                             "failed after " + std::to_string(secondsOf(took)) + " s");
+                       expectEqual(in[0], at::zeros({4}), "the failed batch's receive buffer");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
+TEST(BatchConnect, AMissingPeerFailsABatchOfFirstSendsWithinTheTimeout) {
+  aMissingPeerFailsABatchOfFirstSends(rewritten());
+}
+
+TEST(BatchConnect, AMissingPeerFailsABatchOfFirstSendsOverAPairCommunicator) {
+  aMissingPeerFailsABatchOfFirstSends(legacy());
+}
+
+// A FileStore's own wait returns on a whole second past its timeout (a wait of 1000 ms takes
+// 2 s), past the meeting's grace: the meeting keeps its own time, so a member that never comes is
+// named as missing, not taken for a store that stopped answering.
+TEST(MemberMeeting, AMissingMemberIsNamedAtAWholeSecondTimeoutOverAFileStore) {
+  char path[] = "/tmp/nm-meeting-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  auto store = c10::make_intrusive<c10d::FileStore>(path, 2);
+  backends::CommunicatorInfo info;
+  info.key = "cpu:0";
+  info.size = 2;
+  info.groupRanks = {0, 1};
+  auto timeout = std::chrono::milliseconds(1000);
+  auto started = std::chrono::steady_clock::now();
+  std::string error;
+  try {
+    backends::meetMembers(store, "meeting", info, "0", timeout);
+  } catch (const c10::DistBackendError& e) {
+    error = e.what();
+  }
+  auto took = std::chrono::steady_clock::now() - started;
+  std::remove(path);
+  EXPECT_NE(error.find("group rank(s) 1 did not arrive within 1000 ms"), std::string::npos) << error;
+  EXPECT_GE(took, timeout);
+  EXPECT_LT(took, timeout + backends::kMeetingAnswerGrace) << secondsOf(took) << " s";
+}
+
+// An abort that finds another thread holding the communicator (here, waiting for a nonblocking
+// init that rank 1 completes late) leaves the freeing to that thread, which frees it as it lets
+// go: ncclCommAbort is called once the wait returns, never beside it, and not only when the
+// handle is destroyed.
+TEST(CommHandleAbort, AnAbortLeftToAThreadWaitingForInitIsDoneWhenItLetsGo) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto seams = simulatedSeams(ctx.store);
+                       auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
+                       ncclUniqueId id;
+                       std::memset(&id, 0, sizeof(id));
+                       std::strcpy(id.internal, "late-init");
+                       ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+                       config.blocking = 0;
+                       ncclComm_t comm = nullptr;
+                       if (ctx.rank == 1) {
+                         ctx.store->wait({"aborted"}, std::chrono::seconds(25));
+                         check(api->commInitRankConfig(&comm, 2, id, 1, &config) == ncclInProgress, "late init");
+                         ncclResult_t state = ncclInProgress;
+                         auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                         while (state == ncclInProgress && std::chrono::steady_clock::now() < until) {
+                           check(api->commGetAsyncError(comm, &state) == ncclSuccess, "ncclCommGetAsyncError");
+                           std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                         }
+                         check(state == ncclSuccess, "rank 1's init did not complete");
+                         return;
+                       }
+                       check(api->commInitRankConfig(&comm, 2, id, 0, &config) == ncclInProgress,
+                             "a nonblocking init answers ncclInProgress");
+                       auto handle = std::make_shared<backends::nccl::CommHandle>(seams->api, comm, "pg", 0, "sim:0",
+                                                                                  /*nonblocking=*/true);
+                       std::atomic<bool> waitReturned{false};
+                       std::thread waiter([&] {
+                         try {
+                           handle->waitUntilReady(std::chrono::seconds(20));
+                         } catch (const std::exception&) {
+                           // a wait ended by the abort is as good: the freeing is what is checked
+                         }
+                         waitReturned = true;
+                       });
+                       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // inside the wait
+                       handle->abort();  // cannot take the communicator: left to the waiter
+                       auto calls = api->calls();
+                       bool abortedBeside = std::count(calls.begin(), calls.end(), "ncclCommAbort") > 0;
+                       ctx.store->set("aborted", std::vector<uint8_t>{1});
+                       auto released = std::chrono::steady_clock::now();
+                       waiter.join();
+                       check(std::chrono::steady_clock::now() - released < std::chrono::seconds(5),
+                             "the waiter did not return once rank 1 completed the init");
+                       check(!abortedBeside, "ncclCommAbort was called while the waiter held the communicator");
+                       calls = api->calls();
+                       check(std::count(calls.begin(), calls.end(), "ncclCommAbort") == 1,
+                             "the waiter let go without the abort left to it");
+                       check(waitReturned.load(), "the waiter did not return");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
+// A store whose every call fails once armed, as a TCPStore's do once its host died: under the
+// simulated NCCL, the bootstrap network lost.
+class DyingStore final : public c10d::Store {
+ public:
+  explicit DyingStore(c10::intrusive_ptr<c10d::Store> inner) : inner_(std::move(inner)) {}
+  std::atomic<bool> dead{false};
+
+  c10::intrusive_ptr<c10d::Store> clone() { return inner_->clone(); }
+  void set(const std::string& key, const std::vector<uint8_t>& value) override { alive().set(key, value); }
+  std::vector<uint8_t> get(const std::string& key) override { return alive().get(key); }
+  int64_t add(const std::string& key, int64_t value) override { return alive().add(key, value); }
+  bool deleteKey(const std::string& key) override { return alive().deleteKey(key); }
+  bool check(const std::vector<std::string>& keys) override { return alive().check(keys); }
+  int64_t getNumKeys() override { return alive().getNumKeys(); }
+  void wait(const std::vector<std::string>& keys) override { alive().wait(keys); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    alive().wait(keys, timeout);
+  }
+
+ private:
+  c10d::Store& alive() {
+    if (dead.load()) C10_THROW_ERROR(DistNetworkError, "the store's host is gone");
+    return *inner_;
+  }
+  c10::intrusive_ptr<c10d::Store> inner_;
+};
+
+// The members met, then NCCL's connect on first use fails (the bootstrap network to the peer is
+// lost: ncclSystemError from the send's own group end). The op fails through its work, as any
+// op a lost peer ends: a DistBackendError from wait(), the abort hooks run, the group's error
+// set; not an exception of the call that skips all of that.
+TEST(BatchConnect, APeerLostAtFirstConnectFailsTheOpThroughItsWork) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto transfers = c10::make_intrusive<DyingStore>(ctx.store);
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(5), {}, {},
+                                            backends::EngineServices::process(), transfers);
+                       auto hooks = std::make_shared<std::atomic<int>>(0);  // the watchdog may outlive this scope
+                       pg->registerAbortHook(1, [hooks] { ++*hooks; });
+                       transfers->dead = true;  // after init: the members can still meet in the group's store
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       c10::intrusive_ptr<c10d::Work> work;
+                       try {
+                         work = ctx.rank == 0 ? pg->send(t, 1, 0) : pg->recv(t, 0, 0);
+                       } catch (const std::exception& e) {
+                         check(false, std::string("the call itself threw: ") + e.what());
+                       }
+                       std::string error;
+                       try {
+                         work->wait(std::chrono::seconds(10));
+                       } catch (const c10::DistBackendError& e) {
+                         error = e.what();
+                       }
+                       check(error.find(ctx.rank == 0 ? "ncclSend" : "ncclRecv") != std::string::npos,
+                             "the work did not fail with NCCL's error: " + error);
+                       auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                       while (hooks->load() == 0 && std::chrono::steady_clock::now() < until) {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the watchdog runs them
+                       }
+                       check(hooks->load() == 1, "abort hooks ran " + std::to_string(hooks->load()) + " times");
+                       check(pg->getError() == c10d::ErrorType::COMM_ERROR, "the group's error is not COMM_ERROR");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
+}  // namespace
+}  // namespace nccl_migrate::sim
