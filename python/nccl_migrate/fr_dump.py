@@ -37,6 +37,13 @@ ENTRY_FIELDS = {"process_group": tuple, "is_p2p": bool, "collective_seq_id": int
                 "state": str, "profiling_name": str, "input_sizes": list}
 
 
+# At most this many dimensions in all the entries' input_sizes. A pickle can refer to one list
+# many times (its memo), so a small file can read as billions of sizes, which a summary would then
+# print; torch's recorder keeps 2000 entries by default (TORCH_FR_BUFFER_SIZE), each a few tensors
+# of a few dimensions, far below this.
+MAX_DIMENSIONS = 1_000_000
+
+
 class NotADump(ValueError):
     """A file that is not a flight-recorder dump: names the file, what was wrong and what to do."""
 
@@ -99,8 +106,14 @@ def _check_shape(source: str, dump) -> dict:
         raise _not_a_dump(source, "no format 'version'")
     if not isinstance(dump["entries"], list):
         raise _not_a_dump(source, "'entries' is not a list")
+    dimensions = 0
     for index, entry in enumerate(dump["entries"]):
         _check_entry(source, index, entry)
+        dimensions += sum(len(sizes) for sizes in entry["input_sizes"])
+        if dimensions > MAX_DIMENSIONS:
+            raise _not_a_dump(source, f"its entries' input_sizes hold more than {MAX_DIMENSIONS} dimensions by entry "
+                                      f"{index}, more than any recorder writes (a list repeated through the pickle's "
+                                      "memo reads as many)")
     return dump
 
 
