@@ -134,11 +134,13 @@ SplitLayout layoutOf(const at::Tensor& t, const std::vector<int64_t>& splits, in
 
 // An NCCL call that fails with ncclSystemError or ncclRemoteError lost a peer: a socket to it
 // failed, or the remote rank did (nccl.h's descriptions of the two; a connect on first use to a
-// peer that died after the members met ends so). Such an op fails through its work, as any op a
-// peer's failure ends (hooks, dump, the group aborted). Other results are errors of the call
-// itself, and stay exceptions of the call (the group goes on).
+// peer that died after the members met ends so). In nonblocking mode, a launch still
+// ncclInProgress when the group's timeout ran out (CommHandle::use) waits on a peer that never
+// connects. Such an op fails through its work, as any op a peer's failure ends (hooks, dump,
+// the group aborted: which frees NCCL's launch). Other results are errors of the call itself,
+// and stay exceptions of the call (the group goes on).
 std::exception_ptr peerFailureOf(const nccl::NcclError& e) {
-  if (e.result() != ncclSystemError && e.result() != ncclRemoteError) return nullptr;
+  if (e.result() != ncclSystemError && e.result() != ncclRemoteError && e.result() != ncclInProgress) return nullptr;
   try {
     C10_THROW_ERROR(DistBackendError, e.what());
   } catch (...) {

@@ -118,6 +118,57 @@ TEST(BatchConnect, AMissingPeerFailsABatchOfFirstSendsOverAPairCommunicator) {
   aMissingPeerFailsABatchOfFirstSends(legacy());
 }
 
+// A peer can meet and still never connect: rank 1's batch also sends to rank 2, which never
+// comes, so rank 1's batch fails at its meeting and rank 1 never enters ncclGroupEnd, while rank
+// 0, which met rank 1, connects and waits for it. No meeting of a subset of members can rule
+// that out. In nonblocking mode the wait is NCCL's launch thread's, and the group's timeout
+// bounds the caller's poll: rank 0's batch fails through its work and the abort frees the launch.
+// (In blocking mode rank 0's thread would stay inside ncclGroupEnd: docs/backends.md.)
+TEST(BatchConnect, APeerThatMetButNeverConnectsFailsANonblockingBatchWithinTheTimeout) {
+  EXPECT_EQ(runRanks(3,
+                     [](RankContext& ctx) {
+                       auto timeout = std::chrono::milliseconds(1500);
+                       backends::DeviceCommOptions nonblocking;
+                       nonblocking.blocking = 0;
+                       auto pg = simBackend(ctx, rewritten(), timeout, {}, nonblocking);
+                       if (ctx.rank == 2) {
+                         ctx.store->wait({"rank 0 done"}, std::chrono::seconds(25));  // alive, never issues
+                         return;
+                       }
+                       std::vector<at::Tensor> toZero{at::ones({4})}, toTwo{at::ones({4})}, fromOne{at::zeros({4})};
+                       auto started = std::chrono::steady_clock::now();
+                       std::string error;
+                       try {
+                         pg->startCoalescing();
+                         if (ctx.rank == 1) {
+                           pg->send(toZero, 0, 0);
+                           pg->send(toTwo, 2, 0);
+                         } else {
+                           pg->recv(fromOne, 1, 0);
+                         }
+                         pg->endCoalescing()->wait(std::chrono::seconds(20));
+                       } catch (const c10::DistBackendError& e) {
+                         error = e.what();
+                       }
+                       auto took = std::chrono::steady_clock::now() - started;
+                       if (ctx.rank == 1) {
+                         check(error.find("group rank(s) 2 did not arrive") != std::string::npos,
+                               "rank 1's batch did not fail naming rank 2: " + error);
+                         ctx.store->wait({"rank 0 done"}, std::chrono::seconds(25));
+                         return;
+                       }
+                       ctx.store->set("rank 0 done", std::vector<uint8_t>{1});
+                       check(error.find("in progress") != std::string::npos,
+                             "rank 0's batch did not fail as a launch still in progress: " + error);
+                       check(took < 2 * timeout + backends::kMeetingAnswerGrace,
+                             "failed after " + std::to_string(secondsOf(took)) + " s");
+                       expectEqual(fromOne[0], at::zeros({4}), "the failed batch's receive buffer");
+                       check(pg->getError() == c10d::ErrorType::COMM_ERROR, "the group's error is not COMM_ERROR");
+                     },
+                     std::chrono::seconds(40)),
+            "");
+}
+
 // A FileStore's own wait returns on a whole second past its timeout (a wait of 1000 ms takes
 // 2 s), past the meeting's grace: the meeting keeps its own time, so a member that never comes is
 // named as missing, not taken for a store that stopped answering.
