@@ -14,16 +14,31 @@
 namespace nccl_migrate::backends {
 namespace {
 
-// How often a meeting asks the store whether the others came: soon at first (members usually
-// arrive together), then at most this often (torch's own store barrier asks every 10 ms).
+// The last stretch of a meeting asks the store instead of waiting on it: a store's own wait may
+// overrun its timeout (FileStore's returns on the next whole second past it, so a wait of
+// 1000 ms takes 2 s), past the grace the meeting's caller gives it. Before that stretch the
+// store's wait serves (a TCPStore answers it when the keys come, at no cost to its server).
+constexpr std::chrono::milliseconds kAskedStretch{1000};
+// How often that stretch asks: soon at first, then at most this often (torch's own store
+// barrier asks every 10 ms).
 constexpr std::chrono::milliseconds kFirstAsk{1};
 constexpr std::chrono::milliseconds kLongestPause{50};
 
-// Whether every key of `keys` is in the store by `deadline`. The store is asked, not waited on:
-// a store's own wait may overrun its timeout (FileStore's returns on a whole second past it: a
-// wait of 1000 ms takes 2 s), past the grace the meeting's caller gives it.
+// Whether every key of `keys` is in the store by `deadline`.
 bool arrivedBy(c10d::Store& store, const std::vector<std::string>& keys,
                std::chrono::steady_clock::time_point deadline) {
+  auto waitFor = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()) -
+                 kAskedStretch;
+  if (waitFor > std::chrono::milliseconds(0)) {
+    try {
+      store.wait(keys, waitFor);
+      return true;
+    } catch (const c10::DistNetworkError&) {
+      throw;  // its host is gone
+    } catch (const c10::Error&) {
+      // timed out (FileStore says so in a plain c10::Error): the last stretch decides
+    }
+  }
   std::chrono::milliseconds pause = kFirstAsk;
   while (!store.check(keys)) {
     auto now = std::chrono::steady_clock::now();
@@ -32,6 +47,23 @@ bool arrivedBy(c10d::Store& store, const std::vector<std::string>& keys,
     pause = std::min(pause * 2, kLongestPause);
   }
   return true;
+}
+
+// The group ranks whose keys are not in the store, each named once, asked key by key within
+// half the grace (a group of thousands is asked as long as that allows); `unasked` counts the
+// keys left when it ran out.
+std::set<int> absentMembers(c10d::Store& store, const Meeting& meeting, size_t& unasked) {
+  auto until = std::chrono::steady_clock::now() + kMeetingAnswerGrace / 2;
+  std::set<int> absent;
+  unasked = 0;
+  for (const auto& [key, groupRank] : meeting.awaited) {
+    if (std::chrono::steady_clock::now() >= until) {
+      ++unasked;
+    } else if (!absent.count(groupRank) && !store.check({key})) {
+      absent.insert(groupRank);
+    }
+  }
+  return absent;
 }
 
 // The meeting itself, through `store`: bounded by `timeout` as long as the store answers.
@@ -44,7 +76,8 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
   };
   std::vector<std::string> keys;
   for (const auto& [key, groupRank] : meeting.awaited) keys.push_back(key);
-  std::string missing;
+  std::set<int> absent;
+  size_t unasked = 0;
   try {
     for (const std::string& key : meeting.own) store.set(key, std::vector<uint8_t>{1});
     if (timeout == c10d::Store::kNoTimeout) {
@@ -53,15 +86,21 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
     }
     if (arrivedBy(store, keys, std::chrono::steady_clock::now() + timeout)) return;
     waitRanOut = true;
-    std::set<int> absent;  // a peer awaited for several connections is named once
-    for (const auto& [key, groupRank] : meeting.awaited) {
-      if (!absent.count(groupRank) && !store.check({key})) absent.insert(groupRank);
-    }
-    for (int groupRank : absent) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
+    absent = absentMembers(store, meeting, unasked);
+    if (absent.empty() && unasked == 0) return;  // the last of them came as the wait ran out: they all met
+    // This member gives up: its keys go, so a member arriving later waits for it (and fails)
+    // instead of taking it for present and blocking in NCCL on a member that left. A member
+    // that found them just before they went is not helped.
+    for (const std::string& key : meeting.own) store.deleteKey(key);
   } catch (const c10::Error& error) {
     unreachable(error);  // its host is gone, or it failed: asking it again would only fail again
   }
-  if (missing.empty()) return;  // the last of them came as the wait ran out: they all met
+  std::string missing;
+  for (int groupRank : absent) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
+  if (unasked) {
+    missing += (missing.empty() ? "among the " : ", and maybe among the ") + std::to_string(unasked) +
+               " not asked in time";
+  }
   C10_THROW_ERROR(DistBackendError, meeting.who + ": group rank(s) " + missing + " did not arrive within " +
                                         std::to_string(timeout.count()) + " ms " + meeting.purpose +
                                         " (dead, or not running this op)");

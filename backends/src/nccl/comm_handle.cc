@@ -110,12 +110,14 @@ ncclComm_t CommHandle::live(std::string_view op) const {
 }
 
 ncclResult_t CommHandle::asyncError() noexcept {
+  auto abortedError = [&] { return cachedError_ == ncclSuccess ? ncclSystemError : cachedError_.load(); };
+  if (aborted_.load()) return abortedError();  // known without the lock, which a stuck call may hold
   AbortLeftToTheHolder afterThePoll{*this};
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   // A poll must not wait behind a call stuck in NCCL: report nothing new this time.
   if (!lockWithin(lock, std::chrono::milliseconds(10))) return cachedError_;
   ncclComm_t comm = comm_.load();
-  if (!comm || aborted_.load()) return cachedError_ == ncclSuccess ? ncclSystemError : cachedError_.load();
+  if (!comm || aborted_.load()) return abortedError();
   ncclResult_t state = ncclSuccess;
   ncclResult_t result = api_->commGetAsyncError(comm, &state);
   if (result != ncclSuccess) state = result;
@@ -165,8 +167,9 @@ void CommHandle::freeByAbort() noexcept {
   // be calling NCCL while ncclCommAbort runs (usage/communicators.rst, "Fault Tolerance"), and
   // ncclCommAbort frees the communicator the call is still using (commReclaim, src/init.cc). So the abort waits for the lock briefly, and past
   // that leaves the freeing to the call's thread, as the call returns; new uses already fail.
-  // What could hold a call inside NCCL for long is bounded before it: the members meet in the
-  // store before NCCL connects on first use.
+  // What could hold a call inside NCCL for long is mostly bounded before it (the members meet in
+  // the store before NCCL connects on first use); a peer that met and then never connects is
+  // not (docs/backends.md), and NCCL's nonblocking mode is the bound it documents.
   // The flag is set before the last try, and every holder reads it after releasing the lock
   // (AbortLeftToTheHolder): a holder that releases before the flag is set leaves the lock free
   // for the try, and one that releases after it sees the flag. Either way the abort happens.
@@ -176,14 +179,31 @@ void CommHandle::freeByAbort() noexcept {
     if (!lock.try_lock()) return;  // the holder frees it once it lets go
   }
   abortWhenCallReturns_ = false;
-  ncclComm_t comm = comm_.exchange(nullptr);
-  if (comm) (void)api_->commAbort(comm);
+  if (ncclComm_t comm = comm_.exchange(nullptr)) abortNow(comm);
 }
 
 void CommHandle::freeLeftAbort() noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);  // no other call may be inside NCCL beside the abort
+  // Never waits: a poll (asyncError) must not stand behind a call stuck in NCCL. While another
+  // holds the lock, that holder sees the flag as it lets go and frees it then.
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);  // no other call inside NCCL beside it
+  if (!lock.owns_lock()) return;
   if (!abortWhenCallReturns_.exchange(false)) return;  // another holder freed it first
-  if (ncclComm_t comm = comm_.exchange(nullptr)) (void)api_->commAbort(comm);
+  if (ncclComm_t comm = comm_.exchange(nullptr)) abortNow(comm);
+}
+
+void CommHandle::abortNow(ncclComm_t comm) noexcept {
+  (void)api_->commAbort(comm);
+  std::vector<std::shared_ptr<void>> released;
+  {
+    std::lock_guard<std::mutex> kept(keptMutex_);
+    released.swap(kept_);
+  }
+  // `released` goes here, outside the lock: a tensor's release may take Python's lock.
+}
+
+void CommHandle::keepUntilFreed(std::shared_ptr<void> what) {
+  std::lock_guard<std::mutex> kept(keptMutex_);
+  kept_.push_back(std::move(what));
 }
 
 void CommHandle::groupOpened() {

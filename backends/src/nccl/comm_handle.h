@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "nccl_api.h"
 
@@ -47,6 +48,9 @@ class CommHandle {
   // call returns (NCCL allows no call beside another on one communicator).
   void abort() noexcept;
   bool aborted() const { return aborted_.load(); }
+  // Keeps `what` (the tensors of ops that failed while NCCL may still run or launch them) until
+  // the NCCL communicator is freed, which ends whatever it still runs.
+  void keepUntilFreed(std::shared_ptr<void> what);
   // A coalescing batch keeps an NCCL group open across calls; ncclGroupEnd must never launch its
   // queued ops on a freed communicator, so an abort meanwhile frees it once the group closed.
   void groupOpened();
@@ -62,8 +66,11 @@ class CommHandle {
   struct AbortLeftToTheHolder;
   ncclComm_t live(std::string_view op) const;
   void freeByAbort() noexcept;
-  // Frees the communicator by the abort freeByAbort left to the lock's holder, if still left.
+  // Frees the communicator by the abort freeByAbort left to the lock's holder, if still left
+  // and the lock is free (else its holder does, as it lets go).
   void freeLeftAbort() noexcept;
+  // ncclCommAbort of `comm`, then what was kept for it goes.
+  void abortNow(ncclComm_t comm) noexcept;
   // Polls NCCL's state while it is ncclInProgress (the lock held); throws on an error or when
   // `timeout` passes.
   void awaitCompletion(ncclComm_t comm, std::string_view what, std::chrono::milliseconds timeout);
@@ -81,6 +88,8 @@ class CommHandle {
   std::atomic<ncclResult_t> cachedError_{ncclSuccess};
   std::atomic<bool> broken_{false};
   std::atomic<bool> abortWhenCallReturns_{false};
+  std::mutex keptMutex_;
+  std::vector<std::shared_ptr<void>> kept_;
   std::mutex groupsMutex_;
   int openGroups_ = 0;
   bool abortDeferred_ = false;

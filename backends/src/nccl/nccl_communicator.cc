@@ -38,15 +38,16 @@ struct NcclCommunicator::OpenBatch {
   // Copies out of staging buffers (copyAfterBatch), run once the group has launched.
   std::vector<std::function<void()>> afterLaunch;
   bool captured = false;
-  // A meeting before the first collective failed: the batch's later ops are not issued, and
-  // the batch fails with this.
+  // A meeting before the first collective failed, or a call lost its peer: the batch's later ops
+  // are not issued, and the batch fails with this.
   std::exception_ptr failure;
   // Sends and receives over directions NCCL has not connected yet, held back until the batch's
   // end: there the members meet once for all of them, and only then are they issued, so that
   // ncclGroupEnd never connects to a peer that is not coming. Meeting as each is issued could
   // deadlock: in a ring, every rank's first send would wait for a peer still at its own.
   // Holding them back reorders nothing NCCL orders: a group's calls all launch at its end, and
-  // the held ones keep their order among themselves (a direction is held whole).
+  // once one is held every later one is (launch), so each pair's sends and receives keep their
+  // order.
   struct HeldOp {
     std::string op;
     std::function<void(ncclComm_t, cudaStream_t)> issue;
@@ -251,7 +252,11 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
     batch_->failure = meetBeforeConnecting(Connections{true, {}});
   }
   if (batch_ && batch_->failure) return nullptr;  // the batch fails as a whole, at its end
-  bool holdBack = batch_ && connectsNewDirections(l.connects);
+  // Once one send or receive of a batch is held back, every later one is too: NCCL matches a
+  // pair's sends and receives in the order they were issued, and an op over connected directions
+  // issued now would overtake a held one over the same pair (an all_to_all spans many pairs).
+  bool holdBack = batch_ && !l.connects.directions.empty() &&
+                  (!batch_->heldBack.empty() || connectsNewDirections(l.connects));
   nccl::DeviceRuntime& runtime = *seams_.runtime;
   auto current = runtime.makeCurrent(info_.device);
   nccl::StreamRef caller = runtime.currentStream(info_.device);
@@ -273,6 +278,9 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
     } catch (const nccl::NcclError& e) {
       std::exception_ptr lost = peerFailureOf(e);
       if (!lost) throw;
+      // In nonblocking mode NCCL's launch may still put kernels on the stream that use these
+      // tensors: they stay until the communicator is freed.
+      handle_->keepUntilFreed(std::make_shared<std::vector<at::Tensor>>(l.tensors));
       if (!batch_) return std::make_unique<FinishedInFlight>(lost);
       batch_->failure = lost;  // the batch's later ops are not issued; it fails at its end
       return nullptr;
@@ -491,27 +499,32 @@ std::unique_ptr<InFlight> NcclCommunicator::endBatch() {
   TORCH_CHECK(batch_, "endCoalescing without startCoalescing on communicator ", info_.key);
   auto current = seams_.runtime->makeCurrent(info_.device);
   std::unique_ptr<OpenBatch> batch = std::move(batch_);
-  // The members did not meet to connect: the batch's group closes (OpenBatch's destructor) with
-  // none of its collectives in it, and the batch fails.
-  if (batch->failure) return std::make_unique<FinishedInFlight>(batch->failure);
-  // The held-back sends and receives: a peer that never comes fails the batch here, within the
-  // timeout, and what was issued (connected directions, collectives) launches as the group
-  // closes, to be aborted with the group.
-  if (!batch->heldBack.empty()) {
-    if (std::exception_ptr failed = meetBeforeConnecting(Connections{false, batch->heldDirections})) {
-      return std::make_unique<FinishedInFlight>(failed);
-    }
+  // The held-back sends and receives meet here: a peer that never comes fails the batch within
+  // the timeout, and they are never issued.
+  std::exception_ptr failure = batch->failure;
+  if (!failure && !batch->heldBack.empty()) {
+    failure = meetBeforeConnecting(Connections{false, batch->heldDirections});
   }
+  // Whatever was issued launches as the group closes, failed batch or not (an NCCL group must
+  // end, and peers may wait for its ops): after the job's writes, as a batch that succeeded.
   try {
-    for (const auto& held : batch->heldBack) {
-      handle_->use(held.op, [&](ncclComm_t comm) { held.issue(comm, stream_.forNccl()); });
+    if (!failure) {
+      for (const auto& held : batch->heldBack) {
+        handle_->use(held.op, [&](ncclComm_t comm) { held.issue(comm, stream_.forNccl()); });
+      }
     }
     for (const nccl::StreamRef& caller : batch->callers) waitFor(caller);
     handle_->use("coalescing", [&](ncclComm_t) { batch->group->end(); });  // the batch launches here
   } catch (const nccl::NcclError& e) {
     std::exception_ptr lost = peerFailureOf(e);
     if (!lost) throw;
-    return std::make_unique<FinishedInFlight>(lost);  // the group closes with the batch (OpenBatch)
+    if (!failure) failure = lost;
+  }
+  if (failure) {
+    // A failed batch's launched part may run until the group is aborted (in nonblocking mode
+    // NCCL's launch may even start it later): its tensors stay until the communicator is freed.
+    handle_->keepUntilFreed(std::make_shared<std::vector<at::Tensor>>(std::move(batch->stash)));
+    return std::make_unique<FinishedInFlight>(failure);
   }
   for (auto& copy : batch->afterLaunch) copy();
   return finished("coalescing", std::move(batch->stash), batch->captured);

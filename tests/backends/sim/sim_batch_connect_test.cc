@@ -76,7 +76,7 @@ TEST(BatchConnect, LoweredScatterAndGatherOnAFreshGroupComplete) {
 
 // A batch of first sends to a peer that never issues its side fails as a whole within the
 // group's timeout, naming the peer, through its work (the group's error set), instead of
-// blocking the caller in ncclGroupEnd's connect; under each policy (pair communicators too).
+// blocking the caller in ncclGroupEnd's connect; under each policy.
 void aMissingPeerFailsABatchOfFirstSends(const backends::PolicyMaker& policy) {
   EXPECT_EQ(runRanks(2,
                      [&policy](RankContext& ctx) {
@@ -114,8 +114,104 @@ TEST(BatchConnect, AMissingPeerFailsABatchOfFirstSendsWithinTheTimeout) {
   aMissingPeerFailsABatchOfFirstSends(rewritten());
 }
 
-TEST(BatchConnect, AMissingPeerFailsABatchOfFirstSendsOverAPairCommunicator) {
+TEST(BatchConnect, AMissingPeerFailsABatchOfFirstSendsUnderTheLegacyPolicy) {
   aMissingPeerFailsABatchOfFirstSends(legacy());
+}
+
+// Sends and receives keep their order per pair when some are held back: an all_to_all held for
+// its one new direction (0 and 2 never exchanged) is not overtaken by a later all_to_all over
+// pairs already connected (0-1, 1-2), which NCCL would match with the held one's data.
+TEST(BatchConnect, AnAllToAllHeldBackIsNotOvertakenOnAPairItShares) {
+  EXPECT_EQ(runRanks(3,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(10));
+                       int me = ctx.rank;
+                       std::vector<int> neighbours = me == 1 ? std::vector<int>{0, 2} : std::vector<int>{1};
+                       std::vector<std::vector<at::Tensor>> warmUp;
+                       pg->startCoalescing();  // connects 0-1 and 1-2, both ways
+                       for (int peer : neighbours) {
+                         warmUp.push_back({at::ones({1})});
+                         pg->send(warmUp.back(), peer, 0);
+                         warmUp.push_back({at::zeros({1})});
+                         pg->recv(warmUp.back(), peer, 0);
+                       }
+                       pg->endCoalescing()->wait(std::chrono::seconds(15));
+                       // First: everyone with everyone (0-2 is new). Then: 0 and 1 only, 2 with itself.
+                       at::Tensor in1 = at::empty({3}), out1 = at::zeros({3});
+                       for (int p = 0; p < 3; ++p) in1[p] = 100 * me + 10 + p;
+                       std::vector<int64_t> everyone{1, 1, 1};
+                       std::vector<int64_t> second = me == 2 ? std::vector<int64_t>{0, 0, 1} : std::vector<int64_t>{1, 1, 0};
+                       at::Tensor in2 = at::full({me == 2 ? 1 : 2}, static_cast<float>(100 * me + 20));
+                       at::Tensor out2 = at::zeros({me == 2 ? 1 : 2});
+                       c10d::AllToAllOptions opts;
+                       pg->startCoalescing();
+                       pg->alltoall_base(out1, in1, everyone, everyone, opts);
+                       pg->alltoall_base(out2, in2, second, second, opts);
+                       pg->endCoalescing()->wait(std::chrono::seconds(15));
+                       at::Tensor want1 = at::empty({3});
+                       for (int p = 0; p < 3; ++p) want1[p] = 100 * p + 10 + me;
+                       expectEqual(out1, want1, "rank " + std::to_string(me) + "'s first all_to_all");
+                       at::Tensor want2 = me == 2 ? at::full({1}, 220.0) : at::tensor({20.0, 120.0});
+                       expectEqual(out2, want2, "rank " + std::to_string(me) + "'s second all_to_all");
+                     },
+                     std::chrono::seconds(40)),
+            "");
+}
+
+// A batch that fails at its end still launches what it issued (its NCCL group must close, and
+// peers may wait for those ops), and launches it after the job's writes, like a batch that
+// succeeded: here rank 2's batch holds an all_reduce, whose input the job writes on a stream of
+// its own after a delay longer than the batch's failed meeting, and a receive from rank 1 that
+// rank 1 never sends. Ranks 0 and 1 run the all_reduce alone: it may time out (the failed batch
+// aborts rank 2's group), but must never complete with what was there before rank 2's write.
+TEST(BatchConnect, AFailedBatchLaunchesItsIssuedOpsAfterTheJobsWrites) {
+  EXPECT_EQ(runRanks(3,
+                     [](RankContext& ctx) {
+                       auto timeout = std::chrono::milliseconds(1500);
+                       auto pg = simBackend(ctx, rewritten(), timeout);
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::seconds(10));  // connected
+                       t[0].fill_(static_cast<float>(ctx.rank + 1));
+                       if (ctx.rank < 2) {
+                         // Rank 2's failed batch is aborted with its group, maybe before its part ran: this
+                         // all_reduce may time out, but must never complete with what rank 2 had not written.
+                         bool completed = true;
+                         try {
+                           pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::seconds(10));
+                         } catch (const c10::DistBackendError&) {
+                           completed = false;
+                         }
+                         if (completed) {
+                           expectEqual(t[0], at::full({4}, 6.0), "rank " + std::to_string(ctx.rank) + "'s all_reduce");
+                         }
+                         ctx.store->wait({"rank 2 done"}, std::chrono::seconds(25));
+                         return;
+                       }
+                       t[0].fill_(-100.0);  // what is there before the job's write
+                       auto job = SimRuntime::instance()->makeWorkerStream("job");
+                       SimRuntime::instance()->setCurrentStream(job.get());
+                       at::Tensor written = t[0];
+                       job->enqueue([written] {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the meeting's end
+                         written.fill_(3.0);
+                       });
+                       std::vector<at::Tensor> fromOne{at::zeros({4})};
+                       std::string error;
+                       try {
+                         pg->startCoalescing();
+                         pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM));
+                         pg->recv(fromOne, 1, 0);
+                         pg->endCoalescing()->wait(std::chrono::seconds(10));
+                       } catch (const c10::DistBackendError& e) {
+                         error = e.what();
+                       }
+                       SimRuntime::instance()->setCurrentStream(nullptr);
+                       ctx.store->set("rank 2 done", std::vector<uint8_t>{1});
+                       check(error.find("group rank(s) 1 did not arrive") != std::string::npos,
+                             "rank 2's batch did not fail naming rank 1: " + error);
+                     },
+                     std::chrono::seconds(40)),
+            "");
 }
 
 // A peer can meet and still never connect: rank 1's batch also sends to rank 2, which never
@@ -166,6 +262,41 @@ TEST(BatchConnect, APeerThatMetButNeverConnectsFailsANonblockingBatchWithinTheTi
                        check(pg->getError() == c10d::ErrorType::COMM_ERROR, "the group's error is not COMM_ERROR");
                      },
                      std::chrono::seconds(40)),
+            "");
+}
+
+// A member that gives up its meeting takes its keys back: a member arriving after that waits
+// for it and fails within its own timeout, instead of taking it for present and blocking in
+// ncclGroupEnd on a member that left.
+TEST(BatchConnect, AMemberArrivingAfterItsPeerGaveUpFailsWithinItsTimeout) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto timeout = std::chrono::milliseconds(1500);
+                       auto pg = simBackend(ctx, rewritten(), timeout);
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       if (ctx.rank == 0) std::this_thread::sleep_for(timeout + std::chrono::milliseconds(1000));
+                       auto started = std::chrono::steady_clock::now();
+                       std::string error;
+                       try {
+                         pg->startCoalescing();
+                         if (ctx.rank == 0) {
+                           pg->send(t, 1, 0);
+                         } else {
+                           pg->recv(t, 0, 0);
+                         }
+                         pg->endCoalescing()->wait(std::chrono::seconds(10));
+                       } catch (const c10::DistBackendError& e) {
+                         error = e.what();
+                       }
+                       auto took = std::chrono::steady_clock::now() - started;
+                       std::string other = std::to_string(1 - ctx.rank);
+                       check(error.find("group rank(s) " + other + " did not arrive") != std::string::npos,
+                             "rank " + std::to_string(ctx.rank) + "'s batch did not fail naming rank " + other + ": " +
+                                 error);
+                       check(took < timeout + backends::kMeetingAnswerGrace + std::chrono::milliseconds(500),
+                             "failed after " + std::to_string(secondsOf(took)) + " s");
+                     },
+                     std::chrono::seconds(30)),
             "");
 }
 
@@ -256,6 +387,54 @@ TEST(CommHandleAbort, AnAbortLeftToAThreadWaitingForInitIsDoneWhenItLetsGo) {
             "");
 }
 
+// A poll of NCCL's asynchronous error never waits behind a call inside NCCL, also once an abort
+// was left to that call's thread.
+TEST(CommHandleAbort, APollDoesNotWaitBehindAHolderAnAbortWasLeftTo) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto seams = simulatedSeams(ctx.store);
+                       auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
+                       ncclUniqueId id;
+                       std::memset(&id, 0, sizeof(id));
+                       std::strcpy(id.internal, "late-init-poll");
+                       ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+                       config.blocking = 0;
+                       ncclComm_t comm = nullptr;
+                       if (ctx.rank == 1) {
+                         ctx.store->wait({"polled"}, std::chrono::seconds(25));
+                         check(api->commInitRankConfig(&comm, 2, id, 1, &config) == ncclInProgress, "late init");
+                         ncclResult_t state = ncclInProgress;
+                         auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                         while (state == ncclInProgress && std::chrono::steady_clock::now() < until) {
+                           check(api->commGetAsyncError(comm, &state) == ncclSuccess, "ncclCommGetAsyncError");
+                           std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                         }
+                         return;
+                       }
+                       check(api->commInitRankConfig(&comm, 2, id, 0, &config) == ncclInProgress, "init");
+                       auto handle = std::make_shared<backends::nccl::CommHandle>(seams->api, comm, "pg", 0, "sim:0",
+                                                                                  /*nonblocking=*/true);
+                       std::thread waiter([&] {
+                         try {
+                           handle->waitUntilReady(std::chrono::seconds(20));
+                         } catch (const std::exception&) {
+                         }
+                       });
+                       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // inside the wait
+                       handle->abort();                                              // left to the waiter
+                       auto started = std::chrono::steady_clock::now();
+                       ncclResult_t polled = handle->asyncError();
+                       auto took = std::chrono::steady_clock::now() - started;
+                       ctx.store->set("polled", std::vector<uint8_t>{1});
+                       waiter.join();
+                       check(took < std::chrono::milliseconds(500),
+                             "the poll waited " + std::to_string(secondsOf(took)) + " s behind the waiter");
+                       check(polled != ncclSuccess, "an aborted communicator polled as healthy");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
 // A store whose every call fails once armed, as a TCPStore's do once its host died: under the
 // simulated NCCL, the bootstrap network lost.
 class DyingStore final : public c10d::Store {
@@ -287,9 +466,9 @@ class DyingStore final : public c10d::Store {
 // lost: ncclSystemError from the send's own group end). The op fails through its work, as any
 // op a lost peer ends: a DistBackendError from wait(), the abort hooks run, the group's error
 // set; not an exception of the call that skips all of that.
-TEST(BatchConnect, APeerLostAtFirstConnectFailsTheOpThroughItsWork) {
+void aPeerLostAtFirstConnectFailsTheOpThroughItsWork(bool inABatch) {
   EXPECT_EQ(runRanks(2,
-                     [](RankContext& ctx) {
+                     [inABatch](RankContext& ctx) {
                        auto transfers = c10::make_intrusive<DyingStore>(ctx.store);
                        auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(5), {}, {},
                                             backends::EngineServices::process(), transfers);
@@ -299,7 +478,9 @@ TEST(BatchConnect, APeerLostAtFirstConnectFailsTheOpThroughItsWork) {
                        std::vector<at::Tensor> t{at::ones({4})};
                        c10::intrusive_ptr<c10d::Work> work;
                        try {
+                         if (inABatch) pg->startCoalescing();
                          work = ctx.rank == 0 ? pg->send(t, 1, 0) : pg->recv(t, 0, 0);
+                         if (inABatch) work = pg->endCoalescing();
                        } catch (const std::exception& e) {
                          check(false, std::string("the call itself threw: ") + e.what());
                        }
@@ -309,7 +490,9 @@ TEST(BatchConnect, APeerLostAtFirstConnectFailsTheOpThroughItsWork) {
                        } catch (const c10::DistBackendError& e) {
                          error = e.what();
                        }
-                       check(error.find(ctx.rank == 0 ? "ncclSend" : "ncclRecv") != std::string::npos,
+                       // In a batch NCCL connects in the group's end, outside in the call's own group.
+                       std::string call = inABatch ? "ncclGroupEnd" : ctx.rank == 0 ? "ncclSend" : "ncclRecv";
+                       check(error.find(call) != std::string::npos,
                              "the work did not fail with NCCL's error: " + error);
                        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
                        while (hooks->load() == 0 && std::chrono::steady_clock::now() < until) {
@@ -320,6 +503,14 @@ TEST(BatchConnect, APeerLostAtFirstConnectFailsTheOpThroughItsWork) {
                      },
                      std::chrono::seconds(30)),
             "");
+}
+
+TEST(BatchConnect, APeerLostAtFirstConnectFailsTheOpThroughItsWork) {
+  aPeerLostAtFirstConnectFailsTheOpThroughItsWork(false);
+}
+
+TEST(BatchConnect, APeerLostAtABatchsFirstConnectFailsTheBatchThroughItsWork) {
+  aPeerLostAtFirstConnectFailsTheOpThroughItsWork(true);
 }
 
 }  // namespace
