@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from . import report
+from . import report, torch_features
 from ._native import native
 
 # Our names, distinct from torch's own ("nccl", "nccl2", "nccl-lazy", "nccl-legacy"), and the
@@ -28,7 +29,8 @@ BACKEND_NAMES = {
 
 def _group_being_created(opts) -> tuple[dist.ProcessGroup | None, torch.device | None]:
     """The group torch is creating a backend for, and the device the job bound it to (None when
-    it bound none), on every supported torch; (None, None) outside torch's group creation.
+    it bound none), on every supported torch; (None, None) outside torch's group creation, which
+    a torch that hands creators no group says once (the job's device is then unknown).
 
     torch that hands creators their group (``torch_features.hands_backends_their_group``) passes
     it in ``opts.process_group``, its bound device set. Older torch (2.11) passes no group,
@@ -49,7 +51,28 @@ def _group_being_created(opts) -> tuple[dist.ProcessGroup | None, torch.device |
             return (group if isinstance(group, dist.ProcessGroup) else None,
                     device if isinstance(device, torch.device) else None)
         frame = frame.f_back
+    if not torch_features.hands_backends_their_group():
+        _warn_creation_frame_missing()
     return None, None
+
+
+_creation_frame_missing_said = False
+
+
+def _warn_creation_frame_missing() -> None:
+    """Once per process: this torch hands the creator no group and the group it is creating was
+    not found where torch 2.11 creates groups, so a device the job bound the group to cannot be
+    read. A job calling the creator itself lands here too; a torch that moved its group creation
+    elsewhere would otherwise lose the job's binding without a word."""
+    global _creation_frame_missing_said
+    if _creation_frame_missing_said:
+        return
+    _creation_frame_missing_said = True
+    warnings.warn(f"nccl_migrate: torch {torch.__version__} hands backend creators no group, and the group being "
+                  f"created was not found in {c10d.__name__}._new_process_group_helper, where this torch binds it "
+                  "to the job's device_id: a device the job bound it to is not seen, so the group binds to "
+                  "LOCAL_RANK's device instead (the migrate-legacy backend to none); check init_process_group's "
+                  "device_id against the device each rank uses", RuntimeWarning, stacklevel=3)
 
 
 def _bound_device(opts, behaviour: str) -> torch.device | None:

@@ -394,17 +394,18 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
             result["verdict"] = verdict = (f"{verdict}; {not_shadowed['count']} op(s) not shadowed, so not compared "
                                            f"(first: {not_shadowed['first']['reason']})")
     page = render_html(result, dict(zip("ab", data)), stats, ops if comparison else None)
-    targets = [args.html]
-    try:
-        if report_dir:
-            write_whole(os.path.join(report_dir, "report.json"), json.dumps(result, indent=1))
-            targets.append(os.path.join(report_dir, "report.html"))
-        for path in filter(None, targets):
-            write_whole(path, page)
-    except OSError as error:  # the verdict is still printed below; the exit status says a report is missing
-        print(f"nccl-migrate ab: the report could not be written: {error.filename}: {error.strerror or error}",
-              file=sys.stderr)
-        exit_code = result["exit_code"] = EXIT_FAILED
+    writes = [(os.path.join(report_dir, "report.json"), json.dumps(result, indent=1)),
+              (os.path.join(report_dir, "report.html"), page)] if report_dir else []
+    writes += [(args.html, page)] if args.html else []
+    for path, text in writes:
+        try:
+            write_whole(path, text)
+        except OSError as error:  # the verdict is still printed below; the exit status says a report is missing
+            # Named by the path asked for: the error's own file is write_whole's temporary one.
+            print(f"nccl-migrate ab: the report could not be written: {path}: {error.strerror or error}",
+                  file=sys.stderr)
+            exit_code = result["exit_code"] = EXIT_FAILED
+            break
     for run in jobs:
         if run.failure and run.log:
             print(f"--- last lines of side {run.side.label}'s output ({run.log}):\n{_tail(run.log)}", file=sys.stderr)

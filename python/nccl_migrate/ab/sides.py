@@ -300,6 +300,7 @@ def shadow_sides(data: RecordedSide) -> tuple[RecordedSide, RecordedSide, dict]:
         return mirror
 
     a, b = RecordedSide(data.directory, primary), RecordedSide(data.directory, mirrored)
+    a.attempt = b.attempt = data.attempt  # a restarted run's last attempt, which the report names
     a.paths = b.paths = data.paths
     a.reports = b.reports = data.reports
     a.metas = data.metas
