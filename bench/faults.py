@@ -271,7 +271,10 @@ def run_one(run: Run, keep_dir: str | None) -> dict:
     port, recovery_port = _run_ports(run.number)
     base = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(len(plans)),
             "LOCAL_WORLD_SIZE": str(len(plans)), "TORCH_FR_DUMP_TEMP_FILE": os.path.join(directory, "fr_rank_"),
-            "FAULTS_RECOVERY_PORT": str(recovery_port)}
+            "FAULTS_RECOVERY_PORT": str(recovery_port),
+            # NCCL's connect to a peer whose process is gone fails after its socket retries, about a
+            # minute by default (docs/simulated-nccl.md); here within the groups' timeout.
+            "NCCL_SOCKET_RETRY_CNT": "3", "NCCL_SOCKET_RETRY_SLEEP_MSEC": "100"}
     pids = [_rank_process(p, {**base, "RANK": str(p.rank), "LOCAL_RANK": str(p.rank), **extra.get(p.rank, {})})
             for p in plans]
     started = time.time()

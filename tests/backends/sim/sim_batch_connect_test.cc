@@ -300,6 +300,39 @@ TEST(BatchConnect, AMemberArrivingAfterItsPeerGaveUpFailsWithinItsTimeout) {
             "");
 }
 
+// The simulated NCCL's connect to a peer whose process is gone fails with ncclRemoteError once
+// NCCL's socket retries are spent (NCCL_SOCKET_RETRY_CNT, NCCL_SOCKET_RETRY_SLEEP_MSEC), as
+// NCCL's bootstrap send to a listener that is gone does (docs/simulated-nccl.md); not before.
+TEST(SimulatedConnect, AConnectToAPeerWhoseProcessIsGoneFailsAfterTheSocketRetries) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       setenv("NCCL_SOCKET_RETRY_CNT", "3", 1);
+                       setenv("NCCL_SOCKET_RETRY_SLEEP_MSEC", "200", 1);  // 200 + 400 + 600 ms
+                       auto seams = simulatedSeams(ctx.store);
+                       backends::nccl::NcclApi& api = *seams->api;
+                       ncclUniqueId id;
+                       std::memset(&id, 0, sizeof(id));
+                       std::strcpy(id.internal, "gone-peer");
+                       ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+                       ncclComm_t comm = nullptr;
+                       check(api.commInitRankConfig(&comm, 2, id, ctx.rank, &config) == ncclSuccess, "init");
+                       if (ctx.rank == 1) return;  // its process ends without connecting
+                       auto stream = SimRuntime::instance()->makeWorkerStream("comm");
+                       at::Tensor t = at::ones({4});
+                       auto started = std::chrono::steady_clock::now();
+                       ncclResult_t result = api.allReduce(t.data_ptr(), t.data_ptr(), 4, ncclFloat32, ncclSum, comm,
+                                                           static_cast<cudaStream_t>(static_cast<void*>(stream.get())));
+                       auto took = std::chrono::steady_clock::now() - started;
+                       check(result == ncclRemoteError, "the connect returned " + std::to_string(result));
+                       check(took >= std::chrono::milliseconds(1200), "failed after " + std::to_string(secondsOf(took)) +
+                                                                          " s, before the socket retries were spent");
+                       check(took < std::chrono::seconds(5), "failed after " + std::to_string(secondsOf(took)) + " s");
+                       (void)api.commAbort(comm);
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
 // A FileStore's own wait returns on a whole second past its timeout (a wait of 1000 ms takes
 // 2 s), past the meeting's grace: the meeting keeps its own time, so a member that never comes is
 // named as missing, not taken for a store that stopped answering.

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
@@ -145,6 +147,67 @@ bool arrived(c10d::Store& store, SimComm& comm, const std::string& key) {
   return true;
 }
 
+// Whether the process `pid` is gone (or a zombie: dead, not yet reaped), so that nothing listens
+// on its bootstrap socket any more.
+bool processGone(int pid) {
+  std::FILE* stat = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!stat) return true;
+  int readPid = 0;
+  char state = 0;
+  // The second field, the command name, is in parentheses and may hold blanks: skip to ") ".
+  int matched = std::fscanf(stat, "%d (%*[^)]) %c", &readPid, &state);
+  std::fclose(stat);
+  return matched == 2 && (state == 'Z' || state == 'X');
+}
+
+long environmentOr(const char* name, long fallback) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return fallback;
+  char* end = nullptr;
+  long parsed = std::strtol(value, &end, 10);
+  return end && *end == 0 && parsed >= 0 ? parsed : fallback;
+}
+
+// How a connect on first use to a peer ends.
+enum class Connect { Made, Aborted, PeerGone };
+
+// NCCL's connect exchanges with each peer through the bootstrap network, each rank sending
+// before it receives (ncclTransportP2pSetup, src/transport.cc: bootstrapSend then bootstrapRecv,
+// 178-188 in v2.28.9). A send to a peer whose process is gone finds no listener: its connect
+// gets ECONNREFUSED, retried NCCL_SOCKET_RETRY_CNT times (34) with a sleep growing by
+// NCCL_SOCKET_RETRY_SLEEP_MSEC (100 ms) each time, then fails with ncclRemoteError
+// (socketConnectCheck, src/misc/socket.cc, 571-595): about a minute by default. A peer that
+// lives and never connects is waited for until the abort flag is set (bootstrapRecv).
+Connect connectWith(c10d::Store& store, SimComm& comm, const std::string& key, int peer) {
+  std::string pidKey = comm.id + "/pid/" + std::to_string(peer);
+  int peerPid = 0;
+  auto pause = std::chrono::microseconds(100);
+  auto lastLook = std::chrono::steady_clock::now();
+  while (!store.check({key})) {
+    if (comm.aborted.load()) return Connect::Aborted;
+    if (std::chrono::steady_clock::now() - lastLook > std::chrono::milliseconds(20)) {
+      lastLook = std::chrono::steady_clock::now();
+      if (!peerPid && store.check({pidKey})) {
+        std::vector<uint8_t> bytes = store.get(pidKey);
+        peerPid = std::atoi(std::string(bytes.begin(), bytes.end()).c_str());
+      }
+      if (peerPid && processGone(peerPid)) {
+        long retries = environmentOr("NCCL_SOCKET_RETRY_CNT", 34);
+        long sleepMs = environmentOr("NCCL_SOCKET_RETRY_SLEEP_MSEC", 100);
+        auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(sleepMs * retries * (retries + 1) / 2);
+        while (std::chrono::steady_clock::now() < until) {
+          if (comm.aborted.load()) return Connect::Aborted;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        return Connect::PeerGone;
+      }
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+  return Connect::Made;
+}
+
 // NCCL allows one thread at a time to operate a communicator (user guide, "Thread Safety": no
 // NCCL operations on a single communicator in parallel from several threads), and
 // ncclCommAbort frees the communicator a call on another thread may still use (commReclaim,
@@ -257,6 +320,8 @@ ncclResult_t SimNcclApi::commInitRankConfig(ncclComm_t* comm, int nranks, ncclUn
   // Every member announces itself under the id and waits for the others: members holding
   // different ids wait on different names until the store gives up.
   auto rendezvous = [store = store_, sim] {
+    std::string pid = std::to_string(getpid());  // where its bootstrap listens, for connectWith
+    store->set(sim->id + "/pid/" + std::to_string(sim->rank), std::vector<uint8_t>(pid.begin(), pid.end()));
     store->set(sim->id + "/init/" + std::to_string(sim->rank), std::vector<uint8_t>{1});
     std::vector<std::string> keys;
     for (int r = 0; r < sim->size; ++r) keys.push_back(sim->id + "/init/" + std::to_string(r));
@@ -415,7 +480,7 @@ ncclResult_t SimNcclApi::connectAndQueue(const std::vector<Op>& ops) {
 ncclResult_t SimNcclApi::connect(const std::vector<Op>& ops) {
   struct Pending {
     SimComm* comm;
-    std::vector<std::string> awaited;
+    std::vector<std::pair<std::string, int>> awaited;  // each key with the peer that sets it
   };
   std::vector<Pending> pending;
   c10d::Store& store = *store_;
@@ -428,7 +493,7 @@ ncclResult_t SimNcclApi::connect(const std::vector<Op>& ops) {
       if (op.collective() && !comm.collectivesConnected) {
         comm.collectivesConnected = true;  // once per launch too: a group's collectives connect together
         store.set(base + "coll/" + std::to_string(comm.rank), std::vector<uint8_t>{1});
-        for (int r = 0; r < comm.size; ++r) wait.awaited.push_back(base + "coll/" + std::to_string(r));
+        for (int r = 0; r < comm.size; ++r) wait.awaited.emplace_back(base + "coll/" + std::to_string(r), r);
       }
       if (!op.collective()) {
         std::pair<int, int> direction = op.kind == Op::Send ? std::make_pair(comm.rank, op.root)
@@ -436,14 +501,16 @@ ncclResult_t SimNcclApi::connect(const std::vector<Op>& ops) {
         if (direction.first != direction.second && comm.directionsConnected.insert(direction).second) {
           std::string at = base + "p2p/" + std::to_string(direction.first) + "-" + std::to_string(direction.second) + "/";
           store.set(at + std::to_string(comm.rank), std::vector<uint8_t>{1});
-          wait.awaited.push_back(at + std::to_string(op.root));
+          wait.awaited.emplace_back(at + std::to_string(op.root), op.root);
         }
       }
       if (!wait.awaited.empty()) pending.push_back(std::move(wait));
     }
     for (const Pending& wait : pending) {
-      for (const std::string& key : wait.awaited) {
-        if (!arrived(store, *wait.comm, key)) return ncclSystemError;  // aborted meanwhile
+      for (const auto& [key, peer] : wait.awaited) {
+        Connect made = connectWith(store, *wait.comm, key, peer);
+        if (made == Connect::Aborted) return ncclSystemError;
+        if (made == Connect::PeerGone) return ncclRemoteError;
       }
     }
   } catch (const std::exception&) {
