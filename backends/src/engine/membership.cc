@@ -79,6 +79,11 @@ c10::intrusive_ptr<c10d::Backend> MigrateBackend::shrink(const std::vector<int64
   }
   TORCH_CHECK_VALUE(static_cast<int>(excluded.size()) < size_, "Cannot exclude all ranks from an NCCL communicator");
   TORCH_CHECK(!excluded.count(rank_), "An excluded rank must not call ProcessGroupNCCL::shrink");
+  if (batch_ && aborted_) {
+    // A batch the job could not end: a member raised on the aborted group, and torch's
+    // coalescing manager does not end a batch whose body raised. It can never launch: dropped.
+    abandonBatch(std::make_exception_ptr(std::runtime_error("the group was aborted inside this batch")));
+  }
   TORCH_CHECK(!batch_, "shrink inside a coalescing batch of group '", options_.groupName, "'; end the batch first");
   TORCH_CHECK(store_, "group '", options_.groupName, "' was destroyed; shrink a live group");
   requireReachableStore();

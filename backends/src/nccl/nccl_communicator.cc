@@ -502,7 +502,8 @@ std::unique_ptr<InFlight> NcclCommunicator::endBatch() {
   // The held-back sends and receives meet here: a peer that never comes fails the batch within
   // the timeout, and they are never issued.
   std::exception_ptr failure = batch->failure;
-  if (!failure && !batch->heldBack.empty()) {
+  // (An aborted communicator meets no one: its calls below fail at once.)
+  if (!failure && !batch->heldBack.empty() && !handle_->aborted()) {
     failure = meetBeforeConnecting(Connections{false, batch->heldDirections});
   }
   // Whatever was issued launches as the group closes, failed batch or not (an NCCL group must

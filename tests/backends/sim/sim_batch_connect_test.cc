@@ -333,6 +333,37 @@ TEST(SimulatedConnect, AConnectToAPeerWhoseProcessIsGoneFailsAfterTheSocketRetri
             "");
 }
 
+#if NCCL_MIGRATE_TORCH_HAS_SHRINK
+// A batch whose member raised on the aborted group is never ended by torch's coalescing manager
+// (the body raised); shrink drops it rather than refusing, so the survivors can go on.
+TEST(BatchConnect, ShrinkDropsABatchLeftOpenOnAnAbortedGroup) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto pg = simBackend(ctx, rewritten(), std::chrono::seconds(5));
+                       std::vector<at::Tensor> t{at::ones({4})};
+                       pg->allreduce(t, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::seconds(10));
+                       if (ctx.rank == 1) return;
+                       pg->abort();
+                       std::vector<at::Tensor> out{at::ones({4})};
+                       pg->startCoalescing();
+                       bool raised = false;
+                       try {
+                         pg->send(out, 1, 0);
+                       } catch (const c10::DistBackendError&) {
+                         raised = true;  // the job's coalescing manager now leaves the batch open
+                       }
+                       check(raised, "a send on the aborted group did not raise");
+                       auto child = pg->shrink({1}, /*SHRINK_ABORT*/ 1, nullptr);
+                       check(child != nullptr, "shrink gave no group");
+                       std::vector<at::Tensor> u{at::full({4}, 3.0)};
+                       child->allreduce(u, allreduceWith(c10d::ReduceOp::SUM))->wait(std::chrono::seconds(10));
+                       expectEqual(u[0], at::full({4}, 3.0), "the shrunk group's all_reduce");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+#endif
+
 // A FileStore's own wait returns on a whole second past its timeout (a wait of 1000 ms takes
 // 2 s), past the meeting's grace: the meeting keeps its own time, so a member that never comes is
 // named as missing, not taken for a store that stopped answering.
