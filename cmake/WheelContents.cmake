@@ -1,15 +1,13 @@
 # What a wheel holds (scikit-build-core installs these into it; pyproject.toml): the nccl-migrate
 # binary as the console command, Clang's builtin headers where that binary looks for them, and
-# the nccl_migrate package with its native modules built against this build's torch.
+# the nccl_migrate package with its native modules built against this build's torch. A build
+# without the lint side gets a command that runs the torch-side commands alone instead.
 
-# The [torch] extra pins one torch release; native modules built against another would not load.
-file(STRINGS "${PROJECT_SOURCE_DIR}/pyproject.toml" _torch_pin REGEX "^torch = \\[\"torch==")
-string(REGEX REPLACE "^torch = \\[\"torch==([^\"]+)\".*" "\\1" _torch_pin "${_torch_pin}")
-string(REGEX REPLACE "\\+.*" "" _torch_release "${NCCL_MIGRATE_TORCH_VERSION}")
-if(NCCL_MIGRATE_BUILD_BACKENDS AND NOT _torch_release STREQUAL _torch_pin)
-  message(FATAL_ERROR "nccl-migrate: this build environment has torch ${NCCL_MIGRATE_TORCH_VERSION}, but pyproject.toml's "
-                      "[torch] extra pins torch==${_torch_pin}; build in an environment with torch==${_torch_pin} "
-                      "(tools/wheel.sh uses .venv), or change the pin")
+# The [torch] extra admits a range of torch releases; a build against a torch outside it would
+# make a package that pip then installs next to a torch it was never built for.
+include(TorchRange)
+if(NCCL_MIGRATE_BUILD_BACKENDS)
+  nccl_migrate_check_torch_range("${NCCL_MIGRATE_TORCH_VERSION}")
 endif()
 
 if(NCCL_MIGRATE_BUILD_LINT)
@@ -23,6 +21,8 @@ if(NCCL_MIGRATE_BUILD_LINT)
   install(TARGETS nccl_migrate_lint_cpp LIBRARY DESTINATION "${SKBUILD_DATA_DIR}/${NCCL_MIGRATE_LINT_CPP_MODULE_DIR}")
   install(DIRECTORY "${NCCL_MIGRATE_CLANG_RESOURCE_DIR}/include"
           DESTINATION "${SKBUILD_DATA_DIR}/share/nccl-migrate/clang")
+else()
+  include(TorchSideCommand)
 endif()
 
 set(_python_source "${PROJECT_SOURCE_DIR}/python")

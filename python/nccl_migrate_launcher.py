@@ -33,9 +33,10 @@ def torch_problem() -> str | None:
             built_for = json.load(f)["torch"]
     except (OSError, ValueError, KeyError):
         return (f"this nccl-migrate has no torch-side native modules ({info_path} is missing): it is the lint "
-                "wheel, built without torch; the torch side comes as a wheel built for one CPython and one torch "
-                "(docs/install.md says which): there, pip install \"nccl-migrate[torch]\" --force-reinstall; elsewhere, in a "
-                "source tree run tools/build.sh")
+                "wheel; the torch side is a wheel for CPython 3.11 with torch 2.15, elsewhere it builds from the sdist "
+                "against the torch here (docs/install.md): pip uninstall -y nccl-migrate && pip install scikit-build-core "
+                "cmake ninja \"cuda-toolkit[crt,cccl]\" && pip install --no-build-isolation --no-binary nccl-migrate "
+                "\"nccl-migrate[torch]\"; in a source tree run tools/build.sh")
     if importlib.util.find_spec("torch") is None:
         return (f"torch is not installed for {sys.executable}; these commands need torch {built_for}: "
                 f"pip install \"nccl-migrate[torch]\"")
@@ -45,8 +46,10 @@ def torch_problem() -> str | None:
         return None  # a torch without metadata (a source checkout): let the import decide
     if _release(installed) != _release(built_for):
         return (f"this nccl-migrate was built for torch {built_for}, but {sys.executable} has torch {installed}: "
-                f"pip install \"nccl-migrate[torch]\" (installs torch {_release(built_for)}), or install a "
-                f"nccl-migrate built for torch {installed}")
+                f"rebuild it against this torch: {sys.executable} -m pip install scikit-build-core cmake ninja "
+                f"\"cuda-toolkit[crt,cccl]\" && {sys.executable} -m pip install --no-build-isolation --no-binary "
+                f"nccl-migrate --no-cache-dir --force-reinstall --no-deps nccl-migrate; or install torch "
+                f"{_release(built_for)}")
     return None
 
 

@@ -13,8 +13,9 @@
 #  2. the torch wheel (cp<py>-cp<py>-*): a fresh venv with the [torch] extra, torch 2.15.0 taken
 #     from .venv without downloading or
 #     copying it (a .pth names a folder of links to torch and its dependencies, so pip sees them
-#     installed): `nccl-migrate doctor`, a two-rank CPU `ab` of the example job, and the message
-#     for a torch other than the one the wheel was built for.
+#     installed): `nccl-migrate doctor`, a two-rank CPU `ab` of the example job, and the messages
+#     of the command and of `import nccl_migrate` for a torch other than the one the wheel was
+#     built for.
 #  3. the lint wheel in the pre-commit hook and the GitHub Action (tests/dist/).
 # Output of pip goes to build/logs/check-wheel.log; auditwheel comes from PyPI into its own venv,
 # build/check-wheel-tools (made once).
@@ -217,6 +218,16 @@ status=$?
 set -e
 [[ $status -eq 2 && $out == *"built for torch 2.14.0"*"torch 2.15.0"* ]] || fail "doctor with another torch: got $status: $out"
 say "another torch: $out"
+# The package itself, imported by a job: an ImportError naming both torches and the rebuild, and
+# the module built for the other torch never loaded.
+set +e
+out=$("$work/torch/bin/python" -c 'import nccl_migrate' 2>&1)
+status=$?
+set -e
+last=$(tail -n 1 <<<"$out")
+[[ $status -eq 1 && $last == "ImportError: "*"built for torch 2.14.0"*"torch 2.15.0"*"--no-build-isolation --no-binary nccl-migrate"* ]] ||
+  fail "import nccl_migrate with another torch: wanted an ImportError naming both torches and the rebuild, got $status: $out"
+say "another torch, import nccl_migrate: ${last:0:160}..."
 
 # --- 3. integrations ---------------------------------------------------------------------------
 bash tests/dist/pre_commit_hook.sh "$wheel" "$root/.venv/bin/python"

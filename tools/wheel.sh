@@ -7,11 +7,13 @@
 #   - the torch wheel, nccl_migrate-*-cp<py>-cp<py>-linux_x86_64.whl: the same plus the native
 #     modules built against .venv's torch (torch==2.15.0) for .venv's Python; pip prefers it to the
 #     lint wheel on that Python;
-#   - the sdist.
+#   - the sdist, which users build against their own torch (2.11 to 2.15, any Python):
+#     pip install --no-build-isolation --no-binary nccl-migrate "nccl-migrate[torch]".
 #   tools/wheel.sh [--lint-only]     (--lint-only: the lint wheel alone, no torch needed)
 # scikit-build-core over the top-level CMake (pyproject.toml), without build isolation (the torch
-# wheel must be built against torch==2.15.0, which .venv has; an isolated build would download
-# it). Both wheels build incrementally in build/wheel: the torch wheel reuses the lint wheel's
+# wheel is built against .venv's torch; an isolated build has none). Both sides are asked for by
+# name: a wheel build otherwise makes what the machine allows (cmake/BuildSides.cmake), and a
+# release wheel must not lose its lint to a missing LLVM. Both wheels build incrementally in build/wheel: the torch wheel reuses the lint wheel's
 # objects and compiles only the torch side. Build output goes to build/logs/wheel.log.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +44,7 @@ torch_tag=$("$python" -c 'from packaging import tags; t = next(tags.sys_tags());
 build_wheel() {
   echo "[wheel] building the wheel $1 (log: $log)"
   "$python" -m pip wheel --no-build-isolation --no-deps --progress-bar off --wheel-dir dist \
-    -C build-dir=build/wheel -C "wheel.tags=$1" -C "cmake.define.NCCL_MIGRATE_BUILD_BACKENDS=$2" . >>"$log" 2>&1 ||
+    -C build-dir=build/wheel -C "wheel.tags=$1" -C cmake.define.NCCL_MIGRATE_BUILD_LINT=ON -C "cmake.define.NCCL_MIGRATE_BUILD_BACKENDS=$2" . >>"$log" 2>&1 ||
     fail "building the wheel $1 failed"
 }
 

@@ -42,7 +42,11 @@ inline backends::GlooBackendMaker glooMakerFrom(py::function make) {
   auto callable = std::shared_ptr<py::function>(new py::function(std::move(make)), [](py::function* f) {
     // A non-Python thread taking the GIL during interpreter shutdown is ended by Python
     // mid-destructor; the callable is not worth that: leave it to the dying interpreter.
+#if PY_VERSION_HEX >= 0x030D0000  // Python 3.13 made Py_IsFinalizing public and removed _Py_IsFinalizing
+    if (!Py_IsInitialized() || Py_IsFinalizing()) return;
+#else
     if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+#endif
     py::gil_scoped_acquire gil;
     delete f;
   });
