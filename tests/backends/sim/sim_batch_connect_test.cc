@@ -303,9 +303,9 @@ TEST(BatchConnect, AMemberArrivingAfterItsPeerGaveUpFailsWithinItsTimeout) {
 // The simulated NCCL's connect to a peer whose process is gone fails with ncclRemoteError once
 // NCCL's socket retries are spent (NCCL_SOCKET_RETRY_CNT, NCCL_SOCKET_RETRY_SLEEP_MSEC), as
 // NCCL's bootstrap send to a listener that is gone does (docs/simulated-nccl.md); not before.
-TEST(SimulatedConnect, AConnectToAPeerWhoseProcessIsGoneFailsAfterTheSocketRetries) {
+void aConnectToAPeerThatIsNotListeningFails(bool peerProcessLives) {
   EXPECT_EQ(runRanks(2,
-                     [](RankContext& ctx) {
+                     [peerProcessLives](RankContext& ctx) {
                        setenv("NCCL_SOCKET_RETRY_CNT", "3", 1);
                        setenv("NCCL_SOCKET_RETRY_SLEEP_MSEC", "200", 1);  // 200 + 400 + 600 ms
                        auto seams = simulatedSeams(ctx.store);
@@ -316,13 +316,19 @@ TEST(SimulatedConnect, AConnectToAPeerWhoseProcessIsGoneFailsAfterTheSocketRetri
                        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
                        ncclComm_t comm = nullptr;
                        check(api.commInitRankConfig(&comm, 2, id, ctx.rank, &config) == ncclSuccess, "init");
-                       if (ctx.rank == 1) return;  // its process ends without connecting
+                       if (ctx.rank == 1) {
+                         if (!peerProcessLives) return;  // its process ends without connecting
+                         check(api.commAbort(comm) == ncclSuccess, "abort");  // its listener closes
+                         ctx.store->wait({"rank 0 done"}, std::chrono::seconds(25));
+                         return;
+                       }
                        auto stream = SimRuntime::instance()->makeWorkerStream("comm");
                        at::Tensor t = at::ones({4});
                        auto started = std::chrono::steady_clock::now();
                        ncclResult_t result = api.allReduce(t.data_ptr(), t.data_ptr(), 4, ncclFloat32, ncclSum, comm,
                                                            static_cast<cudaStream_t>(static_cast<void*>(stream.get())));
                        auto took = std::chrono::steady_clock::now() - started;
+                       ctx.store->set("rank 0 done", std::vector<uint8_t>{1});
                        check(result == ncclRemoteError, "the connect returned " + std::to_string(result));
                        check(took >= std::chrono::milliseconds(1200), "failed after " + std::to_string(secondsOf(took)) +
                                                                           " s, before the socket retries were spent");
@@ -331,6 +337,15 @@ TEST(SimulatedConnect, AConnectToAPeerWhoseProcessIsGoneFailsAfterTheSocketRetri
                      },
                      std::chrono::seconds(30)),
             "");
+}
+
+TEST(SimulatedConnect, AConnectToAPeerWhoseProcessIsGoneFailsAfterTheSocketRetries) {
+  aConnectToAPeerThatIsNotListeningFails(false);
+}
+
+// A peer that aborted its communicator closed its bootstrap listener: refused the same way.
+TEST(SimulatedConnect, AConnectToAPeerThatAbortedItsCommunicatorFailsAfterTheSocketRetries) {
+  aConnectToAPeerThatIsNotListeningFails(true);
 }
 
 #if NCCL_MIGRATE_TORCH_HAS_SHRINK

@@ -177,7 +177,8 @@ enum class Connect { Made, Aborted, PeerGone };
 // gets ECONNREFUSED, retried NCCL_SOCKET_RETRY_CNT times (34) with a sleep growing by
 // NCCL_SOCKET_RETRY_SLEEP_MSEC (100 ms) each time, then fails with ncclRemoteError
 // (socketConnectCheck, src/misc/socket.cc, 571-595): about a minute by default. A peer that
-// lives and never connects is waited for until the abort flag is set (bootstrapRecv).
+// lives and never connects is waited for until the abort flag is set (bootstrapRecv); one that
+// freed its communicator (abort or destroy) closed its listener, and is refused the same way.
 Connect connectWith(c10d::Store& store, SimComm& comm, const std::string& key, int peer) {
   std::string pidKey = comm.id + "/pid/" + std::to_string(peer);
   int peerPid = 0;
@@ -191,7 +192,8 @@ Connect connectWith(c10d::Store& store, SimComm& comm, const std::string& key, i
         std::vector<uint8_t> bytes = store.get(pidKey);
         peerPid = std::atoi(std::string(bytes.begin(), bytes.end()).c_str());
       }
-      if (peerPid && processGone(peerPid)) {
+      bool listenerClosed = store.check({comm.id + "/closed/" + std::to_string(peer)});
+      if (listenerClosed || (peerPid && processGone(peerPid))) {
         long retries = environmentOr("NCCL_SOCKET_RETRY_CNT", 34);
         long sleepMs = environmentOr("NCCL_SOCKET_RETRY_SLEEP_MSEC", 100);
         auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(sleepMs * retries * (retries + 1) / 2);
@@ -350,12 +352,25 @@ ncclResult_t SimNcclApi::commGetAsyncError(ncclComm_t comm, ncclResult_t* state)
 
 // ncclCommAbort sets the abort flags first (setCommAbortFlags), so kernels and connects waiting
 // on peers give up, then reclaims the communicator (src/init.cc, ncclCommAbort, 2503 / 3025).
+// Freeing a communicator closes its bootstrap listener (commFree -> bootstrapClose, which closes
+// the listen socket; src/init.cc 282 and src/bootstrap.cc 1195, v2.28.9): a peer connecting to it
+// later is refused, as by a process that is gone (connectWith). Said through the store, when it
+// still answers.
+void SimNcclApi::closeListener(const SimComm& sim) {
+  try {
+    store_->set(sim.id + "/closed/" + std::to_string(sim.rank), std::vector<uint8_t>{1});
+  } catch (const std::exception&) {
+    // the store is gone too: no peer can be waiting on it
+  }
+}
+
 ncclResult_t SimNcclApi::commAbort(ncclComm_t comm) {
   OneThreadAtATime inside(comm, "ncclCommAbort");
   SimComm* sim = live(comm, "ncclCommAbort");
   if (!sim) return ncclInvalidArgument;
   sim->aborted = true;  // ops waiting on peers give up
   sim->freed = true;
+  closeListener(*sim);
   runtime_->usedBytes -= kCommunicatorBytes;
   return ncclSuccess;
 }
@@ -371,6 +386,7 @@ ncclResult_t SimNcclApi::commDestroy(ncclComm_t comm) {
   if (!sim) return ncclInvalidArgument;
   while (sim->queued.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   sim->freed = true;
+  closeListener(*sim);
   runtime_->usedBytes -= kCommunicatorBytes;
   return ncclSuccess;
 }

@@ -96,6 +96,8 @@ class SimNcclApi final : public backends::nccl::NcclApi, public std::enable_shar
   // NCCL's group launch: connects what the ops need first, then queues them on their streams; in
   // nonblocking mode on a thread of its own, answering ncclInProgress.
   ncclResult_t launch(std::vector<Op> ops);
+  // Says in the store that this rank's bootstrap listener for `sim` is closed.
+  void closeListener(const SimComm& sim);
   ncclResult_t connectAndQueue(const std::vector<Op>& ops);
   // Queues ops that launch together on `stream`; their communicators count them until it ran them.
   void queue(SimStream* stream, std::vector<Op> ops);
