@@ -33,10 +33,11 @@ def torch_problem() -> str | None:
             built_for = json.load(f)["torch"]
     except (OSError, ValueError, KeyError):
         return (f"this nccl-migrate has no torch-side native modules ({info_path} is missing): it is the lint "
-                "wheel; the torch side is a wheel for CPython 3.11 with torch 2.15, elsewhere it builds from the sdist "
-                "against the torch here (docs/install.md): pip uninstall -y nccl-migrate && pip install scikit-build-core "
-                "cmake ninja \"cuda-toolkit[crt,cccl]\" && pip install --no-build-isolation --no-binary nccl-migrate "
-                "\"nccl-migrate[torch]\"; in a source tree run tools/build.sh")
+                "wheel; on CPython 3.11 with torch 2.15: pip install \"nccl-migrate[torch]\" --force-reinstall; "
+                "elsewhere the torch side builds from the sdist against the torch here (docs/install.md): pip "
+                "uninstall -y nccl-migrate && pip install scikit-build-core cmake ninja \"cuda-toolkit[crt,cccl]\" && "
+                "pip install --no-build-isolation --no-binary nccl-migrate \"nccl-migrate[torch]\"; in a source tree "
+                "run tools/build.sh")
     if importlib.util.find_spec("torch") is None:
         return (f"torch is not installed for {sys.executable}; these commands need torch {built_for}: "
                 f"pip install \"nccl-migrate[torch]\"")
