@@ -407,6 +407,30 @@ TEST(MemberMeeting, AMissingMemberIsNamedAtAWholeSecondTimeoutOverAFileStore) {
   EXPECT_LT(took, timeout + backends::kMeetingAnswerGrace) << secondsOf(took) << " s";
 }
 
+// A nonblocking simulated communicator of two ranks named `name`: init answers ncclInProgress.
+ncclComm_t nonblockingInit(SimNcclApi& api, const char* name, int rank) {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  std::strcpy(id.internal, name);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  check(api.commInitRankConfig(&comm, 2, id, rank, &config) == ncclInProgress,
+        "a nonblocking init answers ncclInProgress");
+  return comm;
+}
+
+// Polls `comm` until its init is no longer in progress (10 s at most); NCCL's state then.
+ncclResult_t initOutcome(SimNcclApi& api, ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (state == ncclInProgress && std::chrono::steady_clock::now() < until) {
+    check(api.commGetAsyncError(comm, &state) == ncclSuccess, "ncclCommGetAsyncError");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return state;
+}
+
 // An abort that finds another thread holding the communicator (here, waiting for a nonblocking
 // init that rank 1 completes late) leaves the freeing to that thread, which frees it as it lets
 // go: ncclCommAbort is called once the wait returns, never beside it, and not only when the
@@ -416,26 +440,13 @@ TEST(CommHandleAbort, AnAbortLeftToAThreadWaitingForInitIsDoneWhenItLetsGo) {
                      [](RankContext& ctx) {
                        auto seams = simulatedSeams(ctx.store);
                        auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
-                       ncclUniqueId id;
-                       std::memset(&id, 0, sizeof(id));
-                       std::strcpy(id.internal, "late-init");
-                       ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-                       config.blocking = 0;
-                       ncclComm_t comm = nullptr;
                        if (ctx.rank == 1) {
                          ctx.store->wait({"aborted"}, std::chrono::seconds(25));
-                         check(api->commInitRankConfig(&comm, 2, id, 1, &config) == ncclInProgress, "late init");
-                         ncclResult_t state = ncclInProgress;
-                         auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                         while (state == ncclInProgress && std::chrono::steady_clock::now() < until) {
-                           check(api->commGetAsyncError(comm, &state) == ncclSuccess, "ncclCommGetAsyncError");
-                           std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                         }
-                         check(state == ncclSuccess, "rank 1's init did not complete");
+                         ncclComm_t late = nonblockingInit(*api, "late-init", 1);
+                         check(initOutcome(*api, late) == ncclSuccess, "rank 1's init did not complete");
                          return;
                        }
-                       check(api->commInitRankConfig(&comm, 2, id, 0, &config) == ncclInProgress,
-                             "a nonblocking init answers ncclInProgress");
+                       ncclComm_t comm = nonblockingInit(*api, "late-init", 0);
                        auto handle = std::make_shared<backends::nccl::CommHandle>(seams->api, comm, "pg", 0, "sim:0",
                                                                                   /*nonblocking=*/true);
                        std::atomic<bool> waitReturned{false};
@@ -473,24 +484,12 @@ TEST(CommHandleAbort, APollDoesNotWaitBehindAHolderAnAbortWasLeftTo) {
                      [](RankContext& ctx) {
                        auto seams = simulatedSeams(ctx.store);
                        auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
-                       ncclUniqueId id;
-                       std::memset(&id, 0, sizeof(id));
-                       std::strcpy(id.internal, "late-init-poll");
-                       ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-                       config.blocking = 0;
-                       ncclComm_t comm = nullptr;
                        if (ctx.rank == 1) {
                          ctx.store->wait({"polled"}, std::chrono::seconds(25));
-                         check(api->commInitRankConfig(&comm, 2, id, 1, &config) == ncclInProgress, "late init");
-                         ncclResult_t state = ncclInProgress;
-                         auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                         while (state == ncclInProgress && std::chrono::steady_clock::now() < until) {
-                           check(api->commGetAsyncError(comm, &state) == ncclSuccess, "ncclCommGetAsyncError");
-                           std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                         }
+                         (void)initOutcome(*api, nonblockingInit(*api, "late-init-poll", 1));
                          return;
                        }
-                       check(api->commInitRankConfig(&comm, 2, id, 0, &config) == ncclInProgress, "init");
+                       ncclComm_t comm = nonblockingInit(*api, "late-init-poll", 0);
                        auto handle = std::make_shared<backends::nccl::CommHandle>(seams->api, comm, "pg", 0, "sim:0",
                                                                                   /*nonblocking=*/true);
                        std::thread waiter([&] {
