@@ -173,7 +173,8 @@ def memory_over_time(data: dict[str, SideData | None]) -> str:
     lines = []
     for side, d in data.items():
         metas = (d.metas if d else {}).items()
-        origin = min((m.get("started_at") or 0.0 for _, m in metas), default=0.0)
+        # A rank that wrote no start time is placed at the origin; it does not move it.
+        origin = min((m["started_at"] for _, m in metas if m.get("started_at") is not None), default=0.0)
         for rank, meta in sorted(metas):
             shift = (meta.get("started_at") or origin) - origin
             samples = meta.get("memory") or []

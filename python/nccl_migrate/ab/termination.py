@@ -103,6 +103,11 @@ def _end(signum: int, in_main_thread: bool) -> None:
     _die_by(signum, in_main_thread)
 
 
+# How long _die_by waits for its own signal before it exits with the status the signal would have
+# given: a signal is delivered at once unless every thread blocks it.
+SIGNAL_DELIVERY_WAIT = 1.0
+
+
 def _die_by(signum: int, in_main_thread: bool) -> None:
     """Ends this process by ``signum``, as its default action would have, so its launcher sees
     the exit status it sent for."""
@@ -113,7 +118,7 @@ def _die_by(signum: int, in_main_thread: bool) -> None:
         libc.signal.restype, libc.signal.argtypes = ctypes.c_void_p, (ctypes.c_int, ctypes.c_void_p)
         libc.signal(signum, None)  # None: SIG_DFL
     os.kill(os.getpid(), signum)
-    threading.Event().wait(1.0)  # delivered at once unless blocked in every thread
+    threading.Event().wait(SIGNAL_DELIVERY_WAIT)
     os._exit(128 + signum)
 
 

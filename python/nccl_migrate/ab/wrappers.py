@@ -24,7 +24,10 @@ def _binder(fn):
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
     def bind(args, kwargs) -> dict:
-        if len(args) > len(names) or any(k not in signature.parameters for k in kwargs):
+        # Too many positionals, an unknown keyword, or one given by position and keyword both:
+        # inspect's bind raises the TypeError the call itself would.
+        if (len(args) > len(names) or any(k not in signature.parameters for k in kwargs)
+                or any(name in kwargs for name in names[:len(args)])):
             return signature.bind(*args, **kwargs).arguments  # let torch's own error surface
         arguments = dict(zip(names, args))
         arguments.update(kwargs)

@@ -46,9 +46,10 @@ def test_the_start_time_is_the_processs_own():
         child.wait()
 
 
-def _ended_at_the_deadline(monkeypatch, rank_start_ticks):
+def _ended_at_the_deadline(monkeypatch, rank_start_ticks, patience):
     """Runs _end on a launcher that outlives its grace (its wait times out once) and a rank in a
-    session of its own, seen at the deadline with `rank_start_ticks`; whether the rank was killed."""
+    session of its own, seen at the deadline with `rank_start_ticks`; whether the rank ended within
+    `patience` seconds after _end returned (its SIGKILL, if any, was sent before that)."""
     from nccl_migrate import launch
 
     launcher = subprocess.Popen(["sleep", "60"], start_new_session=True)
@@ -67,7 +68,7 @@ def _ended_at_the_deadline(monkeypatch, rank_start_ticks):
         seen = RunningProcess(rank.pid, 0, False, _stat(rank.pid)[2] if rank_start_ticks is None else rank_start_ticks)
         launch._end(launcher, [seen])
         try:
-            rank.wait(timeout=5)
+            rank.wait(timeout=patience)
             return True
         except subprocess.TimeoutExpired:
             return False
@@ -80,9 +81,11 @@ def _ended_at_the_deadline(monkeypatch, rank_start_ticks):
 
 
 def test_a_rank_still_the_one_seen_is_killed_past_the_grace(monkeypatch):
-    assert _ended_at_the_deadline(monkeypatch, None)
+    assert _ended_at_the_deadline(monkeypatch, None, patience=5)
 
 
 def test_a_pid_that_names_another_process_by_then_is_left_alone(monkeypatch):
     # The same pid, but its start time is not the one seen at the deadline: another process now.
-    assert not _ended_at_the_deadline(monkeypatch, 1)
+    # A SIGKILL sent before _end returned ends a sleeping process within microseconds: a second
+    # after, it would long be gone.
+    assert not _ended_at_the_deadline(monkeypatch, 1, patience=1)

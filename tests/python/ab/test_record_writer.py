@@ -77,10 +77,15 @@ def test_a_digest_the_gpu_never_delivers_is_named_at_close_within_the_patience(t
 def test_a_stuck_stream_holds_records_back_for_the_patience_only(tmp_path, monkeypatch):
     monkeypatch.setattr(recorder_threads, "GPU_DIGEST_PATIENCE", 0.3)
     writer = RecordWriter(claim(str(tmp_path / "r.jsonl")))
+    put_at = time.monotonic()
     writer.put({"seq": 0, "in": "a", "out": StreamNotThereYet()})  # behind a hung op
     writer.put({"seq": 1, "in": "c", "out": "d"})
-    time.sleep(1.0)  # the job is still running: nothing has closed the writer
+    # The job is still running: nothing has closed the writer. Both records are on disk within a
+    # second, and not before the first one's patience ran out.
+    while len(lines(tmp_path / "r.jsonl")) < 2 and time.monotonic() < put_at + 1.0:
+        time.sleep(0.01)
     first, second = lines(tmp_path / "r.jsonl")
+    assert time.monotonic() - put_at >= 0.3
     assert first["out"] is None and first["digests_unfinished"] == ["out"] and second["seq"] == 1
     writer.close()
 

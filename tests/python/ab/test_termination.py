@@ -191,6 +191,7 @@ def test_dying_by_the_signal_restores_its_default_action_then_sends_it(clean, mo
     monkeypatch.setattr(termination.os, "kill", lambda pid, signum: sent.append((pid, signum,
                                                                                  signal.getsignal(signum))))
     monkeypatch.setattr(termination.os, "_exit", _exit)
+    monkeypatch.setattr(termination, "SIGNAL_DELIVERY_WAIT", 0.01)  # os.kill is stood in for: nothing arrives
     signal.signal(signal.SIGTERM, termination._in_main_thread)
     with pytest.raises(Exited):
         termination._die_by(signal.SIGTERM, in_main_thread=True)
@@ -284,6 +285,7 @@ def test_a_watcher_thread_restores_the_default_action_through_the_c_library(clea
 
     monkeypatch.setattr(termination.os, "kill", lambda pid, signum: sent.append((pid, signum, _disposition(signum))))
     monkeypatch.setattr(termination.os, "_exit", _exit)
+    monkeypatch.setattr(termination, "SIGNAL_DELIVERY_WAIT", 0.01)  # os.kill is stood in for: nothing arrives
     signal.signal(signal.SIGTERM, termination._in_main_thread)  # Python's C handler in place
     assert _disposition(signal.SIGTERM) is not None
     signal.signal(signal.SIGTERM, termination._in_main_thread)
