@@ -69,6 +69,12 @@ def mismatch_message(built_for: str, running: str, detail: str = "") -> str:
     return f"{what}. To fix: {rebuild_command()}{alternative}"
 
 
+def _module_file_present() -> bool:
+    """Whether the native module's file (_C.<platform tag>.so) is beside this one."""
+    directory = os.path.dirname(BUILD_INFO)
+    return any(name.startswith("_C.") and name.endswith(".so") for name in os.listdir(directory))
+
+
 def _load():
     built_for = built_for_torch()
     running = torch.__version__
@@ -77,7 +83,9 @@ def _load():
     try:
         from . import _C
     except ImportError as error:
-        if built_for is None:
+        # The build records torch_build.json when it configures, before the module links: a
+        # directory with the record and no module is an unfinished build, not another ABI.
+        if built_for is None or not _module_file_present():
             raise ImportError(
                 f"nccl_migrate's native module is not built ({error}). "
                 "Build it with tools/build.sh (or cmake --build build) first."
