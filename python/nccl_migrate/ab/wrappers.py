@@ -22,11 +22,14 @@ def _binder(fn):
     signature = inspect.signature(fn)
     names = [p.name for p in signature.parameters.values()
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    keywords = {p.name for p in signature.parameters.values()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
     def bind(args, kwargs) -> dict:
-        # Too many positionals, an unknown keyword, or one given by position and keyword both:
-        # inspect's bind raises the TypeError the call itself would.
-        if (len(args) > len(names) or any(k not in signature.parameters for k in kwargs)
+        # Too many positionals, a keyword the function does not take by name (unknown, positional-
+        # only, or for its **kwargs), or one given by position and keyword both: inspect's bind
+        # binds it or raises the TypeError the call itself would.
+        if (len(args) > len(names) or any(k not in keywords for k in kwargs)
                 or any(name in kwargs for name in names[:len(args)])):
             return signature.bind(*args, **kwargs).arguments  # let torch's own error surface
         arguments = dict(zip(names, args))

@@ -126,6 +126,9 @@ def test_a_call_the_fast_path_cannot_bind_is_bound_by_inspect_or_refused_as_torc
     # not bound with the keyword's value over the position's.
     with pytest.raises(TypeError, match="multiple values for argument 'op'"):
         bind((1, "max"), {"op": "sum"})
+    # A positional-only parameter given by keyword is refused too, not bound by its name.
+    with pytest.raises(TypeError, match="positional only"):
+        _binder(_positional_only)((), {"tensor": 1, "dst": 2})
 
 
 # --- an op's wrapper ---------------------------------------------------------------------------
