@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import concurrent.futures
 import json
 import os
 import re
@@ -50,6 +51,13 @@ TARGET = 0.90
 KILLED = {"killed", "timeout", "segfault"}
 SURVIVED = {"survived", "no tests", "suspicious"}
 NOT_RUN = {"not checked", "check was interrupted by user"}
+
+
+# The mutmut runs in progress (modules run side by side, each from a thread of its own): an
+# interrupted run ends each one's process group.
+_LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
 
 
 class UsageError(Exception):
@@ -247,8 +255,12 @@ def run_mutmut(name: str, work: str, jobs: int, log_path: str, patterns: list[st
     os.makedirs(env["PYTHONPATH"], exist_ok=True)
     env.pop("MUTANT_UNDER_TEST", None)
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *patterns], cwd=work,
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with _LIVE_LOCK:
+            if _STOPPING.is_set():
+                raise RuntimeError("interrupted before mutmut started")
+            proc = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *patterns],
+                                    cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            _LIVE.add(proc)
         watcher = threading.Thread(target=_report_progress, args=(name, work, proc), daemon=True)
         watcher.start()
         try:
@@ -256,6 +268,11 @@ def run_mutmut(name: str, work: str, jobs: int, log_path: str, patterns: list[st
         except BaseException:
             _end_group(proc)
             raise
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+    if _STOPPING.is_set():
+        raise RuntimeError("interrupted")
     if returncode != 0:
         with open(log_path, errors="replace") as f:
             tail = "".join(f.readlines()[-25:])
@@ -377,6 +394,9 @@ def apply_equivalents(result: ModuleResult, equivalents: list[dict]) -> None:
 
 def check_module(name: str, entry: dict, jobs: int, equivalents: list[dict], keep: bool) -> ModuleResult:
     result = ModuleResult(name=name, path=os.path.relpath(source_of(name), ROOT))
+    if _STOPPING.is_set():
+        result.error = "interrupted before it started"
+        return result
     started = time.monotonic()
     os.makedirs(SCRATCH, exist_ok=True)
     work = tempfile.mkdtemp(prefix=name.replace("/", ".") + "-", dir=SCRATCH)
@@ -486,6 +506,28 @@ def choose(args: argparse.Namespace, mapping: dict[str, dict]) -> list[str]:
     return list(mapping)
 
 
+def run_modules(names: list[str], mapping: dict[str, dict], args: argparse.Namespace,
+                equivalents: list[dict]) -> list[ModuleResult] | None:
+    """Each module checked, `args.modules_at_once` side by side, results in the mapping's order;
+    None when interrupted (every mutmut run ended, every work directory removed)."""
+    def one(k: int, name: str) -> ModuleResult:
+        say(f"module {k} of {len(names)}: {name}")
+        return check_module(name, mapping[name], args.jobs, equivalents, args.keep)
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.modules_at_once)
+    futures = [pool.submit(one, k, name) for k, name in enumerate(names, 1)]
+    try:
+        return [f.result() for f in futures]
+    except KeyboardInterrupt:
+        _STOPPING.set()
+        with _LIVE_LOCK:
+            for proc in list(_LIVE):
+                _end_group(proc)
+        return None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # each running module removes its directory
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     chosen = parser.add_mutually_exclusive_group()
@@ -495,16 +537,21 @@ def main(argv: list[str]) -> int:
                         help="only the modules whose source or tests differ from --base (and untracked files)")
     parser.add_argument("--base", metavar="REV", help="with --changed: the revision to compare with (default HEAD)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
-    # Three on this 2-core machine: many tests wait on threads, timers or child processes, so two
-    # workers leave the cores idle much of the time (ab/recorder_threads: 96 s with 2, 66 s with 3,
-    # the same mutants killed).
-    parser.add_argument("--jobs", type=int, default=3, help="mutants tested at once (default 3)")
+    # Two modules at a time, two mutants each, on this 2-core machine: a module's start (copying,
+    # torch's import, mutmut's first runs of its tests) is serial, and many tests wait on threads,
+    # timers or child processes; a second module fills the cores meanwhile (tests/README.md has
+    # the timings).
+    parser.add_argument("--jobs", type=int, default=2, help="mutants of one module tested at once (default 2)")
+    parser.add_argument("--modules-at-once", type=int, default=2, metavar="N",
+                        help="modules checked side by side (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep each module's work directory (for debugging)")
     args = parser.parse_args(argv)
     if args.base and not args.changed:
         parser.error("--base goes with --changed")
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
+    if args.modules_at_once < 1:
+        parser.error("--modules-at-once must be at least 1")
     args.base = args.base or "HEAD"
     try:
         mapping = load_mapping()
@@ -522,12 +569,8 @@ def main(argv: list[str]) -> int:
         say(f"no mapped module's source or tests changed since {args.base}")
     stop_on_signals()
     started = time.monotonic()
-    results = []
-    try:
-        for k, name in enumerate(names, 1):
-            say(f"module {k} of {len(names)}: {name}")
-            results.append(check_module(name, mapping[name], args.jobs, equivalents, args.keep))
-    except KeyboardInterrupt:
+    results = run_modules(names, mapping, args, equivalents)
+    if results is None:
         say("interrupted; work directories removed")
         return 130
     say(f"done in {time.monotonic() - started:.0f} s")
