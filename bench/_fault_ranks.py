@@ -30,6 +30,85 @@ ELEMENTS = 1 << 12
 SIGNALS = ("kill", "kill_store", "stop")  # faults the faulty rank's own thread strikes
 DISRUPTIVE = SIGNALS + ("sim_stall", "sim_error")  # the faulty rank leaves the group
 RENDEZVOUS_TIMEOUT = timedelta(seconds=60)  # the launch; the groups have the run's timeout
+# The calls of torch.distributed the workload makes whose own duration is timed (_CallClock).
+# isend and irecv are left as they are: P2POp accepts only torch's own functions; the ring
+# times its calls itself.
+SYNC_CALLS = ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor",
+              "all_to_all_single")
+TIMED_CALLS = SYNC_CALLS + ("batch_isend_irecv",)
+
+
+class _CallClock:
+    """torch.distributed with the workload's op calls timed apart from the waits on their works:
+    how long the longest call of the current op took to return (`longest`) and all its calls
+    together (`total`). A call that returns only after the group's timeout blocked where no
+    work yet existed for the watchdog to fail: inside NCCL's connect, in blocking mode, waiting
+    for a peer that met and then stopped (docs/backends.md). A wait on a work past the timeout is
+    what the watchdog must always fail. The judge tells the two apart by these times.
+
+    A synchronous collective is made as torch makes it, the call and then its work's wait, with
+    the call alone timed (on the simulated device a work's wait blocks the host, so timing the
+    synchronous call would time the wait too). Calls inside a coalescing block only queue (torch
+    issues nothing until the block ends), so they pass through and the block's exit is timed.
+    Not timed: the collectives DDP's model building and reducer make themselves; their time
+    counts as waiting, which can only fail a run, never excuse one."""
+
+    def __init__(self, dist):
+        self._dist = dist
+        self._wrapped: dict = {}
+        self._batching = False
+        self.reset()
+
+    def reset(self) -> None:
+        self.longest = self.total = 0.0
+        self.longest_ended_at = None  # wall clock, comparable with the campaign's fault times
+
+    def timed(self, call):
+        def run(*args, **kwargs):
+            began = time.monotonic()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                took = time.monotonic() - began
+                if took >= self.longest:
+                    self.longest, self.longest_ended_at = took, time.time()
+                self.total += took
+        return run
+
+    def _call_then_wait(self, call):
+        timed = self.timed(call)
+
+        def run(*args, async_op=False, **kwargs):
+            if async_op or self._batching:
+                return call(*args, async_op=async_op, **kwargs)
+            work = timed(*args, async_op=True, **kwargs)
+            if work is not None:  # torch's synchronous path: the call, then its work's wait
+                work.wait()
+            return None
+        return run
+
+    def _coalescing_manager(self, *args, **kwargs):
+        # The batch launches as the block ends: that exit is the call that may connect.
+        manager = self._dist._coalescing_manager(*args, **kwargs)
+        clock = self
+
+        class Timed:
+            def __enter__(self):
+                clock._batching = True
+                return manager.__enter__()
+
+            def __exit__(self, *exc):
+                clock._batching = False
+                return clock.timed(manager.__exit__)(*exc)
+        return Timed()
+
+    def __getattr__(self, name):
+        value = getattr(self._dist, name)
+        if name not in TIMED_CALLS:
+            return value
+        if name not in self._wrapped:
+            self._wrapped[name] = self._call_then_wait(value) if name in SYNC_CALLS else self.timed(value)
+        return self._wrapped[name]
 
 
 @dataclass(frozen=True)
@@ -102,7 +181,8 @@ def _run_op(dist, torch, name: str, index: int, rank: int, world: int, sub, solo
             # communicator under the legacy behaviours, and a ring in which every rank sent first
             # would wait in a circle for its pairs to form (as on torch's legacy NCCL backend).
             ops = [dist.isend, dist.irecv] if rank % 2 == 0 else [dist.irecv, dist.isend]
-            works = [op(mine_t, right) if op is dist.isend else op(out, left) for op in ops]
+            timed = dist.timed if isinstance(dist, _CallClock) else (lambda call: call)
+            works = [timed(op)(mine_t, right) if op is dist.isend else timed(op)(out, left) for op in ops]
         else:
             works = dist.batch_isend_irecv([dist.P2POp(dist.isend, mine_t, right), dist.P2POp(dist.irecv, out, left)])
         for work in works:
@@ -196,13 +276,19 @@ def _recover(dist, torch, plan: RankPlan, hook_ran: threading.Event, result: dic
         shrink["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
         group = None
         if plan.fault == "kill_store" and "store" in shrink["error"]:
-            store, group = _reformed(dist, plan, survivors, shrink)
+            try:
+                store, group = _reformed(dist, plan, survivors, shrink)
+            except Exception as error:  # noqa: BLE001 - a recovery that fails is a finding about it
+                shrink["error"] += f"; re-forming failed: {type(error).__name__}: {str(error).splitlines()[0][:300]}"
     if group is not None:
-        t = torch.full((ELEMENTS,), float(plan.rank + 1))
-        dist.all_reduce(t, group=group)
-        want = float(sum(r + 1 for r in survivors))
-        shrink.update(sum=t[0].item(), want=want, size=group.size())
-        shrink["ok"] = t[0].item() == want and group.size() == len(survivors)
+        try:
+            t = torch.full((ELEMENTS,), float(plan.rank + 1))
+            dist.all_reduce(t, group=group)
+            want = float(sum(r + 1 for r in survivors))
+            shrink.update(sum=t[0].item(), want=want, size=group.size())
+            shrink["ok"] = t[0].item() == want and group.size() == len(survivors)
+        except Exception as error:  # noqa: BLE001
+            shrink["error"] = f"the shrunk group's all_reduce: {type(error).__name__}: {str(error).splitlines()[0][:300]}"
     shrink.setdefault("ok", False)
     shrink["seconds"] = time.time() - started
     result["shrink"] = shrink
@@ -235,8 +321,13 @@ def run_rank(plan: RankPlan) -> None:
     torch.set_num_threads(1)
     # slowest_op: the longest an op took that then succeeded (one blocked past its timeout that
     # succeeded later means the timeout was not enforced).
+    # slowest_wait: the longest an op that succeeded spent outside its calls (waiting on its
+    # works): what the watchdog bounds in every mode.
     result: dict = {"rank": plan.rank, "pid": os.getpid(), "completed_ops": 0,
-                    "slowest_op": {"index": None, "name": None, "seconds": 0.0}}
+                    "slowest_op": {"index": None, "name": None, "seconds": 0.0, "call_seconds": 0.0},
+                    "slowest_wait": {"index": None, "name": None, "seconds": 0.0},
+                    "longest_call": {"index": None, "name": None, "call_seconds": 0.0, "call_ended_at": None}}
+    calls = _CallClock(dist)
     hook_ran = threading.Event()
     issued, struck = threading.Event(), threading.Event()
     faulty = plan.rank == plan.faulty_rank
@@ -272,11 +363,18 @@ def run_rank(plan: RankPlan) -> None:
             issued.set()
         result["op"] = {"index": index, "name": name, "issued_at": time.time()}
         began = time.monotonic()
+        calls.reset()
         try:
-            _run_op(dist, torch, name, index, plan.rank, plan.world, sub, solo)
+            _run_op(calls, torch, name, index, plan.rank, plan.world, sub, solo)
             seconds = time.monotonic() - began
             if seconds > result["slowest_op"]["seconds"]:
-                result["slowest_op"] = {"index": index, "name": name, "seconds": seconds}
+                result["slowest_op"] = {"index": index, "name": name, "seconds": seconds,
+                                        "call_seconds": calls.longest}
+            if calls.longest > result["longest_call"]["call_seconds"]:
+                result["longest_call"] = {"index": index, "name": name, "call_seconds": calls.longest,
+                                          "call_ended_at": calls.longest_ended_at}
+            if seconds - calls.total > result["slowest_wait"]["seconds"]:
+                result["slowest_wait"] = {"index": index, "name": name, "seconds": seconds - calls.total}
             if issued.is_set() and index == plan.fault_at and plan.fault in SIGNALS:
                 struck.wait(60)  # the signal strikes here at the latest; the rank must not have gone on
         except AssertionError as wrong:
@@ -291,6 +389,8 @@ def run_rank(plan: RankPlan) -> None:
         except Exception as error:  # noqa: BLE001 - what raised, and when, is the measurement
             result["raised"] = {"type": type(error).__name__, "at": time.time(),
                                 "message": str(error).splitlines()[0][:400] if str(error) else ""}
+            # The op's longest call: the one that raised, or one that returned before a wait raised.
+            result["op"].update(call_seconds=calls.longest, call_ended_at=calls.longest_ended_at)
             break
         result["completed_ops"] = index + 1
     result["abort_hook_ran"] = hook_ran.is_set()

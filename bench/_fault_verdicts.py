@@ -38,6 +38,10 @@ class Verdict:
     dumps_ok: bool = True
     shrink_ok: bool = True
     read_failed_op: int = 0  # survivors whose DDP step read a failed op's buffers and raised later
+    # Survivors whose op call itself returned only after the timeout, in blocking mode, while
+    # their peer was stopped: inside NCCL's connect on first use, which blocking mode cannot
+    # bound (docs/backends.md). Counted apart, never as raised in time.
+    blocked_in_call: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -46,19 +50,27 @@ class Verdict:
 
 
 def judge(fault: str, faulty_rank: int, timeout_s: float, op_count: int, outcomes: list[RankOutcome],
-          fault_at: float | None, frtrace_error: str | None) -> Verdict:
+          fault_at: float | None, frtrace_error: str | None, held_until_s: float | None = None) -> Verdict:
     """`fault_at`: when the signal struck (None for faults the rank cannot time);
-    `frtrace_error`: why torchfrtrace could not read the run's dumps (None when it could)."""
+    `frtrace_error`: why torchfrtrace could not read the run's dumps (None when it could);
+    `held_until_s`: where blocking mode's connect may hold a call (the simulated device's
+    communicators in blocking mode), how long after the fault the stopped peer was resumed;
+    None where no call may outlast its timeout."""
     verdict = Verdict()
     for rank, outcome in enumerate(outcomes):
         _judge_process(verdict, rank, outcome, fault if rank == faulty_rank else "none")
+        held = rank != faulty_rank and _held_in_call(fault, outcome, timeout_s, fault_at, held_until_s)
         if rank != faulty_rank or fault not in DISRUPTIVE:  # a stopped rank's op ends when it resumes
-            _judge_op_times(verdict, rank, outcome, timeout_s)
+            _judge_op_times(verdict, rank, outcome, timeout_s, held_until_s if held else None)
     if fault in DISRUPTIVE:
         for rank, outcome in enumerate(outcomes):
             if rank != faulty_rank:
-                _judge_survivor(verdict, rank, outcome, timeout_s, fault_at)
-        if frtrace_error:
+                held = _held_in_call(fault, outcome, timeout_s, fault_at, held_until_s)
+                _judge_survivor(verdict, rank, outcome, timeout_s, fault_at, held_until_s if held else None)
+        # Survivors that were all held in a call and then completed with their resumed peer
+        # wrote no dump: none failed.
+        all_completed = verdict.survivors_raised == 0 and verdict.blocked_in_call == verdict.survivors
+        if frtrace_error and not (frtrace_error == "no dumps" and all_completed):
             verdict.dumps_ok = False
             verdict.problems.append(f"torchfrtrace could not read the dumps: {frtrace_error}")
     else:
@@ -90,19 +102,62 @@ def _judge_process(verdict: Verdict, rank: int, outcome: RankOutcome, own_fault:
         verdict.problems.append(f"rank {rank} failed outside the workload: {outcome.result['crash']}")
 
 
-def _judge_op_times(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s: float) -> None:
+def _judge_op_times(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s: float,
+                    held_until_s: float | None) -> None:
     """An op that succeeded after blocking past its group's timeout (and the margin) means the
-    timeout was never enforced: its peer's fault went unseen until the peer came back."""
-    slowest = (outcome.result or {}).get("slowest_op") or {}
-    if slowest.get("seconds", 0.0) > timeout_s + RAISE_MARGIN_S:
-        verdict.problems.append(f"rank {rank}: op {slowest['index']} ({slowest['name']}) succeeded after "
-                                f"{slowest['seconds']:.2f} s, past its {timeout_s:g} s timeout")
+    timeout was never enforced: its peer's fault went unseen until the peer came back. The one
+    exception is a call held in blocking mode's connect (`held_until_s` given): it may last
+    until its peer resumed, and no longer; its waits on works are bounded all the same."""
+    result = outcome.result or {}
+    limit = timeout_s + RAISE_MARGIN_S
+    wait = result.get("slowest_wait") or {}
+    if wait.get("seconds", 0.0) > limit:
+        verdict.problems.append(f"rank {rank}: op {wait['index']} ({wait['name']}) waited {wait['seconds']:.2f} s "
+                                f"on its work, past its {timeout_s:g} s timeout")
+    if held_until_s is None:
+        slowest = result.get("slowest_op") or {}
+        if slowest.get("seconds", 0.0) > limit:
+            verdict.problems.append(f"rank {rank}: op {slowest['index']} ({slowest['name']}) succeeded after "
+                                    f"{slowest['seconds']:.2f} s, past its {timeout_s:g} s timeout")
+        return
+    call = result.get("longest_call") or {}
+    if call.get("call_seconds", 0.0) > held_until_s + RAISE_MARGIN_S:
+        verdict.problems.append(f"rank {rank}: op {call['index']} ({call['name']})'s call lasted "
+                                f"{call['call_seconds']:.2f} s, past its stopped peer's resume ({held_until_s:g} s)")
+
+
+# A held call returns once its peer resumes; the two clocks are one machine's, read by two processes.
+RESUME_SLACK_S = 0.05
+
+
+def _held_in_call(fault: str, outcome: RankOutcome, timeout_s: float, fault_at: float | None,
+                  held_until_s: float | None) -> bool:
+    """Whether the rank's op call itself (not a wait on its work, which the watchdog bounds)
+    lasted past the timeout and returned only once its stopped peer resumed, where blocking
+    mode's connect can hold a call: a peer that met and then stopped, alive, so its socket
+    accepts and never answers. A call that gave up at its timeout, before the resume, was not
+    held: it raised in time. A killed peer's socket refuses, which fails the call within the
+    timeout, so only `stop` qualifies."""
+    if fault != "stop" or held_until_s is None or fault_at is None or outcome.result is None:
+        return False
+    result = outcome.result
+    op = result.get("op", {}) if "raised" in result else result.get("longest_call") or {}
+    ended_at = op.get("call_ended_at")
+    return (op.get("call_seconds", 0.0) > timeout_s and ended_at is not None
+            and ended_at >= fault_at + held_until_s - RESUME_SLACK_S)
 
 
 def _judge_survivor(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s: float,
-                    fault_at: float | None) -> None:
+                    fault_at: float | None, held_until_s: float | None = None) -> None:
+    """`held_until_s`: given when the survivor's call was held in blocking mode's connect, how long
+    after the fault its stopped peer resumed."""
     verdict.survivors += 1
     result = outcome.result or {}
+    blocked = held_until_s is not None
+    if blocked:
+        verdict.blocked_in_call += 1
+        if not any(k in result for k in ("raised", "wrong_result", "read_failed_op")):
+            return  # it completed every op, right, once its peer resumed: nothing failed
     if "wrong_result" in result:
         verdict.problems.append(f"rank {rank}: {result['wrong_result']}")
     raised = result.get("raised")
@@ -118,14 +173,20 @@ def _judge_survivor(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s
         return
     if raised["type"] not in ACCEPTED_ERRORS:
         verdict.problems.append(f"rank {rank} raised {raised['type']}: {raised['message']}")
-    else:
+    elif not blocked:
         verdict.survivors_raised += 1
     # The timeout counts from the op's issue; an op issued before the fault counts from the fault.
     started = max(result["op"]["issued_at"], fault_at or 0.0)
     past = raised["at"] - started - timeout_s
-    verdict.seconds_past_timeout.append(past)
-    if past > RAISE_MARGIN_S:
-        verdict.problems.append(f"rank {rank} raised {past:.2f} s past its timeout ({result['op']['name']})")
+    if not blocked:
+        verdict.seconds_past_timeout.append(past)
+        if past > RAISE_MARGIN_S:
+            verdict.problems.append(f"rank {rank} raised {past:.2f} s past its timeout ({result['op']['name']})")
+    else:  # a held call may return when its peer resumes, and must raise by then
+        past_resume = raised["at"] - (fault_at or started) - held_until_s
+        if past_resume > RAISE_MARGIN_S:
+            verdict.problems.append(f"rank {rank} raised {past_resume:.2f} s after its stopped peer resumed "
+                                    f"({result['op']['name']})")
     if not result.get("abort_hook_ran"):
         verdict.problems.append(f"rank {rank}: the abort hook did not run")
     if outcome.dump_mtime is None:

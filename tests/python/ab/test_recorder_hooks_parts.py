@@ -36,15 +36,6 @@ from nccl_migrate.ab.wrappers import wrap_op
 
 
 @pytest.fixture
-def world_of_one():
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
-
-
-@pytest.fixture
 def make(tmp_path, monkeypatch):
     monkeypatch.setattr(termination, "install", lambda rec: True)
     made = []

@@ -33,15 +33,6 @@ from nccl_migrate.ab.wrappers import wrap_op
 
 
 @pytest.fixture
-def world_of_one():
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
-
-
-@pytest.fixture
 def terminations(monkeypatch):
     installed = []
     monkeypatch.setattr(termination, "install", lambda rec: installed.append(rec) or True)

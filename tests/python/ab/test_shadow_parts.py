@@ -17,15 +17,6 @@ from nccl_migrate.ab.shadow import Shadow, ShadowError, ShadowOp, _clone, shadow
 
 
 @pytest.fixture
-def world_of_one():
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
-
-
-@pytest.fixture
 def resolved(monkeypatch):
     """shim.resolve stood in for: what it was asked, and what it answers."""
     asked, answer = [], {"backend": "gloo", "error": None, "reason": "used as given"}

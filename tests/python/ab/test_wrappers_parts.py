@@ -17,15 +17,6 @@ from nccl_migrate.ab.wrappers import (
 )
 
 
-@pytest.fixture
-def world_of_one():
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
-
-
 class _Op:
     def __init__(self, spec, view):
         self.entry = {"op": spec.name, "group": "0", "seq": 0, "reduce_op": view.reduce_op}

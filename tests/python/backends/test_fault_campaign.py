@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -71,6 +72,140 @@ def test_the_judge_fails_unreadable_dumps_and_a_slow_rank_that_made_an_op_fail()
     assert "rank 1 raised DistBackendError" in judge("slow", 1, TIMEOUT, 16, undisturbed, None, None).problems[0]
 
 
+HELD_UNTIL = TIMEOUT + 1.5  # the campaign resumes a stopped rank 1.5 s after the timeout
+
+
+def _stop_run(call_seconds=4.5, raised=False, wait_seconds=0.01):
+    """A 3-rank run whose rank 2 was stopped at t=100.0 and resumed at 104.5; ranks 0 and 1
+    survived, their op (the first all_gather) lasting 4.5 s, of which `call_seconds` in the call
+    and `wait_seconds` waiting on its work, then completing every op or (`raised`) raising at 105.5."""
+    def survivor():
+        if raised:
+            result = _survivor(issued=100.0, raised=105.5)
+            result["op"].update(call_seconds=call_seconds, call_ended_at=105.5)
+            return result
+        return {"completed_ops": 16, "abort_hook_ran": False,
+                "slowest_op": {"index": 2, "name": "all_gather", "seconds": call_seconds + wait_seconds,
+                               "call_seconds": call_seconds},
+                "longest_call": {"index": 2, "name": "all_gather", "call_seconds": call_seconds,
+                                 "call_ended_at": 100.0 + call_seconds},
+                "slowest_wait": {"index": 2, "name": "all_gather", "seconds": wait_seconds}}
+    outcomes = [RankOutcome(exit_code=0, result=survivor(), dump_mtime=105.6 if raised else None) for _ in range(2)]
+    return outcomes + [RankOutcome(exit_code=0, result={"completed_ops": 16})]
+
+
+def test_a_call_held_in_the_connect_by_a_stopped_peer_is_counted_apart_where_blocking_mode_holds_it():
+    # Blocking mode's connect holds the call until the stopped peer resumes (docs/backends.md):
+    # counted apart, never as raised in time; the same run in nonblocking mode, or with a killed
+    # peer, fails.
+    verdict = judge("stop", 2, TIMEOUT, 16, _stop_run(), 100.0, "no dumps", held_until_s=HELD_UNTIL)
+    assert verdict.ok, verdict.problems
+    assert (verdict.blocked_in_call, verdict.survivors_raised, verdict.survivors) == (2, 0, 2)
+    nonblocking = judge("stop", 2, TIMEOUT, 16, _stop_run(), 100.0, "no dumps")
+    assert any("rank 0 raised nothing" in p for p in nonblocking.problems), nonblocking.problems
+    assert nonblocking.blocked_in_call == 0
+    killed = _stop_run()
+    killed[2] = RankOutcome(signal=signal.SIGKILL)
+    assert not judge("kill", 2, TIMEOUT, 16, killed, 100.0, "no dumps", held_until_s=HELD_UNTIL).ok
+
+
+def test_an_op_whose_wait_outlasted_the_timeout_is_never_excused():
+    # The call returned in time and the wait on its work then lasted past the timeout and its
+    # margin (5 s): the watchdog did not enforce the timeout, whatever the mode.
+    waited = judge("stop", 2, TIMEOUT, 16, _stop_run(call_seconds=0.01, wait_seconds=5.49), 100.0, "no dumps",
+                   held_until_s=HELD_UNTIL)
+    assert waited.blocked_in_call == 0
+    assert any("rank 0 raised nothing" in p for p in waited.problems), waited.problems
+    assert any("op 2 (all_gather) waited 5.49 s on its work" in p for p in waited.problems), waited.problems
+    # Held in its call, and then waiting past the timeout as well: the wait still fails it.
+    both = judge("stop", 2, TIMEOUT, 16, _stop_run(wait_seconds=5.2), 100.0, "no dumps", held_until_s=HELD_UNTIL)
+    assert any("op 2 (all_gather) waited 5.20 s on its work" in p for p in both.problems), both.problems
+
+
+def test_a_held_call_may_last_until_its_peer_resumed_and_no_longer():
+    late = judge("stop", 2, TIMEOUT, 16, _stop_run(call_seconds=7.0), 100.0, "no dumps", held_until_s=HELD_UNTIL)
+    assert any("op 2 (all_gather)'s call lasted 7.00 s, past its stopped peer's resume (4.5 s)" in p
+               for p in late.problems), late.problems
+    # A raise: by the resume and the margin, counted apart; later fails.
+    held = _stop_run(raised=True)
+    assert judge("stop", 2, TIMEOUT, 16, held, 100.0, None, held_until_s=HELD_UNTIL).ok
+    for outcome in held[:2]:
+        outcome.result["raised"]["at"] = 107.0
+        outcome.dump_mtime = 107.1
+    problems = judge("stop", 2, TIMEOUT, 16, held, 100.0, None, held_until_s=HELD_UNTIL).problems
+    assert any("rank 0 raised 2.50 s after its stopped peer resumed" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("call_seconds", [0.2, TIMEOUT + 0.05])
+def test_a_raise_in_time_counts_as_raised_even_where_calls_may_be_held(call_seconds):
+    # A call that returned early, or gave up at its timeout before the peer resumed, was not
+    # held: it counts with the survivors that raised, its lateness measured.
+    in_time = _stop_run(raised=True)
+    for outcome in in_time[:2]:
+        outcome.result["op"].update(call_seconds=call_seconds, call_ended_at=100.0 + call_seconds)
+        outcome.result["raised"]["at"] = 103.05
+        outcome.dump_mtime = 103.1
+    verdict = judge("stop", 2, TIMEOUT, 16, in_time, 100.0, None, held_until_s=HELD_UNTIL)
+    assert verdict.ok, verdict.problems
+    assert (verdict.survivors_raised, verdict.blocked_in_call) == (2, 0)
+    assert verdict.seconds_past_timeout == pytest.approx([0.05, 0.05])
+
+
+def test_a_held_call_that_raised_still_needs_its_hook_dump_and_shrink():
+    late = judge("stop", 2, TIMEOUT, 16, _stop_run(raised=True), 100.0, None, held_until_s=HELD_UNTIL)
+    assert late.ok, late.problems
+    assert late.blocked_in_call == 2 and late.seconds_past_timeout == []
+    unbounded = judge("stop", 2, TIMEOUT, 16, _stop_run(raised=True), 100.0, None)
+    assert any("rank 0 raised 2.50 s past its timeout" in p for p in unbounded.problems), unbounded.problems
+    no_dump = _stop_run(raised=True)
+    no_dump[0].dump_mtime = None
+    no_dump[1].result["shrink"] = {"ok": False, "error": "timed out"}
+    problems = judge("stop", 2, TIMEOUT, 16, no_dump, 100.0, None, held_until_s=HELD_UNTIL).problems
+    assert any("rank 0: no flight-recorder dump" in p for p in problems), problems
+    assert any("rank 1: shrink failed" in p for p in problems), problems
+
+
+def test_the_call_clock_times_a_synchronous_collective_apart_from_its_wait(monkeypatch):
+    # torch's synchronous all_reduce is the call and then its work's wait; the clock makes it so
+    # itself and times the call alone. A world of one over Gloo, its work's wait made slow.
+    import torch
+    import torch.distributed as dist
+    from _fault_ranks import _CallClock
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        issued = []
+        real = dist.all_reduce
+
+        def all_reduce(tensor, *args, async_op=False, **kwargs):
+            issued.append(async_op)
+            work = real(tensor, *args, async_op=async_op, **kwargs)
+
+            class SlowWork:
+                def wait(self):
+                    time.sleep(0.3)
+                    return work.wait()
+            return SlowWork() if async_op else work
+
+        monkeypatch.setattr(dist, "all_reduce", all_reduce)
+        clock = _CallClock(dist)
+        t = torch.full((4,), 2.0)
+        began = time.monotonic()
+        assert clock.all_reduce(t) is None
+        took = time.monotonic() - began
+        assert issued == [True] and t.tolist() == [2.0] * 4
+        assert took >= 0.3 and clock.longest < 0.2 and clock.total == clock.longest
+        # Inside a coalescing block a call only queues: it passes through as made, untimed.
+        clock.reset()
+        with clock._coalescing_manager(async_ops=True) as batch:
+            clock.all_reduce(t)
+        batch.wait()
+        assert issued == [True, False] and t.tolist() == [2.0] * 4
+        assert 0.0 < clock.longest == clock.total  # the block's exit, where the batch launches
+    finally:
+        dist.destroy_process_group()
+
+
 _READ_FAILED = {"index": 6, "message": "op 6 (ddp_step): wrong result 51.0, expected 210.0"}
 
 
@@ -110,7 +245,7 @@ def test_a_simulated_device_fault_is_drawn_where_it_strikes(fault, tmp_path):
 
 
 def test_the_seeded_subset_passes_every_check(tmp_path):
-    """One run per row (30 rows), seeded; a failed run's logs and dumps are kept under tmp_path."""
+    """One run per row (39 rows), seeded; a failed run's logs and dumps are kept under tmp_path."""
     out = tmp_path / "campaign.json"
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "faults.py"), "--runs", "1", "--seed", "7",
                            "--json", str(out), "--keep", str(tmp_path / "failed")],
@@ -118,12 +253,16 @@ def test_the_seeded_subset_passes_every_check(tmp_path):
     assert out.exists(), proc.stdout + proc.stderr
     runs = json.loads(out.read_text())["runs"]
     rows = {(r["run"]["fault"], r["run"]["behaviour"], r["run"]["transport"]) for r in runs}
-    assert len(rows) == 30 and len(runs) == 30, sorted(rows)
+    assert len(rows) == 39 and len(runs) == 39, sorted(rows)  # sim-nb: kill, stop, sim_error
     failed = [f"{r['run']['fault']}/{r['run']['behaviour']}/{r['run']['transport']}: {r['verdict']['problems']}"
               for r in runs if not r["ok"]]
     assert not failed, "\n".join(failed) + "\n" + proc.stdout[-3000:]
     passed = [r for r in runs if r["ok"]]
-    assert all(r["verdict"]["survivors_raised"] == r["verdict"]["survivors"] > 0
+    assert all(r["verdict"]["survivors_raised"] + r["verdict"]["blocked_in_call"] == r["verdict"]["survivors"] > 0
                for r in passed if r["run"]["fault"] != "slow")
+    # In nonblocking mode, NCCL's own thread connects: no survivor's call may outlast the timeout.
+    for r in runs:
+        if r["run"]["transport"] == "sim-nb":
+            assert r["survivor_calls"] and max(r["survivor_calls"]) <= 3.0 + 2.0, (r["run"], r["survivor_calls"])
     assert {r["world"] for r in runs} == {3, 4}
     assert proc.returncode == 0, proc.stdout + proc.stderr
