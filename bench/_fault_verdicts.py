@@ -50,26 +50,33 @@ class Verdict:
 
 
 def judge(fault: str, faulty_rank: int, timeout_s: float, op_count: int, outcomes: list[RankOutcome],
-          fault_at: float | None, frtrace_error: str | None, held_until_s: float | None = None) -> Verdict:
+          fault_at: float | None, frtrace_error: str | None, held_until_s: float | None = None,
+          call_limit_s: float | None = None) -> Verdict:
     """`fault_at`: when the signal struck (None for faults the rank cannot time);
     `frtrace_error`: why torchfrtrace could not read the run's dumps (None when it could);
     `held_until_s`: where blocking mode's connect may hold a call (the simulated device's
     communicators in blocking mode), how long after the fault the stopped peer was resumed;
-    None where no call may outlast its timeout."""
+    `call_limit_s`: where no call may be held (nonblocking mode), the longest a survivor's call
+    may take."""
     verdict = Verdict()
     for rank, outcome in enumerate(outcomes):
         _judge_process(verdict, rank, outcome, fault if rank == faulty_rank else "none")
-        held = rank != faulty_rank and _held_in_call(fault, outcome, timeout_s, fault_at, held_until_s)
-        if rank != faulty_rank or fault not in DISRUPTIVE:  # a stopped rank's op ends when it resumes
-            _judge_op_times(verdict, rank, outcome, timeout_s, held_until_s if held else None)
+        survivor = rank != faulty_rank
+        held = survivor and _held_in_call(fault, outcome, timeout_s, fault_at, held_until_s)
+        if survivor or fault not in DISRUPTIVE:  # a stopped rank's op ends when it resumes
+            _judge_op_times(verdict, rank, outcome, timeout_s, fault_at + held_until_s if held else None)
+        if survivor and call_limit_s is not None:
+            _judge_call_limit(verdict, rank, outcome, call_limit_s)
     if fault in DISRUPTIVE:
         for rank, outcome in enumerate(outcomes):
             if rank != faulty_rank:
                 held = _held_in_call(fault, outcome, timeout_s, fault_at, held_until_s)
-                _judge_survivor(verdict, rank, outcome, timeout_s, fault_at, held_until_s if held else None)
+                _judge_survivor(verdict, rank, outcome, timeout_s, fault_at, op_count,
+                                held_until_s if held else None)
         # Survivors that were all held in a call and then completed with their resumed peer
         # wrote no dump: none failed.
-        all_completed = verdict.survivors_raised == 0 and verdict.blocked_in_call == verdict.survivors
+        all_completed = (verdict.survivors_raised == 0 and verdict.blocked_in_call == verdict.survivors
+                         and not any("raised" in (o.result or {}) for r, o in enumerate(outcomes) if r != faulty_rank))
         if frtrace_error and not (frtrace_error == "no dumps" and all_completed):
             verdict.dumps_ok = False
             verdict.problems.append(f"torchfrtrace could not read the dumps: {frtrace_error}")
@@ -103,27 +110,42 @@ def _judge_process(verdict: Verdict, rank: int, outcome: RankOutcome, own_fault:
 
 
 def _judge_op_times(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s: float,
-                    held_until_s: float | None) -> None:
+                    resumed_at: float | None) -> None:
     """An op that succeeded after blocking past its group's timeout (and the margin) means the
     timeout was never enforced: its peer's fault went unseen until the peer came back. The one
-    exception is a call held in blocking mode's connect (`held_until_s` given): it may last
-    until its peer resumed, and no longer; its waits on works are bounded all the same."""
+    exception is an op whose call was held in blocking mode's connect (`resumed_at`: when its
+    stopped peer was resumed): the call may return up to the margin after the resume, no later;
+    every other op, and every wait on a work, is bounded all the same."""
     result = outcome.result or {}
     limit = timeout_s + RAISE_MARGIN_S
     wait = result.get("slowest_wait") or {}
     if wait.get("seconds", 0.0) > limit:
         verdict.problems.append(f"rank {rank}: op {wait['index']} ({wait['name']}) waited {wait['seconds']:.2f} s "
                                 f"on its work, past its {timeout_s:g} s timeout")
-    if held_until_s is None:
-        slowest = result.get("slowest_op") or {}
-        if slowest.get("seconds", 0.0) > limit:
-            verdict.problems.append(f"rank {rank}: op {slowest['index']} ({slowest['name']}) succeeded after "
-                                    f"{slowest['seconds']:.2f} s, past its {timeout_s:g} s timeout")
-        return
+    slowest = result.get("slowest_op") or {}
     call = result.get("longest_call") or {}
-    if call.get("call_seconds", 0.0) > held_until_s + RAISE_MARGIN_S:
-        verdict.problems.append(f"rank {rank}: op {call['index']} ({call['name']})'s call lasted "
-                                f"{call['call_seconds']:.2f} s, past its stopped peer's resume ({held_until_s:g} s)")
+    held_op = resumed_at is not None and "raised" not in result  # else the held call is the one that raised
+    if held_op:
+        late = (call.get("call_ended_at") or 0.0) - resumed_at
+        if late > RAISE_MARGIN_S:
+            verdict.problems.append(f"rank {rank}: op {call['index']} ({call['name']})'s call returned {late:.2f} s "
+                                    "after its stopped peer resumed")
+    if held_op and slowest.get("index") == call.get("index"):
+        return
+    if slowest.get("seconds", 0.0) > limit:
+        verdict.problems.append(f"rank {rank}: op {slowest['index']} ({slowest['name']}) succeeded after "
+                                f"{slowest['seconds']:.2f} s, past its {timeout_s:g} s timeout")
+
+
+def _judge_call_limit(verdict: Verdict, rank: int, outcome: RankOutcome, call_limit_s: float) -> None:
+    """Where no call may be held (nonblocking mode: NCCL's own thread connects), a survivor's
+    call returns by the timeout, or by a meeting's give-up just after it."""
+    result = outcome.result or {}
+    raising = result.get("op", {}) if "raised" in result else {}
+    longest = max(raising.get("call_seconds", 0.0), (result.get("longest_call") or {}).get("call_seconds", 0.0))
+    if longest > call_limit_s:
+        verdict.problems.append(f"rank {rank}: a call lasted {longest:.2f} s where none may be held "
+                                f"(limit {call_limit_s:g} s)")
 
 
 # A held call returns once its peer resumes; the two clocks are one machine's, read by two processes.
@@ -133,22 +155,23 @@ RESUME_SLACK_S = 0.05
 def _held_in_call(fault: str, outcome: RankOutcome, timeout_s: float, fault_at: float | None,
                   held_until_s: float | None) -> bool:
     """Whether the rank's op call itself (not a wait on its work, which the watchdog bounds)
-    lasted past the timeout and returned only once its stopped peer resumed, where blocking
-    mode's connect can hold a call: a peer that met and then stopped, alive, so its socket
-    accepts and never answers. A call that gave up at its timeout, before the resume, was not
-    held: it raised in time. A killed peer's socket refuses, which fails the call within the
-    timeout, so only `stop` qualifies."""
+    began before its stopped peer resumed, lasted past the timeout and returned only once the
+    peer resumed, where blocking mode's connect can hold a call: a peer that met and then
+    stopped, alive, so its socket accepts and never answers. A call that gave up at its timeout,
+    before the resume, was not held: it raised in time. A killed peer's socket refuses, which
+    fails the call within the timeout, so only `stop` qualifies."""
     if fault != "stop" or held_until_s is None or fault_at is None or outcome.result is None:
         return False
     result = outcome.result
     op = result.get("op", {}) if "raised" in result else result.get("longest_call") or {}
-    ended_at = op.get("call_ended_at")
-    return (op.get("call_seconds", 0.0) > timeout_s and ended_at is not None
-            and ended_at >= fault_at + held_until_s - RESUME_SLACK_S)
+    seconds, ended_at = op.get("call_seconds", 0.0), op.get("call_ended_at")
+    resumed_at = fault_at + held_until_s
+    return (seconds > timeout_s and ended_at is not None and ended_at >= resumed_at - RESUME_SLACK_S
+            and ended_at - seconds < resumed_at)
 
 
 def _judge_survivor(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s: float,
-                    fault_at: float | None, held_until_s: float | None = None) -> None:
+                    fault_at: float | None, op_count: int, held_until_s: float | None = None) -> None:
     """`held_until_s`: given when the survivor's call was held in blocking mode's connect, how long
     after the fault its stopped peer resumed."""
     verdict.survivors += 1
@@ -157,6 +180,9 @@ def _judge_survivor(verdict: Verdict, rank: int, outcome: RankOutcome, timeout_s
     if blocked:
         verdict.blocked_in_call += 1
         if not any(k in result for k in ("raised", "wrong_result", "read_failed_op")):
+            if result.get("completed_ops") != op_count:
+                verdict.problems.append(f"rank {rank}: held in a call, then completed {result.get('completed_ops')} "
+                                        f"of {op_count} ops without raising")
             return  # it completed every op, right, once its peer resumed: nothing failed
     if "wrong_result" in result:
         verdict.problems.append(f"rank {rank}: {result['wrong_result']}")

@@ -46,6 +46,7 @@ BEHAVIOURS = {"legacy": "migrate-legacy", "rewritten": "migrate-nccl2", "lazy": 
 # it), where NCCL's own thread connects and the group's timeout bounds the caller.
 TRANSPORTS = {"gloo": "cpu-bound", "sim": "sim-bound", "sim-nb": "sim-bound"}
 TRANSPORT_ENV = {"sim-nb": {"NCCL_COMM_BLOCKING": "0"}}
+NONBLOCKING_TRANSPORTS = ("sim-nb",)
 # Where a call itself may block past the timeout (NCCL's connect on first use, in blocking mode).
 BLOCKING_CONNECT = ("sim",)
 FAULTS = ("kill", "kill_store", "stop", "slow", "sim_stall", "sim_error")
@@ -55,6 +56,9 @@ NONBLOCKING_FAULTS = ("kill", "stop", "sim_error")
 OPS_PER_RUN = 16
 # A stopped rank is resumed this long after the survivors' timeout: they must have raised by then.
 RESUME_AFTER_TIMEOUT_S = 1.5
+# In nonblocking mode no call may be held: it returns by the timeout, or by a member meeting's
+# give-up a second after it at the latest (docs/backends.md), well before the stopped rank resumes.
+NONBLOCKING_CALL_PAST_TIMEOUT_S = 1.2
 
 
 @dataclass(frozen=True)
@@ -313,7 +317,9 @@ def run_one(run: Run, keep_dir: str | None) -> dict:
     frtrace, frtrace_read = _frtrace(directory) if run.fault in DISRUPTIVE else (None, "-")
     faulty = plans[0].faulty_rank
     verdict = judge(run.fault, faulty, run.timeout_s, len(plans[0].ops), outcomes, fault_at, frtrace,
-                    held_until_s=resume_after if run.transport in BLOCKING_CONNECT else None)
+                    held_until_s=resume_after if run.transport in BLOCKING_CONNECT else None,
+                    call_limit_s=run.timeout_s + NONBLOCKING_CALL_PAST_TIMEOUT_S
+                    if run.transport in NONBLOCKING_TRANSPORTS else None)
     kept = None
     if not verdict.ok and keep_dir:
         kept = os.path.join(keep_dir, os.path.basename(directory))
