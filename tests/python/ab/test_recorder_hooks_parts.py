@@ -24,31 +24,14 @@ from nccl_migrate.ab import (
     active,
     dispatcher_calls,
     recorder_threads,
-    termination,
 )
 from nccl_migrate.ab import (
     recorder as recorder_module,
 )
 from nccl_migrate.ab.digest import PendingDigest, digest_of
 from nccl_migrate.ab.op_table import BY_FUNCTION, BY_NAME, OpView
-from nccl_migrate.ab.recorder import Recorder, install_from_environment
+from nccl_migrate.ab.recorder import install_from_environment
 from nccl_migrate.ab.wrappers import wrap_op
-
-
-@pytest.fixture
-def make(tmp_path, monkeypatch):
-    monkeypatch.setattr(termination, "install", lambda rec: True)
-    made = []
-
-    def make_recorder(directory=None, **kwargs):
-        rec = Recorder(str(directory or tmp_path / "records"), **kwargs)
-        made.append(rec)
-        monkeypatch.setattr(active, "recorder", rec)
-        return rec
-
-    yield make_recorder
-    for rec in made:
-        rec.close()
 
 
 @pytest.fixture

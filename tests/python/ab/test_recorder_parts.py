@@ -20,7 +20,6 @@ from nccl_migrate.ab import (
     active,
     dispatcher_calls,
     recorder_threads,
-    termination,
 )
 from nccl_migrate.ab import (
     recorder as recorder_module,
@@ -30,30 +29,6 @@ from nccl_migrate.ab.op_table import BY_FUNCTION, OpView
 from nccl_migrate.ab.perturb import Perturbation
 from nccl_migrate.ab.recorder import Recorder, install_from_environment
 from nccl_migrate.ab.wrappers import wrap_op
-
-
-@pytest.fixture
-def terminations(monkeypatch):
-    installed = []
-    monkeypatch.setattr(termination, "install", lambda rec: installed.append(rec) or True)
-    return installed
-
-
-@pytest.fixture
-def make(tmp_path, monkeypatch, terminations):
-    """Recorders over records in tmp_path/records, the last one made on (active.recorder); every
-    one closed after the test, before the world goes."""
-    made = []
-
-    def make_recorder(directory=None, **kwargs):
-        rec = Recorder(str(directory or tmp_path / "records"), **kwargs)
-        made.append(rec)
-        monkeypatch.setattr(active, "recorder", rec)
-        return rec
-
-    yield make_recorder
-    for rec in made:
-        rec.close()
 
 
 @pytest.fixture
