@@ -20,10 +20,12 @@ from _fault_ranks import DISRUPTIVE
 @dataclass
 class RankOutcome:
     """How one rank's process ended: `exit_code` or `signal` (by which it died), or `hung`
-    (alive at the run's deadline, then killed); `result` is its result file, if it wrote one."""
+    (alive at the run's deadline, then killed); `result` is its result file, if it wrote one;
+    `resumed_at`: when a stopped rank was sent SIGCONT (wall clock), if it was."""
     exit_code: int | None = None
     signal: int | None = None
     hung: bool = False
+    resumed_at: float | None = None
     result: dict | None = None
     dump_mtime: float | None = None
 
@@ -47,6 +49,15 @@ class Verdict:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+def held_until(outcomes: list[RankOutcome], fault_at: float | None, resume_after: float | None) -> float | None:
+    """How long after the fault the stopped rank was really resumed: the watcher polls, and a
+    loaded machine can send SIGCONT later than planned, so the judge is given the time it was sent."""
+    resumed = next((o.resumed_at for o in outcomes if o.resumed_at is not None), None)
+    if resumed is None or fault_at is None:
+        return resume_after
+    return resumed - fault_at
 
 
 def judge(fault: str, faulty_rank: int, timeout_s: float, op_count: int, outcomes: list[RankOutcome],

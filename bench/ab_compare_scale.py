@@ -30,7 +30,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+from _tree_package import use_tree_package
+
+use_tree_package()
 
 OPS = ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor",
        "all_to_all_single", "batch_isend_irecv", "barrier", "gather", "scatter", "reduce_scatter", "all_to_all")

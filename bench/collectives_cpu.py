@@ -12,15 +12,14 @@ above, <= 1.5 below).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
 
 import torch
+from _tree_package import use_tree_package
 from _two_ranks import human_size, run_two_ranks
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+use_tree_package()
 
 PEER = "gloo"
 CANDIDATES = ["migrate-legacy", "migrate-nccl2"]

@@ -38,7 +38,7 @@ ROOT = os.path.dirname(HERE)
 sys.path[:0] = [HERE, os.path.join(ROOT, "tests", "python")]
 
 from _fault_ranks import RankPlan, run_rank, workload
-from _fault_verdicts import DISRUPTIVE, RankOutcome, judge, percentile
+from _fault_verdicts import DISRUPTIVE, RankOutcome, held_until, judge, percentile
 
 BEHAVIOURS = {"legacy": "migrate-legacy", "rewritten": "migrate-nccl2", "lazy": "migrate-lazy"}
 # Each transport's world kind and the environment its ranks add. "sim-nb" is the simulated
@@ -193,6 +193,7 @@ def _watch(pids: list[int], deadline: float, resume_after: float | None, directo
                 outcomes[rank].exit_code = os.WEXITSTATUS(status)
         for rank, when in list(stopped_at.items()):
             if resume_after is not None and time.time() >= _fault_time(directory, when) + resume_after:
+                outcomes[rank].resumed_at = time.time()
                 os.kill(alive[rank], signal.SIGCONT)
                 del stopped_at[rank]
         if time.time() > deadline:
@@ -316,8 +317,9 @@ def run_one(run: Run, keep_dir: str | None) -> dict:
     fault_at = _fault_time(directory, 0.0) or None
     frtrace, frtrace_read = _frtrace(directory) if run.fault in DISRUPTIVE else (None, "-")
     faulty = plans[0].faulty_rank
+    held_until_s = held_until(outcomes, fault_at, resume_after) if run.transport in BLOCKING_CONNECT else None
     verdict = judge(run.fault, faulty, run.timeout_s, len(plans[0].ops), outcomes, fault_at, frtrace,
-                    held_until_s=resume_after if run.transport in BLOCKING_CONNECT else None,
+                    held_until_s=held_until_s,
                     call_limit_s=run.timeout_s + NONBLOCKING_CALL_PAST_TIMEOUT_S
                     if run.transport in NONBLOCKING_TRANSPORTS else None)
     kept = None

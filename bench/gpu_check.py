@@ -49,7 +49,11 @@ import time
 
 STARTED = time.monotonic()  # the deadline counts from here: importing torch and starting ranks is part of it
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "python")]
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+from _tree_package import use_tree_package
+
+use_tree_package()
 
 # After the path set-up above:
 import _gpu_plan as plan

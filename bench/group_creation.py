@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import time
 
+from _tree_package import use_tree_package
 from _two_ranks import run_two_ranks
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+use_tree_package()
 
 VARIANTS = [
     ("gloo", "gloo", {}),

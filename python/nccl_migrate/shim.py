@@ -96,14 +96,19 @@ def activate() -> dict[str, dict]:
     return resolutions
 
 
+def nccl_not_routed_warning(torch_version: str) -> str:
+    """What importing the package says on a torch that creates "nccl" itself (the CLI's launcher,
+    python/nccl_migrate_launcher.py, silences it by this text for its own commands)."""
+    return (f"nccl_migrate: torch {torch_version} creates 'nccl' itself, so the shim cannot route 'nccl' to the "
+            "toolkit here and it stays torch's ProcessGroupNCCL; name the toolkit's backend (migrate-nccl2, "
+            "migrate-lazy, migrate-legacy) or nccl2 / nccl-lazy / nccl-legacy instead")
+
+
 def _register(name: str, creator) -> None:
     if name == dist.Backend.NCCL and not torch_features.has("backend_plugins"):
         # Before torch created every backend through plugins, it created "nccl" itself and never
         # looked for one registered under that name: say so rather than route nothing silently.
-        warnings.warn(f"nccl_migrate: torch {torch.__version__} creates 'nccl' itself, so the shim cannot route "
-                      "'nccl' to the toolkit here and it stays torch's ProcessGroupNCCL; name the toolkit's backend "
-                      "(migrate-nccl2, migrate-lazy, migrate-legacy) or nccl2 / nccl-lazy / nccl-legacy instead",
-                      stacklevel=3)
+        warnings.warn(nccl_not_routed_warning(torch.__version__), stacklevel=3)
         return
     from ._registration import register_name
 

@@ -5,7 +5,10 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # A build with its own package directory (NCCL_MIGRATE_PACKAGE_OUTPUT_DIR, e.g. one per torch
-# version) is tested by naming that directory on PYTHONPATH; the in-tree package must not shadow it.
-if not any(os.path.isdir(os.path.join(p, "nccl_migrate")) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p):
-    sys.path.insert(0, os.path.join(ROOT, "python"))
+# version) is tested by naming that directory on PYTHONPATH; bench/_tree_package.py decides, for
+# the bench programs the tests import as well. Appended, so bench's modules shadow no test's.
+sys.path.append(os.path.join(ROOT, "bench"))
+from _tree_package import use_tree_package
+
+use_tree_package()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

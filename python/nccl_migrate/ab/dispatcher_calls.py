@@ -65,7 +65,8 @@ def reduce_op_of(dispatcher: str | None, tensors: list[torch.Tensor]):
     _last.call = None
     if call is None or call[0] != dispatcher or not tensors or not _pointers(tensors) <= call[1]:
         return None
-    return dist.ReduceOp.unbox(call[2])
+    unbox = getattr(dist.ReduceOp, "unbox", None)  # older torch (2.11) cannot read the dispatcher's ReduceOp
+    return unbox(call[2]) if unbox is not None else None
 
 
 def forget() -> None:

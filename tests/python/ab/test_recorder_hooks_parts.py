@@ -32,6 +32,7 @@ from nccl_migrate.ab.digest import PendingDigest, digest_of
 from nccl_migrate.ab.op_table import BY_FUNCTION, BY_NAME, OpView
 from nccl_migrate.ab.recorder import install_from_environment
 from nccl_migrate.ab.wrappers import wrap_op
+from torch_support import requires_torch
 
 
 @pytest.fixture
@@ -220,6 +221,7 @@ def test_an_op_whose_works_completed_is_recorded_at_its_first_wait(rec):
 
 # --- the groups' hooks ------------------------------------------------------------------------------
 
+@requires_torch("process_group_hooks")
 def test_a_group_is_watched_once_and_never_a_group_this_rank_is_not_in(rec):
     rec.watch(None)
     rec.watch(c10d.GroupMember.NON_GROUP_MEMBER)
@@ -232,6 +234,7 @@ def test_a_group_is_watched_once_and_never_a_group_this_rank_is_not_in(rec):
     assert len(records(rec)) == 1
 
 
+@requires_torch("process_group_hooks")
 def test_a_hooked_reduction_knows_its_reduce_op_from_the_dispatcher(rec, noting):
     t = torch.ones(2)
     c10d.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -244,6 +247,7 @@ def test_a_hooked_reduction_knows_its_reduce_op_from_the_dispatcher(rec, noting)
     assert to_root["out_shapes"] == [[2]] and to_root["out"] == digest_of([t])
 
 
+@requires_torch("process_group_hooks")
 def test_a_hooked_broadcast_from_this_rank_contributes_its_tensor(rec):
     t = torch.arange(3.0)
     c10d.broadcast(t, src=0)
@@ -252,6 +256,7 @@ def test_a_hooked_broadcast_from_this_rank_contributes_its_tensor(rec):
     assert entry["in_shapes"] == [[3]] and entry["in"] == digest_of([torch.arange(3.0)])
 
 
+@requires_torch("process_group_hooks")
 def test_a_hooked_all_gather_keeps_its_outputs_apart_from_its_input(rec):
     outputs = [torch.zeros(2)]
     c10d.all_gather(outputs, torch.ones(2))
@@ -261,6 +266,7 @@ def test_a_hooked_all_gather_keeps_its_outputs_apart_from_its_input(rec):
     assert entry["out"] == digest_of([torch.ones(2)]) and entry["in"] == digest_of([torch.ones(2)])
 
 
+@requires_torch("process_group_hooks")
 def test_the_hooks_hand_a_shadow_the_ops_tensors_root_group_and_reduce_op(rec, noting):
     rec.shadow = _Shadow()
     t = torch.ones(2)
@@ -278,6 +284,7 @@ def test_the_hooks_hand_a_shadow_the_ops_tensors_root_group_and_reduce_op(rec, n
     assert records(rec)[0]["shadow"] == {"ms": 1.5, "out": digest_of([t])}
 
 
+@requires_torch("process_group_hooks")
 def test_an_op_the_shadow_skips_says_why_in_its_record(rec):
     rec.shadow = _Shadow(skip="an op issued from C++ whose reduce op is not known (all_reduce)")
     c10d.all_reduce(torch.ones(2))

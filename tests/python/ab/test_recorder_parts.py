@@ -29,6 +29,7 @@ from nccl_migrate.ab.op_table import BY_FUNCTION, OpView
 from nccl_migrate.ab.perturb import Perturbation
 from nccl_migrate.ab.recorder import Recorder, install_from_environment
 from nccl_migrate.ab.wrappers import wrap_op
+from torch_support import requires_torch
 
 
 @pytest.fixture
@@ -92,6 +93,7 @@ def test_a_python_op_is_recorded_with_its_call_and_its_digests(rec):
     assert meta(rec)["ops"] == 2 and meta(rec)["groups"] == {"0": [0]}
 
 
+@requires_torch("process_group_hooks")
 def test_an_op_issued_below_python_is_recorded_by_the_groups_hooks(rec):
     t = torch.ones(3)
     c10d.all_reduce(t)  # not through a wrapper: as DDP's reducer issues it
@@ -104,12 +106,14 @@ def test_an_op_issued_below_python_is_recorded_by_the_groups_hooks(rec):
     assert broadcasted["in"] == digest_of([torch.ones(3)])  # the root contributes its tensor
 
 
+@requires_torch("process_group_hooks")
 def test_a_hook_inside_a_wrapped_call_leaves_the_op_to_the_wrapper(rec):
     all_reduce(torch.ones(2))
     rec.close()
     assert len(records(rec)) == 1 and "via" not in records(rec)[0]
 
 
+@requires_torch("process_group_hooks")
 def test_hooks_of_a_recorder_no_longer_on_record_nothing(rec, make):
     other = make()  # a later recorder took over (a forked child's)
     c10d.all_reduce(torch.ones(2))
@@ -118,6 +122,7 @@ def test_hooks_of_a_recorder_no_longer_on_record_nothing(rec, make):
     assert other.count == 0
 
 
+@requires_torch("process_group_hooks")
 def test_each_group_numbers_its_own_ops(rec):
     group = c10d.new_group(ranks=[0], backend="gloo")
     all_reduce(torch.ones(2))
@@ -326,6 +331,7 @@ def test_no_graph_is_captured_on_a_machine_without_cuda_in_use():
     assert Recorder.capturing() is False
 
 
+@requires_torch("process_group_hooks")
 def test_an_op_issued_during_a_capture_is_counted_not_recorded(rec, monkeypatch):
     monkeypatch.setattr(Recorder, "capturing", staticmethod(lambda: True))
     c10d.all_reduce(torch.ones(2))
@@ -483,6 +489,7 @@ def test_a_bad_keep_or_shadow_setting_is_named_before_anything_is_installed(monk
     assert active.recorder is None
 
 
+@requires_torch("process_group_hooks")
 def test_a_hook_outside_any_recorder_forgets_the_dispatcher_call(rec, monkeypatch):
     forgotten = []
     monkeypatch.setattr(dispatcher_calls, "forget", lambda: forgotten.append(True))

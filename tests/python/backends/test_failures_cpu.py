@@ -10,7 +10,7 @@ import time
 import pytest
 
 from ranks import run_ranks
-from torch_support import fr_name
+from torch_support import fr_name, requires_torch
 
 TIMEOUT_S = 3
 MARGIN_S = 2.0
@@ -217,6 +217,7 @@ def _rank_0_dies_inside_glooconnect(r, w, s): return _peer_dies_inside_glooconne
 def _rank_1_dies_inside_glooconnect(r, w, s): return _peer_dies_inside_glooconnect(1)(r, w, s)
 
 
+@requires_torch("cpu_device_id")  # the world is bound to the CPU: Gloo connects when the group is made
 @pytest.mark.parametrize("runner,survivor", [(_rank_0_dies_inside_glooconnect, 1),
                                              (_rank_1_dies_inside_glooconnect, 0)], ids=["rank0-dies", "rank1-dies"])
 def test_a_peer_that_dies_inside_glooconnect_fails_the_op_within_the_timeout(runner, survivor):
@@ -293,12 +294,16 @@ def _next_op_after_a_lost_peer(rank, world, store):
         outcome = ("no error", "")
     except Exception as error:  # noqa: BLE001
         outcome = (type(error).__name__, str(error).split("\n")[0])
-    return outcome, time.monotonic() - started, str(backend.get_error())
+    # Backend.get_error came after torch 2.11: there the error is read from the next op's message alone.
+    return outcome, time.monotonic() - started, str(backend.get_error()) if hasattr(backend, "get_error") else None
 
 
 def test_a_transport_failure_aborts_the_group_so_the_next_op_says_so_at_once():
+    import torch
+
+    torch_has_get_error = hasattr(torch._C._distributed_c10d.Backend, "get_error")
     for (kind, message), seconds, error in run_ranks(_next_op_after_a_lost_peer, 3, timeout=90, reporting=[0, 1]):
         assert kind == "DistBackendError", message
         assert "process group '0' (nccl2) was aborted after a failed op" in message, message
         assert seconds < 1.0, seconds  # at once: not after Gloo's own 3 s timeout
-        assert "COMM_ERROR" in error, error
+        assert "COMM_ERROR" in error if torch_has_get_error else error is None, error

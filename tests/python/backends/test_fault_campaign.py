@@ -16,7 +16,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from _fault_verdicts import RankOutcome, judge
+from _fault_verdicts import RankOutcome, held_until, judge
+from torch_support import requires_torch
 
 TIMEOUT = 3.0
 
@@ -134,6 +135,20 @@ def test_a_held_call_may_last_until_its_peer_resumed_and_no_longer():
         outcome.dump_mtime = 107.1
     problems = judge("stop", 2, TIMEOUT, 16, held, 100.0, None, held_until_s=HELD_UNTIL).problems
     assert any("rank 0 raised 2.50 s after its stopped peer resumed" in p for p in problems), problems
+
+
+def test_a_held_call_is_bounded_by_when_its_peer_was_really_resumed():
+    # The watcher sent SIGCONT 1.5 s later than planned (a loaded machine): the held call that
+    # returned with it is judged against that time, not the plan, and one later than it fails.
+    late_watcher = _stop_run(call_seconds=6.0)
+    late_watcher[2].resumed_at = 106.0
+    held = held_until(late_watcher, 100.0, HELD_UNTIL)
+    assert held == pytest.approx(6.0)
+    assert judge("stop", 2, TIMEOUT, 16, late_watcher, 100.0, "no dumps", held_until_s=held).ok
+    assert not judge("stop", 2, TIMEOUT, 16, _stop_run(call_seconds=8.5), 100.0, "no dumps", held_until_s=held).ok
+    # Never resumed (or no fault time): the plan stands.
+    assert held_until(_stop_run(), 100.0, HELD_UNTIL) == HELD_UNTIL
+    assert held_until(late_watcher, None, HELD_UNTIL) == HELD_UNTIL
 
 
 @pytest.mark.parametrize("call_seconds", [0.2, TIMEOUT + 0.05])
@@ -280,6 +295,7 @@ def test_a_simulated_device_fault_is_drawn_where_it_strikes(fault, tmp_path):
         assert str(plan.fault_at) in extra[plan.faulty_rank].values()
 
 
+@requires_torch("cpu_device_id")  # every world of the campaign is device-bound
 def test_the_seeded_subset_passes_every_check(tmp_path):
     """One run per row (39 rows), seeded; a failed run's logs and dumps are kept under tmp_path."""
     out = tmp_path / "campaign.json"

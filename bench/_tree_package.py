@@ -1,0 +1,26 @@
+"""Where the bench programs and the Python tests import nccl_migrate from: the source tree's
+package directory (python/, where tools/build.sh puts the native module), unless PYTHONPATH
+already names a directory holding a package of its own. Such a directory is another build's
+(build-torch211/python, one per torch version through NCCL_MIGRATE_PACKAGE_OUTPUT_DIR), and the
+in-tree package, built for another torch, must not shadow it: a child process started by
+multiprocessing's spawn inherits this sys.path and would otherwise import the wrong build."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TREE_PACKAGE_DIR = os.path.join(ROOT, "python")
+
+
+def package_named_by_pythonpath(pythonpath: str | None = None) -> str | None:
+    """The first PYTHONPATH entry that holds an nccl_migrate package, or None."""
+    value = os.environ.get("PYTHONPATH", "") if pythonpath is None else pythonpath
+    return next((p for p in value.split(os.pathsep) if p and os.path.isdir(os.path.join(p, "nccl_migrate"))), None)
+
+
+def use_tree_package() -> None:
+    """Puts the source tree's package first on sys.path, unless PYTHONPATH names another."""
+    if package_named_by_pythonpath() is None and TREE_PACKAGE_DIR not in sys.path:
+        sys.path.insert(0, TREE_PACKAGE_DIR)

@@ -1,0 +1,53 @@
+"""Where the bench programs (and the tests) import nccl_migrate from (bench/_tree_package.py):
+the source tree's package, unless PYTHONPATH names a directory holding another build's package,
+which it must not shadow. Checked in fresh interpreters, as a bench program or a spawned rank
+starts: importing bench/gpu_check.py, then asking where `import nccl_migrate` would load from."""
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BENCH = os.path.join(ROOT, "bench")
+WHERE = ("import sys; sys.path.insert(0, {bench!r}); import gpu_check, importlib.util; "
+         "print(importlib.util.find_spec('nccl_migrate').origin)")
+
+
+def _origin_after_importing_gpu_check(pythonpath: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    done = subprocess.run([sys.executable, "-c", WHERE.format(bench=BENCH)], env=env, cwd="/",
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _another_build(tmp_path) -> str:
+    package = tmp_path / "other-build" / "nccl_migrate"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    return str(package.parent)
+
+
+def test_a_package_named_by_pythonpath_is_not_shadowed_by_the_trees(tmp_path):
+    other = _another_build(tmp_path)
+    assert _origin_after_importing_gpu_check(other) == os.path.join(other, "nccl_migrate", "__init__.py")
+
+
+def test_without_one_the_trees_package_is_used(tmp_path):
+    unrelated = tmp_path / "unrelated"
+    unrelated.mkdir()
+    assert _origin_after_importing_gpu_check(str(unrelated)) == os.path.join(ROOT, "python", "nccl_migrate", "__init__.py")
+
+
+def test_the_package_named_is_the_first_pythonpath_entry_that_holds_one(tmp_path):
+    sys.path.insert(0, BENCH)
+    try:
+        from _tree_package import package_named_by_pythonpath
+    finally:
+        sys.path.remove(BENCH)
+    other = _another_build(tmp_path)
+    assert package_named_by_pythonpath(os.pathsep.join(["", str(tmp_path), other])) == other
+    assert package_named_by_pythonpath(str(tmp_path)) is None
+    assert package_named_by_pythonpath("") is None
