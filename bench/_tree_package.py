@@ -15,12 +15,26 @@ TREE_PACKAGE_DIR = os.path.join(ROOT, "python")
 
 
 def package_named_by_pythonpath(pythonpath: str | None = None) -> str | None:
-    """The first PYTHONPATH entry that holds an nccl_migrate package, or None."""
+    """The first PYTHONPATH entry that holds an nccl_migrate package (made absolute, as Python
+    makes sys.path's entries at start), or None."""
     value = os.environ.get("PYTHONPATH", "") if pythonpath is None else pythonpath
-    return next((p for p in value.split(os.pathsep) if p and os.path.isdir(os.path.join(p, "nccl_migrate"))), None)
+    entries = (os.path.abspath(p) for p in value.split(os.pathsep) if p)
+    return next((p for p in entries if os.path.isdir(os.path.join(p, "nccl_migrate"))), None)
 
 
 def use_tree_package() -> None:
-    """Puts the source tree's package first on sys.path, unless PYTHONPATH names another."""
-    if package_named_by_pythonpath() is None and TREE_PACKAGE_DIR not in sys.path:
+    """Puts the source tree's package first on sys.path, unless PYTHONPATH names another. First,
+    not merely present: tools/setup.sh's .pth file appends it after site-packages, where an
+    installed nccl_migrate would shadow the tree's."""
+    if package_named_by_pythonpath() is None and sys.path[:1] != [TREE_PACKAGE_DIR]:
+        while TREE_PACKAGE_DIR in sys.path:
+            sys.path.remove(TREE_PACKAGE_DIR)
         sys.path.insert(0, TREE_PACKAGE_DIR)
+
+
+def child_pythonpath() -> str:
+    """PYTHONPATH for a Python child process started with its own environment: the same choice."""
+    existing = os.environ.get("PYTHONPATH", "")
+    if package_named_by_pythonpath(existing) is not None:
+        return existing
+    return os.pathsep.join(p for p in [TREE_PACKAGE_DIR, existing] if p)

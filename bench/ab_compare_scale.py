@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from _tree_package import use_tree_package
 
 use_tree_package()

@@ -36,6 +36,9 @@ from dataclasses import asdict, dataclass
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [HERE, os.path.join(ROOT, "tests", "python")]
+from _tree_package import use_tree_package
+
+use_tree_package()
 
 from _fault_ranks import RankPlan, run_rank, workload
 from _fault_verdicts import DISRUPTIVE, RankOutcome, held_until, judge, percentile

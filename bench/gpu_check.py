@@ -51,7 +51,7 @@ STARTED = time.monotonic()  # the deadline counts from here: importing torch and
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
-from _tree_package import use_tree_package
+from _tree_package import child_pythonpath, use_tree_package
 
 use_tree_package()
 
@@ -361,8 +361,7 @@ class Check:
             for backend in self.backends:
                 run_dir = tempfile.mkdtemp(prefix=f"{spec.name}.{backend}.", dir=self.work_dir)
                 port = free_port()
-                base = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [os.path.join(os.path.dirname(HERE),
-                        "python"), os.environ.get("PYTHONPATH", "")] if p)}
+                base = {**os.environ, "PYTHONPATH": child_pythonpath()}
                 argv = [sys.executable, TEARDOWN_CHILD, "--backend", backend]
                 if spec.name == "teardown_in_flight":
                     argv.append("--in-flight")

@@ -79,6 +79,12 @@ def _python_side() -> dict:
             "what": "dist.split_group on CPU groups; without it torch splits only a CUDA backend of a default group "
                     "bound to a device",
         },
+        "reduce_op_unbox": {
+            "present": hasattr(dist.ReduceOp, "unbox"),
+            "kind": "feature",
+            "what": "ReduceOp.unbox: the ReduceOp torch's dispatcher is given read back in Python; without it an A/B "
+                    "shadow run cannot know the reduce op of an op issued from C++ and replays none",
+        },
         "fr_self_recording_backends": {
             "present": isinstance(getattr(c10d, "_FR_SELF_RECORDING_BACKENDS", None), set),
             "kind": "feature",

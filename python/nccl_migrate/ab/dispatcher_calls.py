@@ -16,7 +16,11 @@ import threading
 import torch
 import torch.distributed as dist
 
+from .. import torch_features
 from .op_table import OPS
+
+# Older torch (2.11) cannot read the dispatcher's ReduceOp back in Python: no reduce op is known.
+CAN_READ_REDUCE_OP = torch_features.has("reduce_op_unbox")
 
 _last = threading.local()
 below_autograd = torch._C._AutoDispatchBelowAutograd
@@ -60,13 +64,13 @@ def install() -> None:
 
 def reduce_op_of(dispatcher: str | None, tensors: list[torch.Tensor]):
     """The ReduceOp (torch.distributed's, PREMUL_SUM's factor included) the dispatcher was given
-    for the op on ``tensors`` just issued on this thread, or None when that call was not seen."""
+    for the op on ``tensors`` just issued on this thread, or None when that call was not seen or
+    this torch cannot read it (``reduce_op_unbox``)."""
     call = getattr(_last, "call", None)
     _last.call = None
     if call is None or call[0] != dispatcher or not tensors or not _pointers(tensors) <= call[1]:
         return None
-    unbox = getattr(dist.ReduceOp, "unbox", None)  # older torch (2.11) cannot read the dispatcher's ReduceOp
-    return unbox(call[2]) if unbox is not None else None
+    return dist.ReduceOp.unbox(call[2]) if CAN_READ_REDUCE_OP else None
 
 
 def forget() -> None:

@@ -11,6 +11,7 @@ import torch
 import torch.distributed as dist
 from nccl_migrate.ab import dispatcher_calls
 from nccl_migrate.ab.op_table import OPS
+from torch_support import requires_torch
 
 
 @pytest.fixture
@@ -26,9 +27,7 @@ def noting():
         dist.destroy_process_group()
 
 
-@pytest.mark.skipif(not hasattr(dist.ReduceOp, "unbox"),
-                    reason=f"torch {torch.__version__} lacks ReduceOp.unbox: the dispatcher's ReduceOp cannot be read "
-                           "in Python (torch 2.11), so no reduce op is noted (see the test below)")
+@requires_torch("reduce_op_unbox")
 def test_the_reduce_op_of_a_reducing_call_is_noted_and_taken_once(noting):
     t = torch.ones(3)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -56,7 +55,7 @@ def test_a_note_is_not_taken_by_another_op_or_other_tensors(noting):
 def test_a_torch_that_cannot_read_the_dispatchers_reduce_op_gives_none_never_a_guess(noting, monkeypatch):
     t = torch.ones(3)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    monkeypatch.setattr(dispatcher_calls.dist, "ReduceOp", types.SimpleNamespace(MAX=dist.ReduceOp.MAX))
+    monkeypatch.setattr(dispatcher_calls, "CAN_READ_REDUCE_OP", False)
     assert dispatcher_calls.reduce_op_of("allreduce_", [t]) is None
 
 

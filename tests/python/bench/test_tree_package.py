@@ -41,13 +41,33 @@ def test_without_one_the_trees_package_is_used(tmp_path):
     assert _origin_after_importing_gpu_check(str(unrelated)) == os.path.join(ROOT, "python", "nccl_migrate", "__init__.py")
 
 
-def test_the_package_named_is_the_first_pythonpath_entry_that_holds_one(tmp_path):
-    sys.path.insert(0, BENCH)
-    try:
-        from _tree_package import package_named_by_pythonpath
-    finally:
-        sys.path.remove(BENCH)
+def test_the_package_named_is_the_first_pythonpath_entry_that_holds_one(tmp_path, monkeypatch):
+    from _tree_package import (
+        package_named_by_pythonpath,  # bench/ is on the path (conftest.py)
+    )
+
     other = _another_build(tmp_path)
     assert package_named_by_pythonpath(os.pathsep.join(["", str(tmp_path), other])) == other
     assert package_named_by_pythonpath(str(tmp_path)) is None
     assert package_named_by_pythonpath("") is None
+    monkeypatch.chdir(tmp_path)  # a relative entry is read as Python reads it: against the directory
+    assert package_named_by_pythonpath("other-build") == other
+
+
+def test_the_trees_package_goes_first_even_where_a_pth_file_appended_it(monkeypatch):
+    import _tree_package
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setattr(sys, "path", ["/site-packages", _tree_package.TREE_PACKAGE_DIR])
+    _tree_package.use_tree_package()
+    assert sys.path == [_tree_package.TREE_PACKAGE_DIR, "/site-packages"]
+
+
+def test_a_child_gets_the_same_choice(tmp_path, monkeypatch):
+    import _tree_package
+
+    other = _another_build(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", other)
+    assert _tree_package.child_pythonpath() == other
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    assert _tree_package.child_pythonpath() == os.pathsep.join([_tree_package.TREE_PACKAGE_DIR, str(tmp_path)])

@@ -23,11 +23,11 @@ def test_each_row_says_where_it_was_learnt(build_table):
     assert {name: row["source"] for name, row in table.items()} == {
         "nccl2": "build", "headeronly_version": "build", "shrink": "build",
         "backend_options_process_group": "python", "cpu_device_id": "python", "backend_plugins": "python",
-        "split_group_cpu": "python", "fr_self_recording_backends": "python"}
+        "split_group_cpu": "python", "fr_self_recording_backends": "python", "reduce_op_unbox": "python"}
     assert table["nccl2"] == {"present": False, "kind": "feature", "what": "rewritten NCCL", "source": "build"}
     assert table["backend_options_process_group"]["kind"] == "adapted"
     assert all(table[n]["kind"] == "feature" for n in ("cpu_device_id", "backend_plugins", "split_group_cpu",
-                                                          "fr_self_recording_backends"))
+                                                          "fr_self_recording_backends", "reduce_op_unbox"))
     assert table["backend_plugins"]["what"].startswith("torch creates every backend, its own names included")
 
 
@@ -45,7 +45,7 @@ def test_has_answers_for_known_features_and_names_the_known_ones_otherwise(build
         torch_features.has("nccl3")
     assert caught.value.args[0].startswith("unknown torch feature 'nccl3'; known: backend_options_process_group, "
                                            "backend_plugins, cpu_device_id, fr_self_recording_backends, "
-                                           "headeronly_version, nccl2, shrink, split_group_cpu")
+                                           "headeronly_version, nccl2, reduce_op_unbox, shrink, split_group_cpu")
 
 
 def test_the_reason_a_test_or_command_cannot_run_names_torch_and_the_feature(build_table):
@@ -99,12 +99,16 @@ def test_whether_creators_get_their_group_is_read_from_torchs_options(monkeypatc
 def test_the_other_python_side_rows_follow_torchs_api(monkeypatch):
     monkeypatch.setattr(torch_features.c10d, "_FR_SELF_RECORDING_BACKENDS", {"nccl"}, raising=False)
     monkeypatch.setattr(torch_features.dist.Backend, "_ensure_backend_registered", lambda name: None, raising=False)
+    monkeypatch.setattr(torch_features.dist.ReduceOp, "unbox", staticmethod(lambda boxed: boxed), raising=False)
     side = torch_features._python_side()
     assert side["fr_self_recording_backends"]["present"] is True and side["backend_plugins"]["present"] is True
+    assert side["reduce_op_unbox"]["present"] is True
     monkeypatch.setattr(torch_features.c10d, "_FR_SELF_RECORDING_BACKENDS", ["nccl"])
     monkeypatch.delattr(torch_features.dist.Backend, "_ensure_backend_registered")
+    monkeypatch.delattr(torch_features.dist.ReduceOp, "unbox", raising=False)
     side = torch_features._python_side()
     assert side["fr_self_recording_backends"]["present"] is False and side["backend_plugins"]["present"] is False
+    assert side["reduce_op_unbox"]["present"] is False
     monkeypatch.setattr(torch_features, "hands_backends_their_group", lambda: False)
     monkeypatch.setattr(torch_features, "_cpu_device_id", lambda: True)
     monkeypatch.setattr(torch_features, "_split_group_on_cpu", lambda: False)
@@ -139,5 +143,9 @@ def test_each_python_side_row_says_what_it_is_and_what_its_absence_costs():
         'fr_self_recording_backends': (
             "torch.distributed's _FR_SELF_RECORDING_BACKENDS; without it torch attaches no generic "
             "flight-recorder hook to groups, so the toolkit's backends have nothing to opt out of"
+        ),
+        'reduce_op_unbox': (
+            "ReduceOp.unbox: the ReduceOp torch's dispatcher is given read back in Python; without it an A/B "
+            "shadow run cannot know the reduce op of an op issued from C++ and replays none"
         ),
     }
