@@ -5,6 +5,7 @@
 #include <thread>
 #include <utility>
 
+#include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
 
 #include "common/exit_gate.h"
@@ -102,7 +103,11 @@ CommHandle::~CommHandle() {
 ncclComm_t CommHandle::live(std::string_view op) const {
   ncclComm_t comm = comm_.load();
   if (!comm || aborted_.load()) {
-    throw NcclError(ncclInvalidUsage, std::string(op) + " on communicator " + key_ + " of group '" + group_ +
+    // The engine refuses ops of an aborted group before they get here; an op that does was
+    // issued as the group was aborted under it (a failure seen on another thread, between a
+    // ring's send and its receive). It is refused at issue as torch refuses an op on an aborted
+    // communicator: a DistBackendError, never a usage error of the job's.
+    C10_THROW_ERROR(DistBackendError, std::string(op) + " on communicator " + key_ + " of group '" + group_ +
                                           "' on rank " + std::to_string(rank_) +
                                           ": the communicator was aborted; create a new group to communicate again");
   }

@@ -800,6 +800,30 @@ TEST(SimulatedDevice, AnAbortNeverCallsNcclBesideACallInsideIt) {
             "");
 }
 
+// An op issued as its group is aborted under it (the campaign's sim_error run: rank 0's ring
+// between its send and its receive) is refused with a DistBackendError, as torch refuses an op
+// on an aborted communicator; before, it failed as a usage error and reached the job as a
+// RuntimeError.
+TEST(SimulatedDevice, AnOpOnACommunicatorAbortedUnderItIsRefusedAsABackendErrorNotAUsageError) {
+  EXPECT_EQ(runRanks(1,
+                     [](RankContext& ctx) {
+                       auto seams = simulatedSeams(ctx.store);
+                       auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
+                       ncclComm_t comm = simCommunicator(ctx, *api, 1);
+                       auto handle = std::make_shared<backends::nccl::CommHandle>(seams->api, comm, "pg", 0, "sim:0");
+                       handle->abort();
+                       bool called = false;
+                       try {
+                         handle->use("recv", [&](ncclComm_t) { called = true; });
+                         check(false, "an op on an aborted communicator was issued");
+                       } catch (const c10::DistBackendError& e) {
+                         check(!called, "the op reached NCCL");
+                         check(std::string(e.what()).find("the communicator was aborted") != std::string::npos, e.what());
+                       }
+                     }),
+            "");
+}
+
 // NCCL connects on first use inside the call that launches the op, and waits there for its peers
 // (docs/simulated-nccl.md): the simulated NCCL's first collective on a communicator returns only
 // once every member called one, and its second does not wait.
