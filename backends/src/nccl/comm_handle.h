@@ -35,7 +35,7 @@ class CommHandle {
   NcclApi& api() const { return *api_; }
   CallSite site(std::string_view op) const { return {op, group_, rank_}; }
 
-  // Runs fn(comm) while holding the communicator; throws an NcclError naming `op` once the
+  // Runs fn(comm) while holding the communicator; throws a c10::DistBackendError naming `op` once the
   // communicator was aborted. In nonblocking mode it returns once NCCL really issued the calls
   // (their kernels are on the stream), so what the caller records next follows them.
   void use(std::string_view op, const std::function<void(ncclComm_t)>& fn);
