@@ -722,6 +722,19 @@ ncclComm_t simCommunicator(RankContext& ctx, backends::nccl::NcclApi& api, int s
   return comm;
 }
 
+// A rank's simulated seams and a communicator of `size` ranks made through their NCCL.
+struct SeamsAndCommunicator {
+  std::shared_ptr<const backends::NcclSeams> seams;
+  SimNcclApi* api;
+  ncclComm_t comm;
+};
+
+SeamsAndCommunicator simSeamsAndCommunicator(RankContext& ctx, int size) {
+  auto seams = simulatedSeams(ctx.store);
+  auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
+  return {seams, api, simCommunicator(ctx, *api, size)};
+}
+
 cudaStream_t forNccl(const std::shared_ptr<SimStream>& stream) {
   return static_cast<cudaStream_t>(static_cast<void*>(stream.get()));
 }
@@ -763,9 +776,7 @@ TEST(SimulatedDevice, LettingGoOfACommunicatorWithAStuckOpIsBounded) {
 TEST(SimulatedDevice, AnAbortNeverCallsNcclBesideACallInsideIt) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
-                       auto seams = simulatedSeams(ctx.store);
-                       auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
-                       ncclComm_t comm = simCommunicator(ctx, *api, 2);
+                       auto [seams, api, comm] = simSeamsAndCommunicator(ctx, 2);
                        auto stream = SimRuntime::instance()->makeWorkerStream("comm");
                        at::Tensor t = at::ones({4});
                        auto allReduce = [&](ncclComm_t c) {
@@ -807,9 +818,7 @@ TEST(SimulatedDevice, AnAbortNeverCallsNcclBesideACallInsideIt) {
 TEST(SimulatedDevice, AnOpOnACommunicatorAbortedUnderItIsRefusedAsABackendErrorNotAUsageError) {
   EXPECT_EQ(runRanks(1,
                      [](RankContext& ctx) {
-                       auto seams = simulatedSeams(ctx.store);
-                       auto* api = dynamic_cast<SimNcclApi*>(seams->api.get());
-                       ncclComm_t comm = simCommunicator(ctx, *api, 1);
+                       auto [seams, api, comm] = simSeamsAndCommunicator(ctx, 1);
                        auto handle = std::make_shared<backends::nccl::CommHandle>(seams->api, comm, "pg", 0, "sim:0");
                        handle->abort();
                        bool called = false;
