@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -66,6 +68,31 @@ std::set<int> absentMembers(c10d::Store& store, const Meeting& meeting, size_t& 
   return absent;
 }
 
+// The group rank that left a mark on one of the meeting's places, if any has (-1 when the mark
+// does not read as one: some member gave up, which one is unknown).
+std::optional<int> leaverOf(c10d::Store& store, const Meeting& meeting) {
+  for (const std::string& place : meeting.places) {
+    std::string mark = leftMarkOf(place);
+    if (!store.check({mark})) continue;
+    std::vector<uint8_t> value = store.get(mark);
+    std::string text(value.begin(), value.end());
+    char* end = nullptr;
+    long groupRank = std::strtol(text.c_str(), &end, 10);
+    return !text.empty() && *end == '\0' && groupRank >= 0 ? static_cast<int>(groupRank) : -1;
+  }
+  return std::nullopt;
+}
+
+// Giving up: the marks first, so a member arriving from now on fails at once, then this member's
+// keys, so one that arrives anyway waits for it (and fails) instead of taking it for present and
+// blocking in NCCL on a member that left. A member that found them in the moment before is not
+// helped: it meets a member that is gone (its wait ends at its own timeout, as before marks).
+void leave(c10d::Store& store, const Meeting& meeting) {
+  std::string self = std::to_string(meeting.self);
+  for (const std::string& place : meeting.places) store.set(leftMarkOf(place), std::vector<uint8_t>(self.begin(), self.end()));
+  for (const std::string& key : meeting.own) store.deleteKey(key);
+}
+
 // The meeting itself, through `store`: bounded by `timeout` as long as the store answers.
 // `waitRanOut` is set once the wait for the others timed out (the check of who came follows).
 void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::milliseconds timeout,
@@ -78,22 +105,28 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
   for (const auto& [key, groupRank] : meeting.awaited) keys.push_back(key);
   std::set<int> absent;
   size_t unasked = 0;
+  std::optional<int> leaver;
   try {
     for (const std::string& key : meeting.own) store.set(key, std::vector<uint8_t>{1});
     if (timeout == c10d::Store::kNoTimeout) {
       store.wait(keys, timeout);  // the job asked for no bound: the store's own wait, however long
       return;
     }
-    if (arrivedBy(store, keys, std::chrono::steady_clock::now() + timeout)) return;
-    waitRanOut = true;
-    absent = absentMembers(store, meeting, unasked);
-    if (absent.empty() && unasked == 0) return;  // the last of them came as the wait ran out: they all met
-    // This member gives up: its keys go, so a member arriving later waits for it (and fails)
-    // instead of taking it for present and blocking in NCCL on a member that left. A member
-    // that found them just before they went is not helped.
-    for (const std::string& key : meeting.own) store.deleteKey(key);
+    leaver = leaverOf(store, meeting);  // after setting its keys: see leave()
+    if (!leaver) {
+      if (arrivedBy(store, keys, std::chrono::steady_clock::now() + timeout)) return;
+      waitRanOut = true;
+      absent = absentMembers(store, meeting, unasked);
+      if (absent.empty() && unasked == 0) return;  // the last of them came as the wait ran out: they all met
+    }
+    leave(store, meeting);
   } catch (const c10::Error& error) {
     unreachable(error);  // its host is gone, or it failed: asking it again would only fail again
+  }
+  if (leaver) {
+    std::string who = *leaver >= 0 ? "group rank " + std::to_string(*leaver) : "a member";
+    C10_THROW_ERROR(DistBackendError, meeting.who + ": " + who + " had already given up waiting " + meeting.purpose +
+                                          " (a member it waited for never came), so it cannot meet now");
   }
   std::string missing;
   for (int groupRank : absent) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
@@ -107,6 +140,8 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
 }
 
 }  // namespace
+
+std::string leftMarkOf(const std::string& place) { return place + "/left"; }
 
 std::string communicatorNamed(const CommunicatorInfo& info, const std::string& groupName) {
   return "communicator " + info.key + " of group '" + groupName + "'";
@@ -164,7 +199,8 @@ void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string
                  const std::string& groupName, std::chrono::milliseconds timeout) {
   // The prefix is used once (the factory numbers every creation of a key), so keys left from
   // an earlier meeting are never mistaken for members arriving now.
-  Meeting meeting{communicatorNamed(info, groupName), "to create it", {}, {}};
+  Meeting meeting{communicatorNamed(info, groupName), "to create it", {}, {}, {prefix + "/member"},
+                  groupRankOf(info, info.rank)};
   for (int r = 0; r < info.size; ++r) {
     std::string key = prefix + "/member/" + std::to_string(r);
     if (r == info.rank) meeting.own.push_back(key);

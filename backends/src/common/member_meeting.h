@@ -21,12 +21,23 @@ inline constexpr std::chrono::milliseconds kMeetingAnswerGrace{1000};
 
 // One meeting: the keys this member sets, and the keys it waits for, each with the group rank
 // that sets it (named when it does not come). Keys are used once.
+//
+// A member that gives up marks each of the meeting's places (`places`: one per set of keys
+// met together, such as one p2p direction) as left, with its group rank (`self`): a member
+// arriving later fails at once, naming it, instead of waiting a whole timeout of its own for a
+// member that is gone. Without the mark, ops that meet one after another (a ring's send, then
+// its receive) add a timeout per meeting behind a member that gave up on an earlier one.
 struct Meeting {
   std::string who;      // "communicator cuda:0 of group 'pg'"
   std::string purpose;  // "to create it": why the others were awaited, for the error
   std::vector<std::string> own;
   std::vector<std::pair<std::string, int>> awaited;
+  std::vector<std::string> places;  // each place's key prefix; its mark is leftMarkOf(place)
+  int self = -1;                    // this member's group rank, written in the marks it leaves
 };
+
+// The key a member that gave up on a meeting's place sets, its group rank the value.
+std::string leftMarkOf(const std::string& place);
 
 // Throws DistBackendError naming the group ranks that did not arrive within `timeout`, or the
 // store that could not be reached; returns or throws within `timeout` + kMeetingAnswerGrace

@@ -307,11 +307,12 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
 // and a collective needs them all anyway) and for the peer of each new direction.
 std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& needs) {
   if (info_.size == 1) return nullptr;
-  backends::Meeting meeting{communicatorNamed(info_, groupName_), "", {}, {}};
+  backends::Meeting meeting{communicatorNamed(info_, groupName_), "", {}, {}, {}, groupRankOf(info_, info_.rank)};
   std::vector<std::pair<int, int>> newDirections;
   bool collective = needs.collective && !collectivesConnected_;
   if (collective) {
     meeting.purpose = "to connect it for its first collective";
+    meeting.places.push_back(meetingPlace_.prefix + "/connect/collectives");
     for (int r = 0; r < info_.size; ++r) {
       std::string key = meetingPlace_.prefix + "/connect/collectives/" + std::to_string(r);
       if (r == info_.rank) meeting.own.push_back(key);
@@ -323,9 +324,10 @@ std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& nee
     if (from == to || directionsConnected_.count(direction)) continue;
     newDirections.push_back(direction);
     int peer = from == info_.rank ? to : from;
-    std::string base = meetingPlace_.prefix + "/connect/p2p/" + std::to_string(from) + "-" + std::to_string(to) + "/";
-    meeting.own.push_back(base + std::to_string(info_.rank));
-    meeting.awaited.emplace_back(base + std::to_string(peer), groupRankOf(info_, peer));
+    std::string place = meetingPlace_.prefix + "/connect/p2p/" + std::to_string(from) + "-" + std::to_string(to);
+    meeting.places.push_back(place);
+    meeting.own.push_back(place + "/" + std::to_string(info_.rank));
+    meeting.awaited.emplace_back(place + "/" + std::to_string(peer), groupRankOf(info_, peer));
   }
   if (meeting.awaited.empty()) return nullptr;
   if (!collective) meeting.purpose = "to connect it for their first send or receive between them";
@@ -520,6 +522,11 @@ std::unique_ptr<InFlight> NcclCommunicator::endBatch() {
     std::exception_ptr lost = peerFailureOf(e);
     if (!lost) throw;
     if (!failure) failure = lost;
+  } catch (const c10::DistBackendError&) {
+    // The group was aborted under the batch (the watchdog saw a failure on another thread):
+    // a batch that had already failed fails with its own failure, which the abort's refusal
+    // would hide, and through its work as any failed batch.
+    if (!failure) throw;
   }
   if (failure) {
     // A failed batch's launched part may run until the group is aborted (in nonblocking mode

@@ -145,6 +145,34 @@ TEST_F(CallOrder, AFailedCallInsideABatchStillClosesTheGroup) {
   }
 }
 
+// A batch whose op lost its peer, and whose group was then aborted under it (the watchdog, on
+// another thread, saw the failure) before the batch ended: the batch fails with the peer's
+// failure, through its work, as a batch that was not aborted does. The abort's own refusal
+// ("the communicator was aborted") would hide what failed.
+TEST_F(CallOrder, ABatchThatFailedKeepsItsOwnFailureWhenItsGroupIsAbortedBeforeItEnds) {
+  auto pg = group();
+  ON_CALL(*api, errorString(ncclRemoteError)).WillByDefault(Return("the peer went away"));
+  EXPECT_CALL(*api, allReduce(_, _, _, _, _, _, _)).WillOnce(Return(ncclRemoteError));
+  std::vector<at::Tensor> a{at::ones({2})};
+  pg->startCoalescing();
+  (void)pg->allreduce(a, sumOf());
+  pg->abort();
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = pg->endCoalescing();
+  } catch (const c10::Error& e) {
+    FAIL() << "the batch's end threw instead of failing its work: " << e.what_without_backtrace();
+  }
+  try {
+    work->wait();
+    FAIL() << "a batch whose op failed completed";
+  } catch (const c10::DistBackendError& e) {
+    std::string error = e.what_without_backtrace();
+    EXPECT_NE(error.find("the peer went away"), std::string::npos) << error;
+    EXPECT_EQ(error.find("was aborted"), std::string::npos) << error;
+  }
+}
+
 TEST_F(CallOrder, NoCallNamesTheCommunicatorAfterItsAbort) {
   auto pg = group();
   std::vector<at::Tensor> a{at::ones({2})};

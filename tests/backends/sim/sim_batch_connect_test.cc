@@ -265,21 +265,23 @@ TEST(BatchConnect, APeerThatMetButNeverConnectsFailsANonblockingBatchWithinTheTi
             "");
 }
 
-// A member that gives up its meeting takes its keys back: a member arriving after that waits
-// for it and fails within its own timeout, instead of taking it for present and blocking in
-// ncclGroupEnd on a member that left.
-TEST(BatchConnect, AMemberArrivingAfterItsPeerGaveUpFailsWithinItsTimeout) {
+// A member that gives up its meeting leaves a mark and takes its keys back: the member that
+// waited names the one that never came, and the one arriving after that fails at once naming
+// the one that gave up, instead of taking it for present and blocking in ncclGroupEnd on a
+// member that left, or waiting out a timeout of its own for a meeting that cannot happen.
+TEST(BatchConnect, AMemberArrivingAfterItsPeerGaveUpFailsAtOnceNamingIt) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
                        auto timeout = std::chrono::milliseconds(1500);
                        auto pg = simBackend(ctx, rewritten(), timeout);
                        std::vector<at::Tensor> t{at::ones({4})};
-                       if (ctx.rank == 0) std::this_thread::sleep_for(timeout + std::chrono::milliseconds(1000));
+                       bool late = ctx.rank == 0;
+                       if (late) std::this_thread::sleep_for(timeout + std::chrono::milliseconds(1000));
                        auto started = std::chrono::steady_clock::now();
                        std::string error;
                        try {
                          pg->startCoalescing();
-                         if (ctx.rank == 0) {
+                         if (late) {
                            pg->send(t, 1, 0);
                          } else {
                            pg->recv(t, 0, 0);
@@ -289,12 +291,15 @@ TEST(BatchConnect, AMemberArrivingAfterItsPeerGaveUpFailsWithinItsTimeout) {
                          error = e.what();
                        }
                        auto took = std::chrono::steady_clock::now() - started;
-                       std::string other = std::to_string(1 - ctx.rank);
-                       check(error.find("group rank(s) " + other + " did not arrive") != std::string::npos,
-                             "rank " + std::to_string(ctx.rank) + "'s batch did not fail naming rank " + other + ": " +
-                                 error);
-                       check(took < timeout + backends::kMeetingAnswerGrace + std::chrono::milliseconds(500),
-                             "failed after " + std::to_string(secondsOf(took)) + " s");
+                       std::string expected = late ? "group rank 1 had already given up waiting"
+                                                   : "group rank(s) 0 did not arrive within 1500 ms";
+                       check(error.find(expected) != std::string::npos,
+                             "rank " + std::to_string(ctx.rank) + "'s batch did not fail with '" + expected +
+                                 "': " + error);
+                       auto bound = late ? std::chrono::milliseconds(500)
+                                         : timeout + backends::kMeetingAnswerGrace + std::chrono::milliseconds(500);
+                       check(took < bound, "rank " + std::to_string(ctx.rank) + " failed after " +
+                                               std::to_string(secondsOf(took)) + " s");
                      },
                      std::chrono::seconds(30)),
             "");
