@@ -5,6 +5,8 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
@@ -71,6 +73,37 @@ TEST(MemberMeeting, AMemberArrivingAfterAnotherGaveUpFailsAtOnceNamingIt) {
   EXPECT_NE(error.find("communicator cpu:0 of group 'pg': group rank 7 had already given up waiting to create it"),
             std::string::npos)
       << error;
+}
+
+// A member turned away by a mark passes on the name of the one that gave up first, to every place
+// it leaves: in a chain A, B, C, where B meets A at one place and C at another, C is told that A
+// gave up, not B (which waited for no one).
+TEST(MemberMeeting, AMarkPassedOnNamesTheMemberThatGaveUpFirst) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  auto memberAt = [](int groupRank, std::vector<std::string> places, std::vector<std::pair<std::string, int>> awaited) {
+    Meeting meeting{"member " + std::to_string(groupRank), "to connect", {}, std::move(awaited), places, groupRank};
+    for (const std::string& place : places) meeting.own.push_back(place + "/" + std::to_string(groupRank));
+    return meeting;
+  };
+  auto failureOfMeeting = [&](Meeting meeting, milliseconds timeout) -> std::string {
+    try {
+      meet(store, std::move(meeting), timeout);
+    } catch (const c10::DistBackendError& e) {
+      return e.what_without_backtrace();
+    }
+    return "";
+  };
+  // A (group rank 3) waits for B at place X and gives up; B (5) meets A at X and C at Y; C (8) meets B at Y.
+  ASSERT_NE(failureOfMeeting(memberAt(3, {"X"}, {{"X/5", 5}}), milliseconds(200)), "");
+  std::string b = failureOfMeeting(memberAt(5, {"X", "Y"}, {{"X/3", 3}, {"Y/8", 8}}), milliseconds(3000));
+  EXPECT_NE(b.find("group rank 3 had already given up"), std::string::npos) << b;
+  auto started = std::chrono::steady_clock::now();
+  std::string c = failureOfMeeting(memberAt(8, {"Y"}, {{"Y/5", 5}}), milliseconds(3000));
+  EXPECT_LT(secondsSince(started), 1.0) << "C waited for B, which had left";
+  EXPECT_NE(c.find("member 8: group rank 3 had already given up"), std::string::npos) << c;
+  // A mark already there stays: B's leaving did not rename the one that gave up at X.
+  auto mark = store->get(leftMarkOf("X"));
+  EXPECT_EQ(std::string(mark.begin(), mark.end()), "3");
 }
 
 // The mark is the meeting's own: a member of another meeting (another prefix) is not turned away.

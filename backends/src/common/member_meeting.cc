@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
 
 namespace nccl_migrate::backends {
 namespace {
@@ -85,12 +86,23 @@ std::optional<int> leaverOf(c10d::Store& store, const Meeting& meeting) {
 
 // Giving up: the marks first, so a member arriving from now on fails at once, then this member's
 // keys, so one that arrives anyway waits for it (and fails) instead of taking it for present and
-// blocking in NCCL on a member that left. A member that found them in the moment before is not
-// helped: it meets a member that is gone (its wait ends at its own timeout, as before marks).
-void leave(c10d::Store& store, const Meeting& meeting) {
-  std::string self = std::to_string(meeting.self);
-  for (const std::string& place : meeting.places) store.set(leftMarkOf(place), std::vector<uint8_t>(self.begin(), self.end()));
-  for (const std::string& key : meeting.own) store.deleteKey(key);
+// blocking in NCCL on a member that left. A mark names `leaver`, the member that gave up first:
+// one already there stays (a member turned away by it passes it on to its other places rather
+// than naming itself, which waited for no one). A member that set its keys in the moment before
+// the marks and found this one's keys still there is not helped: it takes this member for
+// present and goes on into the transport, where only the watchdog bounds it, as before marks.
+// The verdict stands whatever the store does now: a store that fails here fails the others too.
+void leave(c10d::Store& store, const Meeting& meeting, int leaver) {
+  std::string name = std::to_string(leaver);
+  try {
+    for (const std::string& place : meeting.places) {
+      store.compareSet(leftMarkOf(place), {}, std::vector<uint8_t>(name.begin(), name.end()));  // set only if absent
+    }
+    for (const std::string& key : meeting.own) store.deleteKey(key);
+  } catch (const c10::Error& error) {
+    LOG(WARNING) << "[nccl_migrate] " << meeting.who << " could not leave its marks in the group's store after giving up: "
+                 << error.what_without_backtrace();
+  }
 }
 
 // The meeting itself, through `store`: bounded by `timeout` as long as the store answers.
@@ -106,6 +118,8 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
   std::set<int> absent;
   size_t unasked = 0;
   std::optional<int> leaver;
+  // The meeting's time runs from its start: its caller gives it `timeout` and the grace, all told.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   try {
     for (const std::string& key : meeting.own) store.set(key, std::vector<uint8_t>{1});
     if (timeout == c10d::Store::kNoTimeout) {
@@ -114,15 +128,15 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
     }
     leaver = leaverOf(store, meeting);  // after setting its keys: see leave()
     if (!leaver) {
-      if (arrivedBy(store, keys, std::chrono::steady_clock::now() + timeout)) return;
+      if (arrivedBy(store, keys, deadline)) return;
       waitRanOut = true;
       absent = absentMembers(store, meeting, unasked);
       if (absent.empty() && unasked == 0) return;  // the last of them came as the wait ran out: they all met
     }
-    leave(store, meeting);
   } catch (const c10::Error& error) {
     unreachable(error);  // its host is gone, or it failed: asking it again would only fail again
   }
+  leave(store, meeting, leaver.value_or(meeting.self));
   if (leaver) {
     std::string who = *leaver >= 0 ? "group rank " + std::to_string(*leaver) : "a member";
     C10_THROW_ERROR(DistBackendError, meeting.who + ": " + who + " had already given up waiting " + meeting.purpose +

@@ -25,7 +25,7 @@ inline constexpr std::chrono::milliseconds kMeetingAnswerGrace{1000};
 // A member that gives up marks each of the meeting's places (`places`: one per set of keys
 // met together, such as one p2p direction) as left, with its group rank (`self`): a member
 // arriving later fails at once, naming it, instead of waiting a whole timeout of its own for a
-// member that is gone. Without the mark, ops that meet one after another (a ring's send, then
+// member that is gone. Marks stay: a place met again after a failed meeting is a new one. Without the mark, ops that meet one after another (a ring's send, then
 // its receive) add a timeout per meeting behind a member that gave up on an earlier one.
 struct Meeting {
   std::string who;      // "communicator cuda:0 of group 'pg'"
@@ -39,8 +39,9 @@ struct Meeting {
 // The key a member that gave up on a meeting's place sets, its group rank the value.
 std::string leftMarkOf(const std::string& place);
 
-// Throws DistBackendError naming the group ranks that did not arrive within `timeout`, or the
-// store that could not be reached; returns or throws within `timeout` + kMeetingAnswerGrace
+// Throws DistBackendError naming the group ranks that did not arrive within `timeout`, the one
+// that had already given up on one of its places (at once, without waiting), or the store that
+// could not be reached; returns or throws within `timeout` + kMeetingAnswerGrace
 // whatever the store does (a `timeout` of c10d::Store::kNoTimeout waits as long as it takes).
 void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::chrono::milliseconds timeout);
 

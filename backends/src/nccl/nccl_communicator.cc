@@ -309,12 +309,19 @@ std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& nee
   if (info_.size == 1) return nullptr;
   backends::Meeting meeting{communicatorNamed(info_, groupName_), "", {}, {}, {}, groupRankOf(info_, info_.rank)};
   std::vector<std::pair<int, int>> newDirections;
+  std::vector<std::string> placesMet;  // keys of failedMeetings_
+  auto placeOf = [&](const std::string& what) {
+    placesMet.push_back(what);
+    std::string place = meetingPlace_.prefix + "/connect/" + what + "/try-" + std::to_string(failedMeetings_[what]);
+    meeting.places.push_back(place);
+    return place;
+  };
   bool collective = needs.collective && !collectivesConnected_;
   if (collective) {
     meeting.purpose = "to connect it for its first collective";
-    meeting.places.push_back(meetingPlace_.prefix + "/connect/collectives");
+    std::string place = placeOf("collectives");
     for (int r = 0; r < info_.size; ++r) {
-      std::string key = meetingPlace_.prefix + "/connect/collectives/" + std::to_string(r);
+      std::string key = place + "/" + std::to_string(r);
       if (r == info_.rank) meeting.own.push_back(key);
       meeting.awaited.emplace_back(key, groupRankOf(info_, r));
     }
@@ -324,8 +331,7 @@ std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& nee
     if (from == to || directionsConnected_.count(direction)) continue;
     newDirections.push_back(direction);
     int peer = from == info_.rank ? to : from;
-    std::string place = meetingPlace_.prefix + "/connect/p2p/" + std::to_string(from) + "-" + std::to_string(to);
-    meeting.places.push_back(place);
+    std::string place = placeOf("p2p/" + std::to_string(from) + "-" + std::to_string(to));
     meeting.own.push_back(place + "/" + std::to_string(info_.rank));
     meeting.awaited.emplace_back(place + "/" + std::to_string(peer), groupRankOf(info_, peer));
   }
@@ -334,6 +340,7 @@ std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& nee
   try {
     meet(meetingPlace_.store, std::move(meeting), meetingPlace_.timeout);
   } catch (const std::exception&) {
+    for (const std::string& what : placesMet) ++failedMeetings_[what];
     return std::current_exception();
   }
   if (collective) collectivesConnected_ = true;

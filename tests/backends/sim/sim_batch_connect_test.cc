@@ -305,6 +305,45 @@ TEST(BatchConnect, AMemberArrivingAfterItsPeerGaveUpFailsAtOnceNamingIt) {
             "");
 }
 
+// Under TORCH_NCCL_ASYNC_ERROR_HANDLING=0 a failed op leaves its group standing, so the job may
+// try the same send and receive again: the place they meet at is a new one then, and the mark of
+// the member that gave up on the first try turns neither away from the second.
+TEST(BatchConnect, ATryAfterAFailedConnectMeetingMeetsAfreshWhenTheGroupStands) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0", 1);
+                       auto timeout = std::chrono::milliseconds(1000);
+                       auto pg = simBackend(ctx, rewritten(), timeout);
+                       bool sender = ctx.rank == 0;
+                       auto sendOrReceive = [&](at::Tensor t) {
+                         std::vector<at::Tensor> tensors{t};
+                         auto work = sender ? pg->send(tensors, 1, 0) : pg->recv(tensors, 0, 0);
+                         work->wait(std::chrono::seconds(10));
+                       };
+                       if (sender) std::this_thread::sleep_for(timeout + std::chrono::milliseconds(1000));
+                       std::string first;
+                       try {
+                         sendOrReceive(sender ? at::ones({4}) : at::zeros({4}));
+                       } catch (const c10::DistBackendError& e) {
+                         first = e.what();
+                       }
+                       check(!first.empty(), "rank " + std::to_string(ctx.rank) + "'s first try did not fail");
+                       ctx.store->set("tried " + std::to_string(ctx.rank), std::vector<uint8_t>{1});
+                       ctx.store->wait({"tried 0", "tried 1"});
+                       at::Tensor t = sender ? at::full({4}, 5.0) : at::zeros({4});
+                       std::string second;
+                       try {
+                         sendOrReceive(t);
+                       } catch (const c10::DistBackendError& e) {
+                         second = e.what();
+                       }
+                       check(second.empty(), "rank " + std::to_string(ctx.rank) + "'s second try failed: " + second);
+                       if (!sender) expectEqual(t, at::full({4}, 5.0), "the second try's receive");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
 // The simulated NCCL's connect to a peer whose process is gone fails with ncclRemoteError once
 // NCCL's socket retries are spent (NCCL_SOCKET_RETRY_CNT, NCCL_SOCKET_RETRY_SLEEP_MSEC), as
 // NCCL's bootstrap send to a listener that is gone does (docs/simulated-nccl.md); not before.
