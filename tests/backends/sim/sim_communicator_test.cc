@@ -791,7 +791,17 @@ TEST(SimulatedDevice, AnAbortNeverCallsNcclBesideACallInsideIt) {
                        }
                        auto handle = std::make_shared<backends::nccl::CommHandle>(seams->api, comm, "pg", 0, "sim:0");
                        std::thread caller([&] { handle->use("allreduce", allReduce); });
-                       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // inside, connecting
+                       // Until the call is inside NCCL, connecting (a fixed pause was too short on a loaded machine).
+                       auto callInside = [&] {
+                         auto calls = api->calls();
+                         return std::count(calls.begin(), calls.end(), "ncclAllReduce") > 0;
+                       };
+                       auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                       while (!callInside() && std::chrono::steady_clock::now() < giveUp) {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                       }
+                       check(callInside(), "the all_reduce never reached NCCL");
+                       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // past the note, into the connect
                        auto started = std::chrono::steady_clock::now();
                        handle->abort();
                        auto took = std::chrono::steady_clock::now() - started;
