@@ -1,9 +1,10 @@
 // The engine's failure handling with a communicator of the test's own (one process, one rank):
-// what the threads that see a failure wait for while the watchdog aborts the group.
+// what the threads that see a failure, or issue an op, wait for while the watchdog aborts the group.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include <ATen/ATen.h>
@@ -141,6 +142,43 @@ TEST(FailureHandling, AnOpFailingDuringASlowAbortRaisesAtOnce) {
   auto raisedAfter = std::chrono::steady_clock::now() - abortBegan;
   EXPECT_LT(raisedAfter, 500ms) << "the op raised " << std::chrono::duration<double>(raisedAfter).count()
                                 << " s after the abort began, which takes " << abortTakes.count() << " ms";
+  EXPECT_THROW(timesOut->wait(), c10::DistBackendError);
+}
+
+// The campaign's finding (kill_store, nccl-lazy): the watchdog's abort holds the group while each
+// communicator aborts, and an op the job issued meanwhile waited for the whole abort (5 s, one
+// communicator's abort stuck in a store call) before it was refused. An op issued while an abort
+// is under way is refused at once: the group is aborted from the abort's first moment.
+TEST(FailureHandling, AnOpIssuedDuringASlowAbortIsRefusedAtOnce) {
+  auto state = std::make_shared<AbortState>();
+  auto abortTakes = 2000ms;
+  GroupOptions options{"0", "default_pg", 10s, {}, c10::Device(c10::kCPU)};
+  auto pg = c10::make_intrusive<MigrateBackend>(
+      c10::make_intrusive<c10d::HashStore>(), 0, 1, options,
+      [](int rank, int size) { return makeRewrittenPolicy(rank, size, /*lazyInit=*/false); },
+      [state, abortTakes](const c10::intrusive_ptr<c10d::Store>&, const GroupOptions&) {
+        return std::make_shared<SlowToAbortFactory>(state, abortTakes);
+      },
+      EngineServices::fresh(16));
+  std::vector<at::Tensor> a{at::ones({2})}, b{at::ones({2})};
+  auto timesOut = pg->allreduce(a, withTimeout(200ms));  // the watchdog times it out and aborts
+  auto giveUp = std::chrono::steady_clock::now() + 5s;
+  while (!state->begun.load()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), giveUp) << "the watchdog never aborted the group";
+    std::this_thread::sleep_for(1ms);
+  }
+  auto abortBegan = std::chrono::steady_clock::now();
+  std::string refusal;
+  try {
+    pg->allreduce(b, withTimeout(10s));
+  } catch (const c10::DistBackendError& e) {
+    refusal = e.what_without_backtrace();
+  }
+  auto refusedAfter = std::chrono::steady_clock::now() - abortBegan;
+  EXPECT_NE(refusal.find("was aborted after a failed op or an abort"), std::string::npos)
+      << "the op issued during the abort was not refused as one of an aborted group: '" << refusal << "'";
+  EXPECT_LT(refusedAfter, 500ms) << "the op was refused " << std::chrono::duration<double>(refusedAfter).count()
+                                 << " s after the abort began, which takes " << abortTakes.count() << " ms";
   EXPECT_THROW(timesOut->wait(), c10::DistBackendError);
 }
 

@@ -26,6 +26,8 @@ constexpr std::chrono::milliseconds kAskedStretch{1000};
 // barrier asks every 10 ms).
 constexpr std::chrono::milliseconds kFirstAsk{1};
 constexpr std::chrono::milliseconds kLongestPause{50};
+// How often the caller of a meeting asks whether its communicator was aborted meanwhile.
+constexpr std::chrono::milliseconds kAbandonedPoll{20};
 
 // Whether every key of `keys` is in the store by `deadline`.
 bool arrivedBy(c10d::Store& store, const std::vector<std::string>& keys,
@@ -165,7 +167,8 @@ int groupRankOf(const CommunicatorInfo& info, int commRank) {
   return commRank < static_cast<int>(info.groupRanks.size()) ? info.groupRanks[commRank] : commRank;
 }
 
-void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::chrono::milliseconds timeout) {
+void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::chrono::milliseconds timeout,
+          const std::function<bool()>& abandoned) {
   // A store call can outlast any timeout given to it: torch's TCPStore names the peer of a failed
   // call by a reverse DNS lookup, which takes the resolver's own timeout (5 s by default) where
   // no resolver answers. So the meeting runs on a thread of its own, which ends on its own, and
@@ -193,18 +196,27 @@ void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::ch
   }).detach();
   std::unique_lock<std::mutex> lock(verdict->mutex);
   auto decided = [&] { return verdict->done; };
-  if (timeout == c10d::Store::kNoTimeout) {
-    verdict->reached.wait(lock, decided);  // the job asked for no bound
-  } else if (!verdict->reached.wait_for(lock, timeout + kMeetingAnswerGrace, decided)) {
-    std::string bound = std::to_string((timeout + kMeetingAnswerGrace).count()) + " ms";
-    if (verdict->waitRanOut) {
-      C10_THROW_ERROR(DistBackendError, shared->who + ": its members did not all arrive within " +
-                                            std::to_string(timeout.count()) +
-                                            " ms, and the group's store did not say which within " + bound);
+  bool bounded = timeout != c10d::Store::kNoTimeout;  // else the job asked for no bound
+  auto bound = std::chrono::steady_clock::now() + (bounded ? timeout + kMeetingAnswerGrace : std::chrono::milliseconds(0));
+  while (!decided()) {
+    if (abandoned && abandoned()) {
+      C10_THROW_ERROR(DistBackendError, shared->who + " stopped waiting for its members " + shared->purpose +
+                                            ": it was aborted meanwhile (after a failed op of its group, or by the job)");
     }
-    C10_THROW_ERROR(DistBackendError, shared->who +
-                                          " could not meet its members: the group's store did not answer within " +
-                                          bound + " (its host is gone, or unreachable)");
+    auto now = std::chrono::steady_clock::now();
+    if (bounded && now >= bound) {
+      std::string limit = std::to_string((timeout + kMeetingAnswerGrace).count()) + " ms";
+      if (verdict->waitRanOut) {
+        C10_THROW_ERROR(DistBackendError, shared->who + ": its members did not all arrive within " +
+                                              std::to_string(timeout.count()) +
+                                              " ms, and the group's store did not say which within " + limit);
+      }
+      C10_THROW_ERROR(DistBackendError, shared->who +
+                                            " could not meet its members: the group's store did not answer within " +
+                                            limit + " (its host is gone, or unreachable)");
+    }
+    auto until = now + kAbandonedPoll;
+    verdict->reached.wait_until(lock, bounded ? std::min(bound, until) : until, decided);
   }
   if (verdict->error) std::rethrow_exception(verdict->error);
 }

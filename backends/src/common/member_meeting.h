@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,7 +44,11 @@ std::string leftMarkOf(const std::string& place);
 // that had already given up on one of its places (at once, without waiting), or the store that
 // could not be reached; returns or throws within `timeout` + kMeetingAnswerGrace
 // whatever the store does (a `timeout` of c10d::Store::kNoTimeout waits as long as it takes).
-void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::chrono::milliseconds timeout);
+// Once `abandoned` (when given) says so, the caller stops waiting and throws at once: the
+// communicator was aborted, so no op of it can run, and waiting out the meeting would only hold
+// the job's call (the meeting itself ends on its own thread).
+void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::chrono::milliseconds timeout,
+          const std::function<bool()>& abandoned = nullptr);
 
 // The meeting of every member of a communicator before it is created, under `prefix`.
 void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, const CommunicatorInfo& info,

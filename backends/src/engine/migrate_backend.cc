@@ -123,6 +123,10 @@ std::string MigrateBackend::policyName() const { return policy_->policyName(); }
 void MigrateBackend::checkUsable() const {
   TORCH_CHECK(!awaitingReconfigure_, "ProcessGroupNCCL has not been initialized. Call reconfigure() before issuing "
               "collectives when enable_reconfigure=True. (group '", options_.groupName, "', backend ", backendName_, ")");
+  refuseIfAborted();
+}
+
+void MigrateBackend::refuseIfAborted() const {
   if (aborted_) {
     C10_THROW_ERROR(DistBackendError, "process group '" + options_.groupName + "' (" + backendName_ +
                                           ") was aborted after a failed op or an abort; shrink it or create a new "
@@ -130,12 +134,25 @@ void MigrateBackend::checkUsable() const {
   }
 }
 
+std::unique_lock<std::mutex> MigrateBackend::lockUsable() const {
+  // An abort holds mutex_ while its communicators abort, and each may wait in its library (NCCL's
+  // abort waits on the device and on peers; a second at least where another thread holds the
+  // communicator). The group is aborted from the abort's first moment, so a caller that finds
+  // the lock held by one is refused then, instead of after the whole abort.
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    refuseIfAborted();
+    lock.lock();
+  }
+  checkUsable();
+  return lock;
+}
+
 Communicator& MigrateBackend::communicatorFor(const CommunicatorRequest& request) {
   // Creation rendezvouses with the other ranks, so it must not hold mutex_ while blocking on
   // them; ops of one group are issued from one thread in order, as in torch.
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    checkUsable();
+    auto lock = lockUsable();
     if (auto it = communicators_.find(request.key); it != communicators_.end()) return *it->second;
   }
   std::unique_ptr<Communicator> made = factory_->create(request);
@@ -158,10 +175,7 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   TORCH_CHECK_VALUE(!batch_ || !batch_->communicator || batch_->key == target.key,
                     "all ops of a coalescing batch must use one device; ", op.name, " on ", op.device.str(),
                     " joined a batch on ", batch_ ? batch_->key : "");
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    checkUsable();
-  }
+  lockUsable();  // checked; the lock goes at once
 
   uint64_t seq, p2pSeq, opId;
   {

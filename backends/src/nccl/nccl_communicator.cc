@@ -338,7 +338,8 @@ std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& nee
   if (meeting.awaited.empty()) return nullptr;
   if (!collective) meeting.purpose = "to connect it for their first send or receive between them";
   try {
-    meet(meetingPlace_.store, std::move(meeting), meetingPlace_.timeout);
+    // The group's abort (a failure elsewhere, the watchdog) ends the wait: the op could not run.
+    meet(meetingPlace_.store, std::move(meeting), meetingPlace_.timeout, [handle = handle_] { return handle->aborted(); });
   } catch (const std::exception&) {
     for (const std::string& what : placesMet) ++failedMeetings_[what];
     return std::current_exception();

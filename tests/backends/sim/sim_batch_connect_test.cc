@@ -344,6 +344,44 @@ TEST(BatchConnect, ATryAfterAFailedConnectMeetingMeetsAfreshWhenTheGroupStands) 
             "");
 }
 
+// The campaign's finding (stop, nccl2, nonblocking): a ring's survivor whose send had failed went
+// on to its receive, whose meeting waited for the stopped peer a whole timeout though the
+// group was aborted a moment later; the job's wait on the failed send came only after that. A
+// meeting ends as its communicator is aborted: the op fails at once, naming the abort.
+TEST(BatchConnect, AMeetingStopsWaitingWhenItsGroupIsAbortedMeanwhile) {
+  EXPECT_EQ(runRanks(2,
+                     [](RankContext& ctx) {
+                       auto timeout = std::chrono::milliseconds(5000);
+                       auto pg = simBackend(ctx, rewritten(), timeout);
+                       if (ctx.rank == 1) {  // never sends or receives: rank 0's meeting waits for it
+                         ctx.store->wait({"rank 0 done"}, std::chrono::seconds(25));
+                         return;
+                       }
+                       auto abortAfter = std::chrono::milliseconds(300);
+                       std::thread aborter([&] {
+                         std::this_thread::sleep_for(abortAfter);
+                         pg->abort();
+                       });
+                       auto started = std::chrono::steady_clock::now();
+                       std::string error;
+                       try {
+                         std::vector<at::Tensor> t{at::ones({4})};
+                         pg->send(t, 1, 0)->wait(std::chrono::seconds(20));
+                       } catch (const c10::DistBackendError& e) {
+                         error = e.what();
+                       }
+                       auto took = std::chrono::steady_clock::now() - started;
+                       aborter.join();
+                       ctx.store->set("rank 0 done", std::vector<uint8_t>{1});
+                       check(error.find("it was aborted meanwhile") != std::string::npos,
+                             "the send did not fail naming the abort: " + error);
+                       check(took < abortAfter + std::chrono::milliseconds(700),
+                             "the send failed " + std::to_string(secondsOf(took)) + " s after its issue");
+                     },
+                     std::chrono::seconds(30)),
+            "");
+}
+
 // The simulated NCCL's connect to a peer whose process is gone fails with ncclRemoteError once
 // NCCL's socket retries are spent (NCCL_SOCKET_RETRY_CNT, NCCL_SOCKET_RETRY_SLEEP_MSEC), as
 // NCCL's bootstrap send to a listener that is gone does (docs/simulated-nccl.md); not before.

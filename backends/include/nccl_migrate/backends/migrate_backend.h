@@ -250,6 +250,10 @@ class MigrateBackend final : public c10d::Backend {
   // Tells every observer of the services about `issued`; returns those to tell when it settles.
   SettleListeners notifyIssued(const IssuedOp& issued) const;
   void checkUsable() const;
+  void refuseIfAborted() const;
+  // mutex_, once checkUsable passed; refused at once, without waiting for the lock, while an
+  // abort holds it.
+  std::unique_lock<std::mutex> lockUsable() const;
   // Aborts every communicator so pending ops fail, and forgets them; the backend stays usable
   // once new communicators are made.
   void dropCommunicators();
@@ -280,7 +284,8 @@ class MigrateBackend final : public c10d::Backend {
   uint64_t collectiveSeq_ = 0;
   uint64_t p2pSeq_ = 0;
   uint64_t opId_ = 0;
-  bool aborted_ = false;
+  // Set under mutex_, read without it by a caller that finds the lock held (lockUsable).
+  std::atomic<bool> aborted_{false};
   bool awaitingReconfigure_ = false;
   std::set<int64_t> usedReconfigureUuids_;
   int shrinkCount_ = 0;
