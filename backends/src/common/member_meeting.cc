@@ -29,25 +29,35 @@ constexpr std::chrono::milliseconds kLongestPause{50};
 // How often the caller of a meeting asks whether its communicator was aborted meanwhile.
 constexpr std::chrono::milliseconds kAbandonedPoll{20};
 
-// Whether every key of `keys` is in the store by `deadline`.
+// The store's own wait, in slices of this at most, so that a meeting its caller abandoned ends
+// soon (and leaves, see leave()) instead of holding its keys up until its deadline.
+constexpr std::chrono::milliseconds kWaitSlice{1000};
+
+// Whether the store's wait for `keys` ended with them there within `waitFor`.
+bool cameWithin(c10d::Store& store, const std::vector<std::string>& keys, std::chrono::milliseconds waitFor) {
+  try {
+    store.wait(keys, waitFor);
+    return true;
+  } catch (const c10::DistNetworkError&) {
+    throw;  // its host is gone
+  } catch (const c10::Error&) {
+    return false;  // timed out (FileStore says so in a plain c10::Error)
+  }
+}
+
+// Whether every key of `keys` is in the store by `deadline` (false as soon as `abandoned`).
 bool arrivedBy(c10d::Store& store, const std::vector<std::string>& keys,
-               std::chrono::steady_clock::time_point deadline) {
-  auto waitFor = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()) -
-                 kAskedStretch;
-  if (waitFor > std::chrono::milliseconds(0)) {
-    try {
-      store.wait(keys, waitFor);
-      return true;
-    } catch (const c10::DistNetworkError&) {
-      throw;  // its host is gone
-    } catch (const c10::Error&) {
-      // timed out (FileStore says so in a plain c10::Error): the last stretch decides
-    }
+               std::chrono::steady_clock::time_point deadline, const std::atomic<bool>& abandoned) {
+  while (!abandoned) {
+    auto waitFor = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()) -
+                   kAskedStretch;
+    if (waitFor <= std::chrono::milliseconds(0)) break;  // the last stretch decides
+    if (cameWithin(store, keys, std::min(waitFor, kWaitSlice))) return true;
   }
   std::chrono::milliseconds pause = kFirstAsk;
   while (!store.check(keys)) {
     auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return false;
+    if (now >= deadline || abandoned) return false;
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
     pause = std::min(pause * 2, kLongestPause);
   }
@@ -110,7 +120,7 @@ void leave(c10d::Store& store, const Meeting& meeting, int leaver) {
 // The meeting itself, through `store`: bounded by `timeout` as long as the store answers.
 // `waitRanOut` is set once the wait for the others timed out (the check of who came follows).
 void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::milliseconds timeout,
-                      std::atomic<bool>& waitRanOut) {
+                      std::atomic<bool>& waitRanOut, const std::atomic<bool>& abandoned) {
   auto unreachable = [&](const c10::Error& error) {
     C10_THROW_ERROR(DistBackendError, meeting.who + " could not meet its members: the group's store cannot be reached (" +
                                           error.what_without_backtrace() + ")");
@@ -125,12 +135,20 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
   try {
     for (const std::string& key : meeting.own) store.set(key, std::vector<uint8_t>{1});
     if (timeout == c10d::Store::kNoTimeout) {
-      store.wait(keys, timeout);  // the job asked for no bound: the store's own wait, however long
+      // The job asked for no bound: the store's own wait, however long, until its caller leaves.
+      while (!abandoned) {
+        if (cameWithin(store, keys, kWaitSlice)) return;
+      }
+      leave(store, meeting, meeting.self);
       return;
     }
     leaver = leaverOf(store, meeting);  // after setting its keys: see leave()
     if (!leaver) {
-      if (arrivedBy(store, keys, deadline)) return;
+      if (arrivedBy(store, keys, deadline, abandoned)) return;
+      if (abandoned) {
+        leave(store, meeting, meeting.self);  // the caller has gone: a peer arriving now fails at once
+        return;
+      }
       waitRanOut = true;
       absent = absentMembers(store, meeting, unasked);
       if (absent.empty() && unasked == 0) return;  // the last of them came as the wait ran out: they all met
@@ -153,6 +171,11 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
   C10_THROW_ERROR(DistBackendError, meeting.who + ": group rank(s) " + missing + " did not arrive within " +
                                         std::to_string(timeout.count()) + " ms " + meeting.purpose +
                                         " (dead, or not running this op)");
+}
+
+[[noreturn]] void throwAbandoned(const Meeting& meeting) {
+  C10_THROW_ERROR(DistBackendError, meeting.who + " stopped waiting for its members " + meeting.purpose +
+                                        ": it was aborted meanwhile (after a failed op of its group, or by the job)");
 }
 
 }  // namespace
@@ -179,13 +202,15 @@ void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::ch
     bool done = false;
     std::exception_ptr error;
     std::atomic<bool> waitRanOut{false};
+    std::atomic<bool> abandoned{false};  // the caller stopped waiting: the meeting leaves
   };
+  if (abandoned && abandoned()) throwAbandoned(meeting);  // aborted before it began: no key is set
   auto verdict = std::make_shared<Verdict>();
   auto shared = std::make_shared<const Meeting>(std::move(meeting));
   std::thread([store, shared, timeout, verdict] {
     std::exception_ptr error;
     try {
-      meetThroughStore(*store, *shared, timeout, verdict->waitRanOut);
+      meetThroughStore(*store, *shared, timeout, verdict->waitRanOut, verdict->abandoned);
     } catch (...) {
       error = std::current_exception();
     }
@@ -200,8 +225,8 @@ void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::ch
   auto bound = std::chrono::steady_clock::now() + (bounded ? timeout + kMeetingAnswerGrace : std::chrono::milliseconds(0));
   while (!decided()) {
     if (abandoned && abandoned()) {
-      C10_THROW_ERROR(DistBackendError, shared->who + " stopped waiting for its members " + shared->purpose +
-                                            ": it was aborted meanwhile (after a failed op of its group, or by the job)");
+      verdict->abandoned = true;
+      throwAbandoned(*shared);
     }
     auto now = std::chrono::steady_clock::now();
     if (bounded && now >= bound) {

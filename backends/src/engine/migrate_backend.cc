@@ -123,10 +123,6 @@ std::string MigrateBackend::policyName() const { return policy_->policyName(); }
 void MigrateBackend::checkUsable() const {
   TORCH_CHECK(!awaitingReconfigure_, "ProcessGroupNCCL has not been initialized. Call reconfigure() before issuing "
               "collectives when enable_reconfigure=True. (group '", options_.groupName, "', backend ", backendName_, ")");
-  refuseIfAborted();
-}
-
-void MigrateBackend::refuseIfAborted() const {
   if (aborted_) {
     C10_THROW_ERROR(DistBackendError, "process group '" + options_.groupName + "' (" + backendName_ +
                                           ") was aborted after a failed op or an abort; shrink it or create a new "
@@ -141,7 +137,7 @@ std::unique_lock<std::mutex> MigrateBackend::lockUsable() const {
   // the lock held by one is refused then, instead of after the whole abort.
   std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) {
-    refuseIfAborted();
+    checkUsable();
     lock.lock();
   }
   checkUsable();
@@ -175,11 +171,9 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   TORCH_CHECK_VALUE(!batch_ || !batch_->communicator || batch_->key == target.key,
                     "all ops of a coalescing batch must use one device; ", op.name, " on ", op.device.str(),
                     " joined a batch on ", batch_ ? batch_->key : "");
-  lockUsable();  // checked; the lock goes at once
-
   uint64_t seq, p2pSeq, opId;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = lockUsable();
     seq = op.isP2P ? collectiveSeq_ : ++collectiveSeq_;
     p2pSeq = op.isP2P ? ++p2pSeq_ : p2pSeq_;
     opId = ++opId_;

@@ -347,19 +347,38 @@ TEST(BatchConnect, ATryAfterAFailedConnectMeetingMeetsAfreshWhenTheGroupStands) 
 // The campaign's finding (stop, nccl2, nonblocking): a ring's survivor whose send had failed went
 // on to its receive, whose meeting waited for the stopped peer a whole timeout though the
 // group was aborted a moment later; the job's wait on the failed send came only after that. A
-// meeting ends as its communicator is aborted: the op fails at once, naming the abort.
-TEST(BatchConnect, AMeetingStopsWaitingWhenItsGroupIsAbortedMeanwhile) {
+// meeting ends as its communicator is aborted: the op fails at once, naming the abort, and the
+// meeting leaves, so the peer arriving later fails at once too instead of taking it for present.
+TEST(BatchConnect, AMeetingStopsWaitingWhenItsGroupIsAbortedMeanwhileAndLeaves) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
                        auto timeout = std::chrono::milliseconds(5000);
                        auto pg = simBackend(ctx, rewritten(), timeout);
-                       if (ctx.rank == 1) {  // never sends or receives: rank 0's meeting waits for it
+                       if (ctx.rank == 1) {  // comes only once rank 0's meeting was abandoned
                          ctx.store->wait({"rank 0 done"}, std::chrono::seconds(25));
+                         auto started = std::chrono::steady_clock::now();
+                         std::string error;
+                         try {
+                           std::vector<at::Tensor> t{at::zeros({4})};
+                           pg->recv(t, 0, 0)->wait(std::chrono::seconds(20));
+                         } catch (const c10::DistBackendError& e) {
+                           error = e.what();
+                         }
+                         auto took = std::chrono::steady_clock::now() - started;
+                         check(error.find("group rank 0 had already given up") != std::string::npos,
+                               "rank 1's recv did not fail naming rank 0's leaving: " + error);
+                         check(took < std::chrono::milliseconds(1000),
+                               "rank 1's recv failed " + std::to_string(secondsOf(took)) + " s after its issue");
                          return;
                        }
-                       auto abortAfter = std::chrono::milliseconds(300);
+                       // Aborted once the send is in its meeting (its key is in the store), not before.
+                       int64_t keysBefore = ctx.store->getNumKeys();
                        std::thread aborter([&] {
-                         std::this_thread::sleep_for(abortAfter);
+                         auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                         while (ctx.store->getNumKeys() == keysBefore && std::chrono::steady_clock::now() < giveUp) {
+                           std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                         }
+                         std::this_thread::sleep_for(std::chrono::milliseconds(100));
                          pg->abort();
                        });
                        auto started = std::chrono::steady_clock::now();
@@ -372,13 +391,16 @@ TEST(BatchConnect, AMeetingStopsWaitingWhenItsGroupIsAbortedMeanwhile) {
                        }
                        auto took = std::chrono::steady_clock::now() - started;
                        aborter.join();
-                       ctx.store->set("rank 0 done", std::vector<uint8_t>{1});
                        check(error.find("it was aborted meanwhile") != std::string::npos,
                              "the send did not fail naming the abort: " + error);
-                       check(took < abortAfter + std::chrono::milliseconds(700),
+                       check(took < std::chrono::milliseconds(1500),
                              "the send failed " + std::to_string(secondsOf(took)) + " s after its issue");
+                       // The abandoned meeting leaves within a slice of the store's wait (FileStore's
+                       // rounds up to the next whole second).
+                       std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+                       ctx.store->set("rank 0 done", std::vector<uint8_t>{1});
                      },
-                     std::chrono::seconds(30)),
+                     std::chrono::seconds(40)),
             "");
 }
 

@@ -66,6 +66,8 @@ struct SimNcclApi::Op {
 namespace {
 
 constexpr size_t kCommunicatorBytes = size_t(64) << 20;  // what a simulated communicator "costs"
+// How long freeing a communicator waits for the store to hear its listener closed (closeListener).
+constexpr std::chrono::milliseconds kCloseListenerWait{200};
 
 thread_local int groupDepth = 0;
 thread_local std::vector<SimNcclApi::Op> deferredOps;
@@ -355,13 +357,30 @@ ncclResult_t SimNcclApi::commGetAsyncError(ncclComm_t comm, ncclResult_t* state)
 // Freeing a communicator closes its bootstrap listener (commFree -> bootstrapClose, which closes
 // the listen socket; src/init.cc 282 and src/bootstrap.cc 1195, v2.28.9): a peer connecting to it
 // later is refused, as by a process that is gone (connectWith). Said through the store, when it
-// still answers.
+// still answers. Closing a socket is local, NCCL's caller waits on no one for it, while a store
+// call can wait (torch's TCPStore whose host is gone waits out a reverse DNS lookup, 5 s where no
+// resolver answers), which would hold an abort no real one is held: the store is told on a thread
+// of its own, waited for a moment at most. (Not at all would let a process that exits right after
+// cut a FileStore's record short, which its other readers then misread.)
 void SimNcclApi::closeListener(const SimComm& sim) {
-  try {
-    store_->set(sim.id + "/closed/" + std::to_string(sim.rank), std::vector<uint8_t>{1});
-  } catch (const std::exception&) {
-    // the store is gone too: no peer can be waiting on it
-  }
+  struct Telling {
+    std::mutex mutex;
+    std::condition_variable done;
+    bool told = false;
+  };
+  auto telling = std::make_shared<Telling>();
+  std::thread([store = store_, key = sim.id + "/closed/" + std::to_string(sim.rank), telling] {
+    try {
+      store->set(key, std::vector<uint8_t>{1});
+    } catch (const std::exception&) {
+      // the store is gone too: no peer can be waiting on it
+    }
+    std::lock_guard<std::mutex> lock(telling->mutex);
+    telling->told = true;
+    telling->done.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(telling->mutex);
+  telling->done.wait_for(lock, kCloseListenerWait, [&] { return telling->told; });
 }
 
 ncclResult_t SimNcclApi::commAbort(ncclComm_t comm) {

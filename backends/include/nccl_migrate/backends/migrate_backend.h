@@ -250,7 +250,6 @@ class MigrateBackend final : public c10d::Backend {
   // Tells every observer of the services about `issued`; returns those to tell when it settles.
   SettleListeners notifyIssued(const IssuedOp& issued) const;
   void checkUsable() const;
-  void refuseIfAborted() const;
   // mutex_, once checkUsable passed; refused at once, without waiting for the lock, while an
   // abort holds it.
   std::unique_lock<std::mutex> lockUsable() const;
@@ -286,7 +285,7 @@ class MigrateBackend final : public c10d::Backend {
   uint64_t opId_ = 0;
   // Set under mutex_, read without it by a caller that finds the lock held (lockUsable).
   std::atomic<bool> aborted_{false};
-  bool awaitingReconfigure_ = false;
+  std::atomic<bool> awaitingReconfigure_{false};
   std::set<int64_t> usedReconfigureUuids_;
   int shrinkCount_ = 0;
   // Ops issued and not yet settled (shrink without SHRINK_ABORT requires none).
