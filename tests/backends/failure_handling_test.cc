@@ -109,6 +109,19 @@ class SlowToAbortFactory final : public CommunicatorFactory {
   std::chrono::milliseconds abortTakes_;
 };
 
+// A one-rank group (timeout 10 s) over a SlowToAbortCommunicator.
+c10::intrusive_ptr<MigrateBackend> slowToAbortGroup(std::shared_ptr<AbortState> state,
+                                                    std::chrono::milliseconds abortTakes) {
+  GroupOptions options{"0", "default_pg", 10s, {}, c10::Device(c10::kCPU)};
+  return c10::make_intrusive<MigrateBackend>(
+      c10::make_intrusive<c10d::HashStore>(), 0, 1, options,
+      [](int rank, int size) { return makeRewrittenPolicy(rank, size, /*lazyInit=*/false); },
+      [state, abortTakes](const c10::intrusive_ptr<c10d::Store>&, const GroupOptions&) {
+        return std::make_shared<SlowToAbortFactory>(state, abortTakes);
+      },
+      EngineServices::fresh(16));
+}
+
 c10d::AllreduceOptions withTimeout(std::chrono::milliseconds timeout) {
   c10d::AllreduceOptions options;
   options.timeout = timeout;
@@ -121,14 +134,7 @@ c10d::AllreduceOptions withTimeout(std::chrono::milliseconds timeout) {
 TEST(FailureHandling, AnOpFailingDuringASlowAbortRaisesAtOnce) {
   auto state = std::make_shared<AbortState>();
   auto abortTakes = 2000ms;
-  GroupOptions options{"0", "default_pg", 10s, {}, c10::Device(c10::kCPU)};
-  auto pg = c10::make_intrusive<MigrateBackend>(
-      c10::make_intrusive<c10d::HashStore>(), 0, 1, options,
-      [](int rank, int size) { return makeRewrittenPolicy(rank, size, /*lazyInit=*/false); },
-      [state, abortTakes](const c10::intrusive_ptr<c10d::Store>&, const GroupOptions&) {
-        return std::make_shared<SlowToAbortFactory>(state, abortTakes);
-      },
-      EngineServices::fresh(16));
+  auto pg = slowToAbortGroup(state, abortTakes);
   std::vector<at::Tensor> a{at::ones({2})}, b{at::ones({2})};
   auto timesOut = pg->allreduce(a, withTimeout(200ms));  // the watchdog times it out and aborts
   auto failsOnAbort = pg->allreduce(b, withTimeout(10s));
@@ -152,14 +158,7 @@ TEST(FailureHandling, AnOpFailingDuringASlowAbortRaisesAtOnce) {
 TEST(FailureHandling, AnOpIssuedDuringASlowAbortIsRefusedAtOnce) {
   auto state = std::make_shared<AbortState>();
   auto abortTakes = 2000ms;
-  GroupOptions options{"0", "default_pg", 10s, {}, c10::Device(c10::kCPU)};
-  auto pg = c10::make_intrusive<MigrateBackend>(
-      c10::make_intrusive<c10d::HashStore>(), 0, 1, options,
-      [](int rank, int size) { return makeRewrittenPolicy(rank, size, /*lazyInit=*/false); },
-      [state, abortTakes](const c10::intrusive_ptr<c10d::Store>&, const GroupOptions&) {
-        return std::make_shared<SlowToAbortFactory>(state, abortTakes);
-      },
-      EngineServices::fresh(16));
+  auto pg = slowToAbortGroup(state, abortTakes);
   std::vector<at::Tensor> a{at::ones({2})}, b{at::ones({2})};
   auto timesOut = pg->allreduce(a, withTimeout(200ms));  // the watchdog times it out and aborts
   auto giveUp = std::chrono::steady_clock::now() + 5s;

@@ -35,13 +35,17 @@ constexpr std::chrono::milliseconds kWaitSlice{1000};
 
 // Whether the store's wait for `keys` ended with them there within `waitFor`.
 bool cameWithin(c10d::Store& store, const std::vector<std::string>& keys, std::chrono::milliseconds waitFor) {
+  auto started = std::chrono::steady_clock::now();
   try {
     store.wait(keys, waitFor);
     return true;
   } catch (const c10::DistNetworkError&) {
     throw;  // its host is gone
   } catch (const c10::Error&) {
-    return false;  // timed out (FileStore says so in a plain c10::Error)
+    // Timed out (FileStore says so in a plain c10::Error, never before the time), unless it came
+    // sooner: then the store failed (a file it cannot open or lock), and waiting again would spin.
+    if (std::chrono::steady_clock::now() - started < waitFor) throw;
+    return false;
   }
 }
 
