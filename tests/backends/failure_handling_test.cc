@@ -122,6 +122,16 @@ c10::intrusive_ptr<MigrateBackend> slowToAbortGroup(std::shared_ptr<AbortState> 
       EngineServices::fresh(16));
 }
 
+// Whether the communicator's abort began within `bound`.
+bool abortBeginsWithin(const AbortState& state, std::chrono::milliseconds bound) {
+  auto giveUp = std::chrono::steady_clock::now() + bound;
+  while (!state.begun.load()) {
+    if (std::chrono::steady_clock::now() >= giveUp) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
 c10d::AllreduceOptions withTimeout(std::chrono::milliseconds timeout) {
   c10d::AllreduceOptions options;
   options.timeout = timeout;
@@ -138,11 +148,7 @@ TEST(FailureHandling, AnOpFailingDuringASlowAbortRaisesAtOnce) {
   std::vector<at::Tensor> a{at::ones({2})}, b{at::ones({2})};
   auto timesOut = pg->allreduce(a, withTimeout(200ms));  // the watchdog times it out and aborts
   auto failsOnAbort = pg->allreduce(b, withTimeout(10s));
-  auto giveUp = std::chrono::steady_clock::now() + 5s;
-  while (!state->begun.load()) {
-    ASSERT_LT(std::chrono::steady_clock::now(), giveUp) << "the watchdog never aborted the group";
-    std::this_thread::sleep_for(1ms);
-  }
+  ASSERT_TRUE(abortBeginsWithin(*state, 5s)) << "the watchdog never aborted the group";
   auto abortBegan = std::chrono::steady_clock::now();
   EXPECT_THROW(failsOnAbort->wait(), c10::DistBackendError);
   auto raisedAfter = std::chrono::steady_clock::now() - abortBegan;
@@ -161,11 +167,7 @@ TEST(FailureHandling, AnOpIssuedDuringASlowAbortIsRefusedAtOnce) {
   auto pg = slowToAbortGroup(state, abortTakes);
   std::vector<at::Tensor> a{at::ones({2})}, b{at::ones({2})};
   auto timesOut = pg->allreduce(a, withTimeout(200ms));  // the watchdog times it out and aborts
-  auto giveUp = std::chrono::steady_clock::now() + 5s;
-  while (!state->begun.load()) {
-    ASSERT_LT(std::chrono::steady_clock::now(), giveUp) << "the watchdog never aborted the group";
-    std::this_thread::sleep_for(1ms);
-  }
+  ASSERT_TRUE(abortBeginsWithin(*state, 5s)) << "the watchdog never aborted the group";
   auto abortBegan = std::chrono::steady_clock::now();
   std::string refusal;
   try {
