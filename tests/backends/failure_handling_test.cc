@@ -22,6 +22,8 @@ using namespace std::chrono_literals;
 // What the communicator's ops see: whether its abort has begun.
 struct AbortState {
   std::atomic<bool> begun{false};
+  std::atomic<bool> creating{false};        // a communicator's creation has begun
+  std::atomic<bool> creationMayEnd{true};   // false holds the creation until set
 };
 
 // An op that never completes; with `failsOnAbort`, it fails once the communicator's abort began
@@ -93,6 +95,8 @@ class SlowToAbortFactory final : public CommunicatorFactory {
   SlowToAbortFactory(std::shared_ptr<AbortState> state, std::chrono::milliseconds abortTakes)
       : state_(std::move(state)), abortTakes_(abortTakes) {}
   std::unique_ptr<Communicator> create(const CommunicatorRequest& request) override {
+    state_->creating = true;
+    while (!state_->creationMayEnd.load()) std::this_thread::sleep_for(1ms);
     CommunicatorInfo info;
     info.key = request.key;
     info.purpose = request.purpose;
@@ -111,11 +115,11 @@ class SlowToAbortFactory final : public CommunicatorFactory {
 
 // A one-rank group (timeout 10 s) over a SlowToAbortCommunicator.
 c10::intrusive_ptr<MigrateBackend> slowToAbortGroup(std::shared_ptr<AbortState> state,
-                                                    std::chrono::milliseconds abortTakes) {
+                                                    std::chrono::milliseconds abortTakes, bool lazyInit = false) {
   GroupOptions options{"0", "default_pg", 10s, {}, c10::Device(c10::kCPU)};
   return c10::make_intrusive<MigrateBackend>(
       c10::make_intrusive<c10d::HashStore>(), 0, 1, options,
-      [](int rank, int size) { return makeRewrittenPolicy(rank, size, /*lazyInit=*/false); },
+      [lazyInit](int rank, int size) { return makeRewrittenPolicy(rank, size, lazyInit); },
       [state, abortTakes](const c10::intrusive_ptr<c10d::Store>&, const GroupOptions&) {
         return std::make_shared<SlowToAbortFactory>(state, abortTakes);
       },
@@ -181,6 +185,35 @@ TEST(FailureHandling, AnOpIssuedDuringASlowAbortIsRefusedAtOnce) {
   EXPECT_LT(refusedAfter, 500ms) << "the op was refused " << std::chrono::duration<double>(refusedAfter).count()
                                  << " s after the abort began, which takes " << abortTakes.count() << " ms";
   EXPECT_THROW(timesOut->wait(), c10::DistBackendError);
+}
+
+// The review's finding: an op of a lazy group creates its communicator outside the group's lock
+// (creation meets the peers), and an abort that ran meanwhile did not see the new communicator.
+// The op then ran on it, in a group already aborted, and the communicator was never aborted.
+// Now the op is refused, and the communicator aborted as the others were.
+TEST(FailureHandling, AnOpWhoseCommunicatorWasCreatedDuringAnAbortIsRefused) {
+  auto state = std::make_shared<AbortState>();
+  state->creationMayEnd = false;
+  auto pg = slowToAbortGroup(state, 0ms, /*lazyInit=*/true);
+  std::string refusal = "not refused";
+  std::thread issuer([&] {
+    std::vector<at::Tensor> a{at::ones({2})};
+    try {
+      pg->allreduce(a, withTimeout(10s));
+    } catch (const c10::DistBackendError& e) {
+      refusal = e.what_without_backtrace();
+    }
+  });
+  auto giveUp = std::chrono::steady_clock::now() + 5s;
+  while (!state->creating.load() && std::chrono::steady_clock::now() < giveUp) std::this_thread::sleep_for(1ms);
+  bool creating = state->creating.load();
+  if (creating) pg->abort();
+  state->creationMayEnd = true;
+  issuer.join();
+  ASSERT_TRUE(creating) << "the op never created its communicator";
+  EXPECT_NE(refusal.find("was aborted after a failed op or an abort"), std::string::npos)
+      << "the op whose communicator was created during the abort was not refused: '" << refusal << "'";
+  EXPECT_TRUE(state->begun.load()) << "the communicator created during the abort was never aborted";
 }
 
 }  // namespace

@@ -2,7 +2,11 @@
 // sees of the others, and how long it waits.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -63,7 +67,7 @@ TEST(MemberMeeting, AMemberAloneGivesUpAtItsTimeoutNamingTheAbsentOne) {
 // direction's peer, then the other's. A rank that gave up on its first meeting (its peer there
 // was dead) left its second peer waiting, and that peer, arriving a moment after, waited a
 // whole timeout more for a member that was gone: two timeouts for one op. A member that gave up
-// now leaves a mark, and a later one fails at once, naming it.
+// now leaves its place's verdict, and a later one fails at once, naming it.
 TEST(MemberMeeting, AMemberArrivingAfterAnotherGaveUpFailsAtOnceNamingIt) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   ASSERT_NE(failureOf(store, 1, milliseconds(200)), "");
@@ -75,39 +79,153 @@ TEST(MemberMeeting, AMemberArrivingAfterAnotherGaveUpFailsAtOnceNamingIt) {
       << error;
 }
 
-// A member turned away by a mark passes on the name of the one that gave up first, to every place
-// it leaves: in a chain A, B, C, where B meets A at one place and C at another, C is told that A
+// A meeting at places of the test's own making, each member's key its group rank.
+Meeting memberAt(int groupRank, std::vector<std::pair<std::string, int>> peerAtPlace) {
+  Meeting meeting{"member " + std::to_string(groupRank), "to connect", {}, groupRank};
+  for (const auto& [place, peer] : peerAtPlace) {
+    meeting.places.push_back(MeetingPlace{place, std::to_string(groupRank), {{std::to_string(peer), peer}}});
+  }
+  return meeting;
+}
+
+std::string failureOfMeeting(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, milliseconds timeout,
+                             const std::function<bool()>& abandoned = nullptr) {
+  try {
+    meet(store, std::move(meeting), timeout, abandoned);
+  } catch (const c10::DistBackendError& e) {
+    return e.what_without_backtrace();
+  }
+  return "";
+}
+
+std::string verdictAt(const c10::intrusive_ptr<c10d::Store>& store, const std::string& place, int attempt) {
+  auto value = store->get(verdictKeyOf(place, attempt));
+  return std::string(value.begin(), value.end());
+}
+
+// A member turned away passes on the name of the one that gave up first, to every place it
+// leaves: in a chain A, B, C, where B meets A at one place and C at another, C is told that A
 // gave up, not B (which waited for no one).
 TEST(MemberMeeting, AMarkPassedOnNamesTheMemberThatGaveUpFirst) {
   auto store = c10::make_intrusive<c10d::HashStore>();
-  auto memberAt = [](int groupRank, std::vector<std::string> places, std::vector<std::pair<std::string, int>> awaited) {
-    Meeting meeting{"member " + std::to_string(groupRank), "to connect", {}, std::move(awaited), places, groupRank};
-    for (const std::string& place : places) meeting.own.push_back(place + "/" + std::to_string(groupRank));
-    return meeting;
-  };
-  auto failureOfMeeting = [&](Meeting meeting, milliseconds timeout) -> std::string {
-    try {
-      meet(store, std::move(meeting), timeout);
-    } catch (const c10::DistBackendError& e) {
-      return e.what_without_backtrace();
-    }
-    return "";
-  };
   // A (group rank 3) waits for B at place X and gives up; B (5) meets A at X and C at Y; C (8) meets B at Y.
-  ASSERT_NE(failureOfMeeting(memberAt(3, {"X"}, {{"X/5", 5}}), milliseconds(200)), "");
-  std::string b = failureOfMeeting(memberAt(5, {"X", "Y"}, {{"X/3", 3}, {"Y/8", 8}}), milliseconds(3000));
+  ASSERT_NE(failureOfMeeting(store, memberAt(3, {{"X", 5}}), milliseconds(200)), "");
+  std::string b = failureOfMeeting(store, memberAt(5, {{"X", 3}, {"Y", 8}}), milliseconds(3000));
   EXPECT_NE(b.find("group rank 3 had already given up"), std::string::npos) << b;
   auto started = std::chrono::steady_clock::now();
-  std::string c = failureOfMeeting(memberAt(8, {"Y"}, {{"Y/5", 5}}), milliseconds(3000));
+  std::string c = failureOfMeeting(store, memberAt(8, {{"Y", 5}}), milliseconds(3000));
   EXPECT_LT(secondsSince(started), 1.0) << "C waited for B, which had left";
   EXPECT_NE(c.find("member 8: group rank 3 had already given up"), std::string::npos) << c;
-  // A mark already there stays: B's leaving did not rename the one that gave up at X.
-  auto mark = store->get(leftMarkOf("X"));
-  EXPECT_EQ(std::string(mark.begin(), mark.end()), "3");
+  // The first verdict stands: B's leaving did not rename the one that gave up at X.
+  EXPECT_EQ(verdictAt(store, "X", 0), "left 3 waited");
 }
 
-// The mark is the meeting's own: a member of another meeting (another prefix) is not turned away.
-TEST(MemberMeeting, AMarkLeftOnOneMeetingTurnsNoOneAwayFromAnother) {
+// A store that runs `hook` once, just before the first compareSet: the moment a member that
+// waited in vain writes its verdict.
+class StoreWithAHook final : public c10d::HashStore {
+ public:
+  std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
+                                  const std::vector<uint8_t>& desired) override {
+    if (hook && !fired.exchange(true)) hook();
+    return c10d::HashStore::compareSet(key, expected, desired);
+  }
+  std::function<void()> hook;
+  std::atomic<bool> fired{false};
+};
+
+// The review's finding: a member whose wait ran out (its peer absent at its last look) gave up,
+// while its peer, arriving in that moment, found its key and went on into NCCL: one side failed
+// and the other blocked, and a retry of the failed side met at a place its peer never came to.
+// Both now read the one verdict the first of them wrote: here the peer's "met", so both go on.
+TEST(MemberMeeting, AMemberWhoseWaitRanOutAsItsPeerCameGoesOnWithIt) {
+  auto store = c10::make_intrusive<StoreWithAHook>();
+  std::string peer = "not run";
+  store->hook = [&] { peer = failureOfMeeting(store, memberAt(5, {{"X", 3}}), milliseconds(3000)); };
+  std::string first = failureOfMeeting(store, memberAt(3, {{"X", 5}}), milliseconds(200));
+  EXPECT_EQ(peer, "") << "the peer arriving as the wait ran out did not go on";
+  EXPECT_EQ(first, "") << "the member whose wait ran out failed while its peer went on";
+  EXPECT_EQ(verdictAt(store, "X", 0), "met");
+}
+
+// The review's finding: a member meeting two peers at once (a batch's sends to ranks 1 and 2)
+// met one of them, which went on, and gave up on the other. Its retry then met both places
+// afresh, where the one that had gone on never came. Now the place that met stays met, the
+// retry meets at the failed place's next try, and the late peer, turned away from the failed
+// try, meets it there on its own retry.
+TEST(MemberMeeting, ARetryAfterMeetingOnePeerOfTwoMeetsTheMissingOneAtTheNextTry) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  std::string one = "not run";
+  std::thread first([&] { one = failureOfMeeting(store, memberAt(1, {{"0-1", 0}}), milliseconds(3000)); });
+  std::string zero = failureOfMeeting(store, memberAt(0, {{"0-1", 1}, {"0-2", 2}}), milliseconds(500));
+  first.join();
+  EXPECT_EQ(one, "") << "the peer that came did not meet";
+  EXPECT_NE(zero.find("group rank(s) 2 did not arrive"), std::string::npos) << zero;
+  EXPECT_EQ(verdictAt(store, "0-1", 0), "met");
+  EXPECT_EQ(verdictAt(store, "0-2", 0), "left 0 waited");
+  // The late peer is turned away from the failed try, then both try again.
+  std::string late = failureOfMeeting(store, memberAt(2, {{"0-2", 0}}), milliseconds(3000));
+  EXPECT_NE(late.find("group rank 0 had already given up"), std::string::npos) << late;
+  std::string two = "not run";
+  std::thread lateRetry([&] { two = failureOfMeeting(store, memberAt(2, {{"0-2", 0}}), milliseconds(3000)); });
+  std::string retry = failureOfMeeting(store, memberAt(0, {{"0-1", 1}, {"0-2", 2}}), milliseconds(3000));
+  lateRetry.join();
+  EXPECT_EQ(retry, "") << "the retry did not meet both peers";
+  EXPECT_EQ(two, "") << "the late peer's retry did not meet";
+  EXPECT_EQ(verdictAt(store, "0-2", 1), "met");
+}
+
+// A member that leaves while another still waits turns it away at once, not at its own timeout:
+// in a meeting of three where one never comes, the second learns that the first gave up.
+TEST(MemberMeeting, AMemberLeavingWhileAnotherWaitsTurnsItAwaySoon) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  auto memberOfThree = [](int rank) {
+    CommunicatorInfo info;
+    info.key = "cpu:" + std::to_string(rank);
+    info.rank = rank;
+    info.size = 3;
+    return Meeting{"member " + std::to_string(rank), "to create it", {everyMemberAt("pg/3", info)}, rank};
+  };
+  std::string first;
+  std::thread givesUp([&] { first = failureOfMeeting(store, memberOfThree(0), milliseconds(300)); });
+  auto started = std::chrono::steady_clock::now();
+  std::string second = failureOfMeeting(store, memberOfThree(1), milliseconds(8000));
+  givesUp.join();
+  EXPECT_NE(first.find("group rank(s) 2 did not arrive"), std::string::npos) << first;
+  EXPECT_NE(second.find("group rank 0 had already given up"), std::string::npos) << second;
+  EXPECT_LT(secondsSince(started), 2.5) << "the second member waited on after the first had left";
+}
+
+// A member that waits without a bound (the job's timeout is kNoTimeout) still fails at once where
+// another has left: it would otherwise wait forever for a member that is gone.
+TEST(MemberMeeting, AnUnboundedMemberArrivingAfterAnotherGaveUpFailsAtOnce) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  ASSERT_NE(failureOfMeeting(store, memberAt(3, {{"X", 5}}), milliseconds(200)), "");
+  auto result = std::make_shared<std::promise<std::string>>();
+  std::thread([store, result] {
+    result->set_value(failureOfMeeting(store, memberAt(5, {{"X", 3}}), c10d::Store::kNoTimeout));
+  }).detach();  // on a failure of this test it would wait forever
+  auto answer = result->get_future();
+  ASSERT_EQ(answer.wait_for(std::chrono::seconds(3)), std::future_status::ready)
+      << "the unbounded member waited on for one that had given up";
+  EXPECT_NE(answer.get().find("group rank 3 had already given up"), std::string::npos);
+}
+
+// A member aborted before its meeting began leaves it all the same: a peer arriving there fails
+// at once, told why, instead of waiting out its timeout for a member that will never come.
+TEST(MemberMeeting, AMemberAbortedBeforeItsMeetingLeavesItForThePeers) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  std::string aborted = failureOfMeeting(store, memberAt(3, {{"X", 5}}), milliseconds(3000), [] { return true; });
+  EXPECT_NE(aborted.find("it was aborted meanwhile"), std::string::npos) << aborted;
+  auto started = std::chrono::steady_clock::now();
+  std::string peer = failureOfMeeting(store, memberAt(5, {{"X", 3}}), milliseconds(5000));
+  EXPECT_NE(peer.find("group rank 3 had already given up waiting to connect (its communicator was aborted)"),
+            std::string::npos)
+      << peer;
+  EXPECT_LT(secondsSince(started), 1.5) << "the peer waited for a member aborted before it came";
+}
+
+// A verdict is its meeting's own: a member of another meeting (another prefix) is not turned away.
+TEST(MemberMeeting, AVerdictOnOneMeetingTurnsNoOneAwayFromAnother) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   ASSERT_NE(failureOf(store, 1, milliseconds(200)), "");
   std::string second;

@@ -20,39 +20,49 @@ namespace nccl_migrate::backends {
 // check of who came) may take before the caller stops waiting for them.
 inline constexpr std::chrono::milliseconds kMeetingAnswerGrace{1000};
 
-// One meeting: the keys this member sets, and the keys it waits for, each with the group rank
-// that sets it (named when it does not come). Keys are used once.
-//
-// A member that gives up marks each of the meeting's places (`places`: one per set of keys
-// met together, such as one p2p direction) as left, with its group rank (`self`): a member
-// arriving later fails at once, naming it, instead of waiting a whole timeout of its own for a
-// member that is gone. Marks stay: a place met again after a failed meeting is a new one. Without the mark, ops that meet one after another (a ring's send, then
-// its receive) add a timeout per meeting behind a member that gave up on an earlier one.
+// One set of members that meet together (all of a communicator's, or the two ends of one p2p
+// direction). Its members meet at a try of it, `<prefix>/try-N`, where each sets its key and the
+// first to decide writes the try's verdict with compareSet, so all of them read the same one:
+// "met" (set by a member that found every key there) or "left" (set by a member that gave up,
+// naming its group rank and why). A member that finds "left" fails at once, naming the one that
+// left, instead of waiting a timeout of its own for a member that is gone; one that gave up and
+// finds "met" written first goes on, as the others did. A member that took part in a failed try
+// meets at the next one when its op is tried again (a group left standing after a failed op),
+// and a try's keys and verdict are never taken back, so every member finds its try in the
+// store alone, and no two members can meet at different tries.
+struct MeetingPlace {
+  std::string prefix;
+  std::string self;                                   // this member's key name within a try
+  std::vector<std::pair<std::string, int>> awaited;  // the others' key names, each with its group rank
+};
+
+// One meeting: the places a member meets at together (an op's new p2p directions), all or none.
 struct Meeting {
   std::string who;      // "communicator cuda:0 of group 'pg'"
   std::string purpose;  // "to create it": why the others were awaited, for the error
-  std::vector<std::string> own;
-  std::vector<std::pair<std::string, int>> awaited;
-  std::vector<std::string> places;  // each place's key prefix; its mark is leftMarkOf(place)
-  int self = -1;                    // this member's group rank, written in the marks it leaves
+  std::vector<MeetingPlace> places;
+  int self = -1;  // this member's group rank, written in a verdict it leaves
 };
 
-// The key a member that gave up on a meeting's place sets, its group rank the value.
-std::string leftMarkOf(const std::string& place);
+// The key of the verdict of a place's try `attempt`.
+std::string verdictKeyOf(const std::string& placePrefix, int attempt);
 
 // Throws DistBackendError naming the group ranks that did not arrive within `timeout`, the one
-// that had already given up on one of its places (at once, without waiting), or the store that
-// could not be reached; returns or throws within `timeout` + kMeetingAnswerGrace
-// whatever the store does (a `timeout` of c10d::Store::kNoTimeout waits as long as it takes).
-// Once `abandoned` (when given) says so, the caller stops waiting and throws at once: the
-// communicator was aborted, so no op of it can run, and waiting out the meeting would only hold
-// the job's call (the meeting itself ends on its own thread).
+// that had already left one of its places (at once, without waiting), or the store that could
+// not be reached; returns or throws within `timeout` + kMeetingAnswerGrace whatever the store
+// does (a `timeout` of c10d::Store::kNoTimeout waits as long as it takes, and still fails at
+// once when a member leaves). Once `abandoned` (when given) says so, before the meeting or
+// during it, the caller stops waiting and throws at once: the communicator was aborted, so no
+// op of it can run; the meeting then leaves its places on a thread of its own.
 void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::chrono::milliseconds timeout,
           const std::function<bool()>& abandoned = nullptr);
 
 // The meeting of every member of a communicator before it is created, under `prefix`.
 void meetMembers(const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, const CommunicatorInfo& info,
                  const std::string& groupName, std::chrono::milliseconds timeout);
+
+// The place where every member of a communicator meets, under `prefix`, keyed by communicator rank.
+MeetingPlace everyMemberAt(const std::string& prefix, const CommunicatorInfo& info);
 
 // How a communicator is named in errors: "communicator cuda:0 of group 'pg'".
 std::string communicatorNamed(const CommunicatorInfo& info, const std::string& groupName);

@@ -157,6 +157,12 @@ Communicator& MigrateBackend::communicatorFor(const CommunicatorRequest& request
   Communicator& ref = *made;
   communicators_.emplace(request.key, std::move(made));
   creationOrder_.push_back(request.key);
+  // An abort that ran while this one was created did not see it: it is aborted as the others
+  // were, and the op that asked for it refused, instead of running on a group already aborted.
+  if (aborted_) {
+    ref.abort();
+    checkUsable();
+  }
   return ref;
 }
 

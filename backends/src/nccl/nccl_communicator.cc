@@ -307,41 +307,29 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
 // and a collective needs them all anyway) and for the peer of each new direction.
 std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& needs) {
   if (info_.size == 1) return nullptr;
-  backends::Meeting meeting{communicatorNamed(info_, groupName_), "", {}, {}, {}, groupRankOf(info_, info_.rank)};
+  backends::Meeting meeting{communicatorNamed(info_, groupName_), "", {}, groupRankOf(info_, info_.rank)};
   std::vector<std::pair<int, int>> newDirections;
-  std::vector<std::string> placesMet;  // keys of failedMeetings_
-  auto placeOf = [&](const std::string& what) {
-    placesMet.push_back(what);
-    std::string place = meetingPlace_.prefix + "/connect/" + what + "/try-" + std::to_string(failedMeetings_[what]);
-    meeting.places.push_back(place);
-    return place;
-  };
+  std::string connect = meetingPlace_.prefix + "/connect/";
   bool collective = needs.collective && !collectivesConnected_;
   if (collective) {
     meeting.purpose = "to connect it for its first collective";
-    std::string place = placeOf("collectives");
-    for (int r = 0; r < info_.size; ++r) {
-      std::string key = place + "/" + std::to_string(r);
-      if (r == info_.rank) meeting.own.push_back(key);
-      meeting.awaited.emplace_back(key, groupRankOf(info_, r));
-    }
+    meeting.places.push_back(backends::everyMemberAt(connect + "collectives", info_));
   }
   for (const auto& direction : needs.directions) {
     auto [from, to] = direction;
     if (from == to || directionsConnected_.count(direction)) continue;
     newDirections.push_back(direction);
     int peer = from == info_.rank ? to : from;
-    std::string place = placeOf("p2p/" + std::to_string(from) + "-" + std::to_string(to));
-    meeting.own.push_back(place + "/" + std::to_string(info_.rank));
-    meeting.awaited.emplace_back(place + "/" + std::to_string(peer), groupRankOf(info_, peer));
+    meeting.places.push_back(backends::MeetingPlace{
+        connect + "p2p/" + std::to_string(from) + "-" + std::to_string(to), std::to_string(info_.rank),
+        {{std::to_string(peer), groupRankOf(info_, peer)}}});
   }
-  if (meeting.awaited.empty()) return nullptr;
+  if (meeting.places.empty()) return nullptr;
   if (!collective) meeting.purpose = "to connect it for their first send or receive between them";
   try {
     // The group's abort (a failure elsewhere, the watchdog) ends the wait: the op could not run.
     meet(meetingPlace_.store, std::move(meeting), meetingPlace_.timeout, [handle = handle_] { return handle->aborted(); });
   } catch (const std::exception&) {
-    for (const std::string& what : placesMet) ++failedMeetings_[what];
     return std::current_exception();
   }
   if (collective) collectivesConnected_ = true;

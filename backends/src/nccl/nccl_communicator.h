@@ -8,7 +8,6 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -111,10 +110,6 @@ class NcclCommunicator final : public Communicator {
   MeetingPlace meetingPlace_;
   bool collectivesConnected_ = false;
   std::set<std::pair<int, int>> directionsConnected_;
-  // Per connect place ("collectives", "p2p/0-1"), the meetings there that failed: a place met
-  // again is a new one, its members' counts in step (each failed meeting fails for all of them),
-  // so the marks of one that gave up never turn away a later try (member_meeting.h).
-  std::map<std::string, int> failedMeetings_;
   std::unique_ptr<OpenBatch> batch_;
 };
 

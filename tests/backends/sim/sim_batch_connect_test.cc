@@ -265,10 +265,10 @@ TEST(BatchConnect, APeerThatMetButNeverConnectsFailsANonblockingBatchWithinTheTi
             "");
 }
 
-// A member that gives up its meeting leaves a mark and takes its keys back: the member that
-// waited names the one that never came, and the one arriving after that fails at once naming
-// the one that gave up, instead of taking it for present and blocking in ncclGroupEnd on a
-// member that left, or waiting out a timeout of its own for a meeting that cannot happen.
+// A member that gives up its meeting writes its place's verdict, "left": the member that waited
+// names the one that never came, and the one arriving after that fails at once naming the one
+// that gave up, instead of taking it for present and blocking in ncclGroupEnd on a member that
+// left, or waiting out a timeout of its own for a meeting that cannot happen.
 TEST(BatchConnect, AMemberArrivingAfterItsPeerGaveUpFailsAtOnceNamingIt) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
@@ -306,8 +306,8 @@ TEST(BatchConnect, AMemberArrivingAfterItsPeerGaveUpFailsAtOnceNamingIt) {
 }
 
 // Under TORCH_NCCL_ASYNC_ERROR_HANDLING=0 a failed op leaves its group standing, so the job may
-// try the same send and receive again: the place they meet at is a new one then, and the mark of
-// the member that gave up on the first try turns neither away from the second.
+// try the same send and receive again: both meet at the place's next try then, and the verdict
+// of the member that gave up on the first try turns neither away from the second.
 TEST(BatchConnect, ATryAfterAFailedConnectMeetingMeetsAfreshWhenTheGroupStands) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
