@@ -190,7 +190,8 @@ TEST(FailureHandling, AnOpIssuedDuringASlowAbortIsRefusedAtOnce) {
 // The review's finding: an op of a lazy group creates its communicator outside the group's lock
 // (creation meets the peers), and an abort that ran meanwhile did not see the new communicator.
 // The op then ran on it, in a group already aborted, and the communicator was never aborted.
-// Now the op is refused, and the communicator aborted as the others were.
+// Now the op is refused (as any op of an aborted group, with no failure of its own reported),
+// and the communicator aborted as the others were.
 TEST(FailureHandling, AnOpWhoseCommunicatorWasCreatedDuringAnAbortIsRefused) {
   auto state = std::make_shared<AbortState>();
   state->creationMayEnd = false;
@@ -213,7 +214,9 @@ TEST(FailureHandling, AnOpWhoseCommunicatorWasCreatedDuringAnAbortIsRefused) {
   ASSERT_TRUE(creating) << "the op never created its communicator";
   EXPECT_NE(refusal.find("was aborted after a failed op or an abort"), std::string::npos)
       << "the op whose communicator was created during the abort was not refused: '" << refusal << "'";
+  EXPECT_EQ(refusal.find("could not be created"), std::string::npos) << "refused as a failed creation: " << refusal;
   EXPECT_TRUE(state->begun.load()) << "the communicator created during the abort was never aborted";
+  EXPECT_EQ(pg->getError(), c10d::ErrorType::SUCCESS) << "the job's own abort was reported as a failure of the group";
 }
 
 }  // namespace

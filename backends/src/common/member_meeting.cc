@@ -33,20 +33,42 @@ constexpr std::chrono::milliseconds kAbandonedPoll{20};
 // verdicts (a member that left turns it away) and whether its caller abandoned it.
 constexpr std::chrono::milliseconds kWaitSlice{1000};
 
+// While the last stretch asks for the keys, how often it also reads the places' verdicts.
+constexpr std::chrono::milliseconds kVerdictPoll{200};
+// How many absent group ranks a verdict names (the error of the member that wrote it names all).
+constexpr size_t kAbsentNamedInVerdict = 64;
+
 constexpr char kMet[] = "met";
 
 std::vector<uint8_t> bytesOf(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
 
-// A try's verdict as its members read it.
+// Why a member stopped waiting before its meeting decided: its communicator was aborted, or
+// its caller gave up on a store that did not answer in time.
+enum class Abandon : int { kNo, kAborted, kUnanswered };
+
+// A try's verdict as its members read it: "met", or "left <group rank> <reason> [<absent>]",
+// the reason one of "waited" (its wait ran out; the absent group ranks follow), "aborted",
+// "unanswered" (its store did not answer in time).
 struct Verdict {
   bool met = false;
-  int leaver = -1;       // the group rank that left; -1 where the value does not read as one
-  bool aborted = false;  // it left because its communicator was aborted, not after waiting in vain
-};
+  bool left = false;
+  int leaver = -1;  // -1 where the value does not name one
+  std::string reason;
+  std::string absent;  // "2,5"
 
-std::string leftVerdict(int leaver, bool aborted) {
-  return "left " + std::to_string(leaver) + (aborted ? " aborted" : " waited");
-}
+  static Verdict leftBy(int leaver, std::string reason, std::string absent = "") {
+    Verdict verdict;
+    verdict.left = true;
+    verdict.leaver = leaver;
+    verdict.reason = std::move(reason);
+    verdict.absent = std::move(absent);
+    return verdict;
+  }
+  std::string text() const {
+    if (met) return kMet;
+    return "left " + std::to_string(leaver) + " " + reason + (absent.empty() ? "" : " " + absent);
+  }
+};
 
 Verdict verdictOf(const std::vector<uint8_t>& value) {
   std::string text(value.begin(), value.end());
@@ -56,29 +78,50 @@ Verdict verdictOf(const std::vector<uint8_t>& value) {
     return verdict;
   }
   std::istringstream words(text);
-  std::string left, why;
+  std::string left;
+  words >> left;
+  verdict.left = left == "left";  // anything else is no verdict (a store that answers every key)
   long groupRank = -1;
-  if (words >> left >> groupRank >> why && left == "left" && groupRank >= 0) {
+  if (verdict.left && words >> groupRank && groupRank >= 0) {
     verdict.leaver = static_cast<int>(groupRank);
-    verdict.aborted = why == "aborted";
+    words >> verdict.reason >> verdict.absent;
   }
   return verdict;
+}
+
+Abandon abandonOf(const std::atomic<int>& abandoned) { return static_cast<Abandon>(abandoned.load()); }
+
+Verdict leftByAbandoning(const Meeting& meeting, Abandon why) {
+  return Verdict::leftBy(meeting.self, why == Abandon::kAborted ? "aborted" : "unanswered");
 }
 
 std::string keyAt(const std::string& placePrefix, int attempt, const std::string& name) {
   return placePrefix + "/try-" + std::to_string(attempt) + "/" + name;
 }
 
-// The try of `place` this member meets at: the first without a verdict, or with one it did not
-// take part in (a member arriving late learns the verdict there), or one met with it (meeting
-// again at once). A try it took part in that failed is passed by: its own key there says it
-// took part, and every other member of that try passes it by too.
-int tryOf(c10d::Store& store, const MeetingPlace& place) {
+// The key name of the member of `place` with group rank `groupRank`, if it is one.
+std::optional<std::string> nameOf(const MeetingPlace& place, int groupRank) {
+  for (const auto& [name, rank] : place.awaited) {
+    if (rank == groupRank) return name;
+  }
+  return std::nullopt;
+}
+
+// The try of `place` this member meets at: the first without a verdict, or one met with it
+// (meeting again at once), or one that failed without it (arriving late, it learns the verdict
+// there, unless the member that left already waits at the next try: then it meets it there).
+// A try it took part in that failed is passed by: its own key there, or the verdict naming it,
+// says it took part, and every other member of that try passes it by too.
+int tryOf(c10d::Store& store, const MeetingPlace& place, int self) {
   for (int attempt = 0;; ++attempt) {
     std::string verdictKey = verdictKeyOf(place.prefix, attempt);
     if (!store.check({verdictKey})) return attempt;
-    if (!store.check({keyAt(place.prefix, attempt, place.self)})) return attempt;
-    if (verdictOf(store.get(verdictKey)).met) return attempt;
+    Verdict verdict = verdictOf(store.get(verdictKey));
+    if (!verdict.left) return attempt;
+    bool tookPart = verdict.leaver == self || store.check({keyAt(place.prefix, attempt, place.self)});
+    if (tookPart) continue;
+    std::optional<std::string> leaver = nameOf(place, verdict.leaver);
+    if (!leaver || !store.check({keyAt(place.prefix, attempt + 1, *leaver)})) return attempt;
   }
 }
 
@@ -99,12 +142,12 @@ struct PlaceAtTry {
 
 // The verdict of `at`, written by this member unless one is there: the first write is the one
 // every member reads.
-Verdict decide(c10d::Store& store, PlaceAtTry& at, const std::string& proposal) {
-  at.verdict = verdictOf(store.compareSet(at.verdictKey(), {}, bytesOf(proposal)));
+Verdict decide(c10d::Store& store, PlaceAtTry& at, const Verdict& proposal) {
+  at.verdict = verdictOf(store.compareSet(at.verdictKey(), {}, bytesOf(proposal.text())));
   return *at.verdict;
 }
 
-// A "left" verdict among the places' written so far, reading those not yet read.
+// A verdict other than "met" among the places' written so far, reading those not yet read.
 std::optional<Verdict> leftAmong(c10d::Store& store, std::vector<PlaceAtTry>& places) {
   for (PlaceAtTry& at : places) {
     if (!at.verdict && store.check({at.verdictKey()})) at.verdict = verdictOf(store.get(at.verdictKey()));
@@ -113,13 +156,14 @@ std::optional<Verdict> leftAmong(c10d::Store& store, std::vector<PlaceAtTry>& pl
   return std::nullopt;
 }
 
-// Giving up: "left" written on every place still open, naming `leaver` (this member, or the
-// one whose leaving turned it away, passed on so that each member learns who gave up first).
-// The verdict stands whatever the store does now: a store that fails here fails the others too.
-void leave(c10d::Store& store, const Meeting& meeting, std::vector<PlaceAtTry>& places, int leaver, bool aborted) {
+// Giving up: `left` written on every place still open (this member's own verdict, or that of
+// the one whose leaving turned it away, passed on so that each member learns who gave up
+// first). The verdict stands whatever the store does now: a store that fails here fails the
+// others too.
+void leave(c10d::Store& store, const Meeting& meeting, std::vector<PlaceAtTry>& places, const Verdict& left) {
   try {
     for (PlaceAtTry& at : places) {
-      if (!at.verdict) decide(store, at, leftVerdict(leaver, aborted));
+      if (!at.verdict) decide(store, at, left);
     }
   } catch (const c10::Error& error) {
     LOG(WARNING) << "[nccl_migrate] " << meeting.who << " could not leave its verdict in the group's store after "
@@ -129,7 +173,13 @@ void leave(c10d::Store& store, const Meeting& meeting, std::vector<PlaceAtTry>& 
 
 [[noreturn]] void throwTurnedAway(const Meeting& meeting, const Verdict& left) {
   std::string who = left.leaver >= 0 ? "group rank " + std::to_string(left.leaver) : "a member";
-  std::string why = left.aborted ? "its communicator was aborted" : "a member it waited for never came";
+  std::string absent;
+  for (char c : left.absent) absent += c == ',' ? std::string(", ") : std::string(1, c);
+  std::string why = left.reason == "aborted"    ? "its communicator was aborted"
+                    : left.reason == "unanswered" ? "the group's store did not answer it in time"
+                    : left.reason != "waited"     ? "for a reason it did not say"
+                    : absent.empty()              ? "its wait for the others ran out"
+                                                  : "it waited in vain for group rank(s) " + absent;
   C10_THROW_ERROR(DistBackendError, meeting.who + ": " + who + " had already given up waiting " + meeting.purpose +
                                         " (" + why + "), so it cannot meet now");
 }
@@ -158,19 +208,23 @@ enum class Wait { kArrived, kRanOut, kAbandoned };
 Wait waitForOthers(c10d::Store& store, const Meeting& meeting, std::vector<PlaceAtTry>& places,
                    const std::vector<std::string>& keys,
                    const std::optional<std::chrono::steady_clock::time_point>& deadline,
-                   const std::atomic<bool>& abandoned) {
+                   const std::atomic<int>& abandoned) {
   std::chrono::milliseconds pause = kFirstAsk;
+  std::chrono::steady_clock::time_point nextRead;  // of the verdicts: at once
   while (true) {
-    if (std::optional<Verdict> left = leftAmong(store, places)) {
-      leave(store, meeting, places, left->leaver, left->aborted);  // passes on who gave up first
-      throwTurnedAway(meeting, *left);
+    auto now = std::chrono::steady_clock::now();
+    if (now >= nextRead) {
+      if (std::optional<Verdict> left = leftAmong(store, places)) {
+        leave(store, meeting, places, *left);  // passes on who gave up first
+        throwTurnedAway(meeting, *left);
+      }
+      nextRead = now + kVerdictPoll;
     }
-    if (abandoned) return Wait::kAbandoned;
+    if (abandonOf(abandoned) != Abandon::kNo) return Wait::kAbandoned;
     if (!deadline) {  // the job asked for no bound: the store's own wait, however long
       if (cameWithin(store, keys, kWaitSlice)) return Wait::kArrived;
       continue;
     }
-    auto now = std::chrono::steady_clock::now();
     if (now >= *deadline) return Wait::kRanOut;
     auto beforeAsking = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now) - kAskedStretch;
     if (beforeAsking > std::chrono::milliseconds(0)) {
@@ -183,48 +237,48 @@ Wait waitForOthers(c10d::Store& store, const Meeting& meeting, std::vector<Place
   }
 }
 
+// How the places were decided for this member.
+struct Decision {
+  bool gaveUp = false;                // its own "left" decided at least one place
+  std::optional<Verdict> turnedAway;  // else: another member's "left" decided one
+};
+
 // Every place decided: "met" where all came at every place (a member goes on only if it met at
-// all of them), else "left" by this member, which waited in vain. A verdict another member
-// wrote first stands: one that left turns this member away, one that met lets it go on. Throws
-// naming the absent (this member gave up) or the one that left first; returns if all met.
-void decideEveryPlace(c10d::Store& store, const Meeting& meeting, std::vector<PlaceAtTry>& places,
-                      const std::vector<bool>& allCame, std::chrono::milliseconds timeout) {
-  bool everyPlace = std::all_of(allCame.begin(), allCame.end(), [](bool came) { return came; });
-  std::optional<Verdict> turnedAway;
-  std::vector<size_t> givenUp;  // the places this member's "left" decided
-  for (size_t i = 0; i < places.size(); ++i) {
-    PlaceAtTry& at = places[i];
-    bool mine = !at.verdict;
-    std::string proposal = everyPlace && !turnedAway ? kMet
-                           : turnedAway              ? leftVerdict(turnedAway->leaver, turnedAway->aborted)
-                                                     : leftVerdict(meeting.self, false);
-    Verdict verdict = at.verdict ? *at.verdict : decide(store, at, proposal);
+// all of them) and its caller still waits, else `ownLeft`. A verdict another member wrote first
+// stands: one that left turns this member away, one that met lets it go on.
+Decision decideEveryPlace(c10d::Store& store, std::vector<PlaceAtTry>& places, const std::vector<bool>& allCame,
+                          const Verdict& ownLeft, bool abandoned) {
+  bool everyPlace = !abandoned && std::all_of(allCame.begin(), allCame.end(), [](bool came) { return came; });
+  Decision decision;
+  for (PlaceAtTry& at : places) {
+    if (at.verdict && at.verdict->met) continue;  // met before it came (a place met again)
+    const Verdict proposal = decision.turnedAway ? *decision.turnedAway : everyPlace ? Verdict{true} : ownLeft;
+    Verdict verdict = decide(store, at, proposal);
     if (verdict.met) continue;
-    if (mine && !turnedAway && !everyPlace && verdict.leaver == meeting.self && !verdict.aborted) {
-      givenUp.push_back(i);
-    } else if (!turnedAway && givenUp.empty()) {
-      turnedAway = verdict;
+    if (!decision.turnedAway && verdict.text() == ownLeft.text()) {
+      decision.gaveUp = true;
+    } else if (!decision.turnedAway && !decision.gaveUp) {
+      decision.turnedAway = verdict;
     }
   }
-  if (givenUp.empty()) {
-    if (turnedAway) throwTurnedAway(meeting, *turnedAway);
-    return;
-  }
-  // The group ranks whose keys are not in the store, each named once, asked key by key within
-  // half the grace (a group of thousands is asked as long as that allows).
-  auto until = std::chrono::steady_clock::now() + kMeetingAnswerGrace / 2;
-  std::set<int> absent;
-  size_t unasked = 0;
-  for (size_t i : givenUp) {
-    const PlaceAtTry& at = places[i];
-    for (const auto& [name, groupRank] : at.place->awaited) {
-      if (std::chrono::steady_clock::now() >= until) {
-        ++unasked;
-      } else if (!absent.count(groupRank) && !store.check({keyAt(at.place->prefix, at.attempt, name)})) {
-        absent.insert(groupRank);
-      }
+  return decision;
+}
+
+// The group ranks whose keys at `at` are not in the store, asked key by key until `until` (a
+// group of thousands is asked as long as that allows); `unasked` counts the keys left.
+void addAbsent(c10d::Store& store, const PlaceAtTry& at, std::chrono::steady_clock::time_point until,
+               std::set<int>& absent, size_t& unasked) {
+  for (const auto& [name, groupRank] : at.place->awaited) {
+    if (std::chrono::steady_clock::now() >= until) {
+      ++unasked;
+    } else if (!absent.count(groupRank) && !store.check({keyAt(at.place->prefix, at.attempt, name)})) {
+      absent.insert(groupRank);
     }
   }
+}
+
+[[noreturn]] void throwAbsent(const Meeting& meeting, const std::set<int>& absent, size_t unasked,
+                              std::chrono::milliseconds timeout) {
   std::string missing;
   for (int groupRank : absent) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
   if (unasked) {
@@ -244,15 +298,17 @@ void decideEveryPlace(c10d::Store& store, const Meeting& meeting, std::vector<Pl
 // The meeting itself, through `store`: bounded by `timeout` as long as the store answers.
 // `waitRanOut` is set once the wait for the others timed out (the check of who came follows).
 void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::milliseconds timeout,
-                      std::atomic<bool>& waitRanOut, const std::atomic<bool>& abandoned) {
+                      std::atomic<bool>& waitRanOut, const std::atomic<int>& abandoned) {
   // The meeting's time runs from its start: its caller gives it `timeout` and the grace, all told.
   std::optional<std::chrono::steady_clock::time_point> deadline;
   if (timeout != c10d::Store::kNoTimeout) deadline = std::chrono::steady_clock::now() + timeout;
   try {
     std::vector<PlaceAtTry> places;
-    for (const MeetingPlace& place : meeting.places) places.push_back({&place, tryOf(store, place), std::nullopt});
-    if (abandoned) {  // aborted before it came: it leaves without a key, so no one takes it for present
-      leave(store, meeting, places, meeting.self, /*aborted=*/true);
+    for (const MeetingPlace& place : meeting.places) {
+      places.push_back({&place, tryOf(store, place, meeting.self), std::nullopt});
+    }
+    if (abandonOf(abandoned) != Abandon::kNo) {  // before it came: it leaves without a key, so no one takes it for present
+      leave(store, meeting, places, leftByAbandoning(meeting, abandonOf(abandoned)));
       return;
     }
     std::vector<std::string> keys;
@@ -260,20 +316,33 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
       store.set(at.ownKey(), std::vector<uint8_t>{1});
       for (std::string& key : at.awaitedKeys()) keys.push_back(std::move(key));
     }
-    switch (waitForOthers(store, meeting, places, keys, deadline, abandoned)) {
-      case Wait::kArrived:
-        decideEveryPlace(store, meeting, places, std::vector<bool>(places.size(), true), timeout);
-        return;
-      case Wait::kAbandoned:
-        leave(store, meeting, places, meeting.self, /*aborted=*/true);
-        return;
-      case Wait::kRanOut:
-        break;
+    Wait wait = waitForOthers(store, meeting, places, keys, deadline, abandoned);
+    std::vector<bool> allCame(places.size(), true);
+    std::set<int> absent;
+    size_t unasked = 0;
+    Verdict ownLeft = Verdict::leftBy(meeting.self, "waited");
+    if (wait == Wait::kRanOut) {
+      waitRanOut = true;
+      auto until = std::chrono::steady_clock::now() + kMeetingAnswerGrace / 2;
+      for (size_t i = 0; i < places.size(); ++i) {
+        if (places[i].verdict || store.check(places[i].awaitedKeys())) continue;
+        allCame[i] = false;
+        addAbsent(store, places[i], until, absent, unasked);
+      }
+      std::string named;
+      size_t count = 0;
+      for (int groupRank : absent) {
+        if (count++ == kAbsentNamedInVerdict) break;
+        named += (named.empty() ? "" : ",") + std::to_string(groupRank);
+      }
+      ownLeft.absent = named;
     }
-    waitRanOut = true;
-    std::vector<bool> allCame;
-    for (const PlaceAtTry& at : places) allCame.push_back(at.verdict.has_value() || store.check(at.awaitedKeys()));
-    decideEveryPlace(store, meeting, places, allCame, timeout);
+    Abandon why = abandonOf(abandoned);
+    if (why != Abandon::kNo) ownLeft = leftByAbandoning(meeting, why);  // its caller has gone: never "met"
+    Decision decision = decideEveryPlace(store, places, allCame, ownLeft, why != Abandon::kNo);
+    if (why != Abandon::kNo) return;  // no one waits for its error
+    if (decision.gaveUp) throwAbsent(meeting, absent, unasked, timeout);
+    if (decision.turnedAway) throwTurnedAway(meeting, *decision.turnedAway);
   } catch (const c10::DistBackendError&) {
     throw;  // the meeting's own verdict
   } catch (const c10::Error& error) {
@@ -314,14 +383,14 @@ void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::ch
     bool done = false;
     std::exception_ptr error;
     std::atomic<bool> waitRanOut{false};
-    std::atomic<bool> abandoned{false};  // the caller stopped waiting: the meeting leaves
+    std::atomic<int> abandoned{static_cast<int>(Abandon::kNo)};  // the caller stopped waiting: the meeting leaves
   };
   auto outcome = std::make_shared<Outcome>();
   auto shared = std::make_shared<const Meeting>(std::move(meeting));
   // Aborted before it began: the meeting still leaves its places (on its thread), so that the
   // peers arriving there fail at once instead of waiting out their timeout for this member.
   bool abandonedBeforeStart = abandoned && abandoned();
-  outcome->abandoned = abandonedBeforeStart;
+  if (abandonedBeforeStart) outcome->abandoned = static_cast<int>(Abandon::kAborted);
   std::thread([store, shared, timeout, outcome] {
     std::exception_ptr error;
     try {
@@ -341,12 +410,12 @@ void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::ch
   auto bound = std::chrono::steady_clock::now() + (bounded ? timeout + kMeetingAnswerGrace : std::chrono::milliseconds(0));
   while (!decided()) {
     if (abandoned && abandoned()) {
-      outcome->abandoned = true;
+      outcome->abandoned = static_cast<int>(Abandon::kAborted);
       throwAbandoned(*shared);
     }
     auto now = std::chrono::steady_clock::now();
     if (bounded && now >= bound) {
-      outcome->abandoned = true;  // a meeting still waiting leaves once the store answers
+      outcome->abandoned = static_cast<int>(Abandon::kUnanswered);  // a meeting still waiting leaves once the store answers
       std::string limit = std::to_string((timeout + kMeetingAnswerGrace).count()) + " ms";
       if (outcome->waitRanOut) {
         C10_THROW_ERROR(DistBackendError, shared->who + ": its members did not all arrive within " +

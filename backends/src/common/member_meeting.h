@@ -24,12 +24,14 @@ inline constexpr std::chrono::milliseconds kMeetingAnswerGrace{1000};
 // direction). Its members meet at a try of it, `<prefix>/try-N`, where each sets its key and the
 // first to decide writes the try's verdict with compareSet, so all of them read the same one:
 // "met" (set by a member that found every key there) or "left" (set by a member that gave up,
-// naming its group rank and why). A member that finds "left" fails at once, naming the one that
-// left, instead of waiting a timeout of its own for a member that is gone; one that gave up and
-// finds "met" written first goes on, as the others did. A member that took part in a failed try
-// meets at the next one when its op is tried again (a group left standing after a failed op),
-// and a try's keys and verdict are never taken back, so every member finds its try in the
-// store alone, and no two members can meet at different tries.
+// naming its group rank, why, and the members it waited for in vain). A member that finds
+// "left" fails at once, naming the one that left, instead of waiting a timeout of its own for a
+// member that is gone; one that gave up and finds "met" written first goes on, as the others
+// did. A member that took part in a failed try meets at the next one when its op is tried
+// again (a group left standing after a failed op); a try's keys and verdict are never taken
+// back, so each member finds its try in the store alone. A member arriving late at a failed
+// try learns its verdict there (and meets the others at the next try when it tries again),
+// unless the one that left already waits at the next try: then it meets it there.
 struct MeetingPlace {
   std::string prefix;
   std::string self;                                   // this member's key name within a try
@@ -48,12 +50,14 @@ struct Meeting {
 std::string verdictKeyOf(const std::string& placePrefix, int attempt);
 
 // Throws DistBackendError naming the group ranks that did not arrive within `timeout`, the one
-// that had already left one of its places (at once, without waiting), or the store that could
-// not be reached; returns or throws within `timeout` + kMeetingAnswerGrace whatever the store
-// does (a `timeout` of c10d::Store::kNoTimeout waits as long as it takes, and still fails at
-// once when a member leaves). Once `abandoned` (when given) says so, before the meeting or
-// during it, the caller stops waiting and throws at once: the communicator was aborted, so no
-// op of it can run; the meeting then leaves its places on a thread of its own.
+// that had already left one of its places (at once, or within a slice of the store's wait when
+// it left meanwhile), or the store that could not be reached; returns or throws within
+// `timeout` + kMeetingAnswerGrace whatever the store does (a `timeout` of
+// c10d::Store::kNoTimeout waits as long as it takes, and still fails when a member leaves).
+// Once `abandoned` (when given) says so, before the meeting or during it, the caller stops
+// waiting and throws at once: the communicator was aborted, so no op of it can run; the
+// meeting then leaves its places ("left", never "met") on a thread of its own, as it does when
+// the caller stops waiting for a store that does not answer.
 void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::chrono::milliseconds timeout,
           const std::function<bool()>& abandoned = nullptr);
 

@@ -206,6 +206,9 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
       comm = &communicatorFor(target);
     } catch (const c10::DistError&) {
       notifySettled(observed, std::current_exception());
+      // Aborted meanwhile (the op refused, or its communicator created while the abort ran): the
+      // group's refusal, not a failure of its own to report, abort or dump for.
+      checkUsable();
       std::string what = description + " failed: its communicator ('" + target.key +
                          "') could not be created with its peers: " + messageOf(std::current_exception());
       onOpFailure(/*timedOut=*/false, what, generation());

@@ -629,6 +629,10 @@ class DyingStore final : public c10d::Store {
   std::vector<uint8_t> get(const std::string& key) override { return alive().get(key); }
   int64_t add(const std::string& key, int64_t value) override { return alive().add(key, value); }
   bool deleteKey(const std::string& key) override { return alive().deleteKey(key); }
+  std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
+                                  const std::vector<uint8_t>& desired) override {
+    return alive().compareSet(key, expected, desired);
+  }
   bool check(const std::vector<std::string>& keys) override { return alive().check(keys); }
   int64_t getNumKeys() override { return alive().getNumKeys(); }
   void wait(const std::vector<std::string>& keys) override { alive().wait(keys); }

@@ -31,6 +31,10 @@ class StuckStore final : public c10d::Store {
   std::vector<uint8_t> get(const std::string& key) override { return inner_->get(hang(key)); }
   int64_t add(const std::string& key, int64_t value) override { return inner_->add(hang(key), value); }
   bool deleteKey(const std::string& key) override { return inner_->deleteKey(hang(key)); }
+  std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
+                                  const std::vector<uint8_t>& desired) override {
+    return inner_->compareSet(hang(key), expected, desired);
+  }
   bool check(const std::vector<std::string>& keys) override { return inner_->check(hang(keys)); }
   int64_t getNumKeys() override { return inner_->getNumKeys(); }
   void wait(const std::vector<std::string>& keys) override { inner_->wait(hang(keys)); }
