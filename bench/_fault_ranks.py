@@ -356,6 +356,12 @@ def run_rank(plan: RankPlan) -> None:
     for group in (dist.group.WORLD, sub, solo):
         if group is not None:
             group.register_abort_hook(11, hook_ran.set)  # hooks are per group: each group's failure runs its own
+    # The fault strikes in the workload, at its op, never in another rank's set-up: the first op
+    # may be one of a one-rank group, which waits for no one, so a faulty rank that made its groups
+    # first would otherwise strike while a slower rank still creates its own (one kill_store run
+    # failed so: a rank's group creation lost the store, outside any op the campaign measures).
+    rendezvous_store.set(f"faults/ready/{plan.rank}", "1")
+    rendezvous_store.wait([f"faults/ready/{r}" for r in range(plan.world)], RENDEZVOUS_TIMEOUT)
     for index, name in enumerate(plan.ops):
         if faulty and index == plan.fault_at:
             if plan.fault == "slow":
