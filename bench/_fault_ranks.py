@@ -360,8 +360,10 @@ def run_rank(plan: RankPlan) -> None:
     # may be one of a one-rank group, which waits for no one, so a faulty rank that made its groups
     # first would otherwise strike while a slower rank still creates its own (one kill_store run
     # failed so: a rank's group creation lost the store, outside any op the campaign measures).
+    # Bounded well inside the run's deadline: a rank that crashed in its set-up is reported as the
+    # crash it is, and the others raise here instead of counting as hangs.
     rendezvous_store.set(f"faults/ready/{plan.rank}", "1")
-    rendezvous_store.wait([f"faults/ready/{r}" for r in range(plan.world)], RENDEZVOUS_TIMEOUT)
+    rendezvous_store.wait([f"faults/ready/{r}" for r in range(plan.world)], timedelta(seconds=2 * plan.timeout_s))
     for index, name in enumerate(plan.ops):
         if faulty and index == plan.fault_at:
             if plan.fault == "slow":

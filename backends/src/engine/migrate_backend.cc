@@ -205,10 +205,16 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
     try {
       comm = &communicatorFor(target);
     } catch (const c10::DistError&) {
-      notifySettled(observed, std::current_exception());
-      // Aborted meanwhile (the op refused, or its communicator created while the abort ran): the
-      // group's refusal, not a failure of its own to report, abort or dump for.
-      checkUsable();
+      std::exception_ptr failure = std::current_exception();
+      try {
+        // Aborted meanwhile (the op refused, or its communicator created while the abort ran):
+        // the group's refusal, not a failure of its own to report, abort or dump for.
+        checkUsable();
+      } catch (...) {
+        notifySettled(observed, std::current_exception());
+        throw;
+      }
+      notifySettled(observed, failure);
       std::string what = description + " failed: its communicator ('" + target.key +
                          "') could not be created with its peers: " + messageOf(std::current_exception());
       onOpFailure(/*timedOut=*/false, what, generation());
