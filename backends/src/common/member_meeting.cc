@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -243,12 +244,12 @@ struct Decision {
   std::optional<Verdict> turnedAway;  // else: another member's "left" decided one
 };
 
-// Every place decided: "met" where all came at every place (a member goes on only if it met at
-// all of them) and its caller still waits, else `ownLeft`. A verdict another member wrote first
+// Every place decided: "met" if all came at every place (`allCame`: a member goes on only if it
+// met at all of them) and its caller still waits, else `ownLeft`. A verdict another member wrote first
 // stands: one that left turns this member away, one that met lets it go on.
-Decision decideEveryPlace(c10d::Store& store, std::vector<PlaceAtTry>& places, const std::vector<bool>& allCame,
-                          const Verdict& ownLeft, bool abandoned) {
-  bool everyPlace = !abandoned && std::all_of(allCame.begin(), allCame.end(), [](bool came) { return came; });
+Decision decideEveryPlace(c10d::Store& store, std::vector<PlaceAtTry>& places, bool allCame, const Verdict& ownLeft,
+                          bool abandoned) {
+  bool everyPlace = allCame && !abandoned;
   Decision decision;
   for (PlaceAtTry& at : places) {
     if (at.verdict && at.verdict->met) continue;  // met before it came (a place met again)
@@ -277,10 +278,21 @@ void addAbsent(c10d::Store& store, const PlaceAtTry& at, std::chrono::steady_clo
   }
 }
 
+// The first `most` of `groupRanks`, joined by `separator`.
+std::string joined(const std::set<int>& groupRanks, const std::string& separator,
+                   size_t most = std::numeric_limits<size_t>::max()) {
+  std::string text;
+  size_t count = 0;
+  for (int groupRank : groupRanks) {
+    if (count++ == most) break;
+    text += (text.empty() ? "" : separator) + std::to_string(groupRank);
+  }
+  return text;
+}
+
 [[noreturn]] void throwAbsent(const Meeting& meeting, const std::set<int>& absent, size_t unasked,
                               std::chrono::milliseconds timeout) {
-  std::string missing;
-  for (int groupRank : absent) missing += (missing.empty() ? "" : ", ") + std::to_string(groupRank);
+  std::string missing = joined(absent, ", ");
   if (unasked) {
     missing += (missing.empty() ? "among the " : ", and maybe among the ") + std::to_string(unasked) +
                " not asked in time";
@@ -317,25 +329,19 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
       for (std::string& key : at.awaitedKeys()) keys.push_back(std::move(key));
     }
     Wait wait = waitForOthers(store, meeting, places, keys, deadline, abandoned);
-    std::vector<bool> allCame(places.size(), true);
+    bool allCame = true;
     std::set<int> absent;
     size_t unasked = 0;
     Verdict ownLeft = Verdict::leftBy(meeting.self, "waited");
     if (wait == Wait::kRanOut) {
       waitRanOut = true;
       auto until = std::chrono::steady_clock::now() + kMeetingAnswerGrace / 2;
-      for (size_t i = 0; i < places.size(); ++i) {
-        if (places[i].verdict || store.check(places[i].awaitedKeys())) continue;
-        allCame[i] = false;
-        addAbsent(store, places[i], until, absent, unasked);
+      for (const PlaceAtTry& at : places) {
+        if (at.verdict || store.check(at.awaitedKeys())) continue;
+        allCame = false;
+        addAbsent(store, at, until, absent, unasked);
       }
-      std::string named;
-      size_t count = 0;
-      for (int groupRank : absent) {
-        if (count++ == kAbsentNamedInVerdict) break;
-        named += (named.empty() ? "" : ",") + std::to_string(groupRank);
-      }
-      ownLeft.absent = named;
+      ownLeft.absent = joined(absent, ",", kAbsentNamedInVerdict);
     }
     Abandon why = abandonOf(abandoned);
     if (why != Abandon::kNo) ownLeft = leftByAbandoning(meeting, why);  // its caller has gone: never "met"
