@@ -319,7 +319,8 @@ void meetThroughStore(c10d::Store& store, const Meeting& meeting, std::chrono::m
     for (const MeetingPlace& place : meeting.places) {
       places.push_back({&place, tryOf(store, place, meeting.self), std::nullopt});
     }
-    if (abandonOf(abandoned) != Abandon::kNo) {  // before it came: it leaves without a key, so no one takes it for present
+    // Abandoned before it came: it leaves without a key, so no one takes it for present.
+    if (abandonOf(abandoned) != Abandon::kNo) {
       leave(store, meeting, places, leftByAbandoning(meeting, abandonOf(abandoned)));
       return;
     }
@@ -421,7 +422,8 @@ void meet(const c10::intrusive_ptr<c10d::Store>& store, Meeting meeting, std::ch
     }
     auto now = std::chrono::steady_clock::now();
     if (bounded && now >= bound) {
-      outcome->abandoned = static_cast<int>(Abandon::kUnanswered);  // a meeting still waiting leaves once the store answers
+      // A meeting still waiting leaves once the store answers.
+      outcome->abandoned = static_cast<int>(Abandon::kUnanswered);
       std::string limit = std::to_string((timeout + kMeetingAnswerGrace).count()) + " ms";
       if (outcome->waitRanOut) {
         C10_THROW_ERROR(DistBackendError, shared->who + ": its members did not all arrive within " +
