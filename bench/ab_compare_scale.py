@@ -29,7 +29,8 @@ import sys
 import tempfile
 import time
 
-from _tree_package import use_tree_package
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from _tree_package import use_tree_package  # tools/_tree_package.py
 
 use_tree_package()
 

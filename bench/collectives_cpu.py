@@ -12,11 +12,15 @@ above, <= 1.5 below).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 
 import torch
-from _tree_package import use_tree_package
+
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from _tree_package import use_tree_package  # tools/_tree_package.py
 from _two_ranks import human_size, run_two_ranks
 
 use_tree_package()

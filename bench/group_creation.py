@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import sys
 import time
 
-from _tree_package import use_tree_package
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from _tree_package import use_tree_package  # tools/_tree_package.py
 from _two_ranks import run_two_ranks
 
 use_tree_package()

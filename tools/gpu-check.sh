@@ -2,10 +2,10 @@
 # The whole GPU check from a bare checkout on a GPU machine, within one deadline: builds the
 # backends and the Python module against the machine's python3 and the torch installed there (no
 # network and nothing installed: pybind11 comes from torch's headers, NCCL from torch's
-# nvidia-nccl wheel), for the machine's own GPU architecture only, then runs bench/gpu_check.py
+# nvidia-nccl wheel), for the machine's own GPU architecture only, then runs tests/gpu/gpu_check.py
 # with the time the build left.
 #
-#   tools/gpu-check.sh [--deadline S] [--out DIR] [--python PY] [ARGS...]   other ARGS go to bench/gpu_check.py
+#   tools/gpu-check.sh [--deadline S] [--out DIR] [--python PY] [ARGS...]   other ARGS go to tests/gpu/gpu_check.py
 #
 # --deadline S: seconds for everything, build included (default 540: all done by 9 minutes).
 # The configure and the build may use all of it but PROBES_MIN_S; the probes get what is left
@@ -29,7 +29,7 @@ PROBES_MIN_S=60  # the build may not leave the probes less than this
 deadline=540
 out=${OUT:-$root/gpu-check-out}
 python=${NCCL_MIGRATE_GPU_PYTHON:-}
-forwarded=()  # everything else goes to bench/gpu_check.py
+forwarded=()  # everything else goes to tests/gpu/gpu_check.py
 while [[ $# -gt 0 ]]; do
   case $1 in
     --deadline)
@@ -114,7 +114,7 @@ if ! TORCH_CUDA_ARCH_LIST="${gpu_arch:0:-1}.${gpu_arch: -1}" timeout "$budget" \
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DNCCL_MIGRATE_BUILD_LINT=OFF -DNCCL_MIGRATE_BUILD_TESTS=OFF -DNCCL_MIGRATE_BUILD_BENCH=OFF \
   -DNCCL_MIGRATE_PYTHON_EXECUTABLE="$python" \
-  -DCMAKE_PROJECT_nccl_migrate_INCLUDE="$root/bench/gpu_check_arch.cmake" -DNCCL_MIGRATE_GPU_CHECK_ARCH="$gpu_arch" \
+  -DCMAKE_PROJECT_nccl_migrate_INCLUDE="$root/tests/gpu/gpu_check_arch.cmake" -DNCCL_MIGRATE_GPU_CHECK_ARCH="$gpu_arch" \
   >"$build/configure.log" 2>&1; then
   tail -40 "$build/configure.log" >&2
   fail "configuring failed or overran its budget after $(elapsed) s (full log: $build/configure.log)"
@@ -134,9 +134,9 @@ say "configure and build took $spent s with $jobs jobs; $left s left for the pro
 ((left >= PROBES_MIN_S)) || fail "the build left $left s of the $deadline s deadline; give a longer --deadline"
 
 mkdir -p "$out"
-say "running bench/gpu_check.py --deadline $left --spent $spent --out $out ${forwarded[*]}"
+say "running tests/gpu/gpu_check.py --deadline $left --spent $spent --out $out ${forwarded[*]}"
 status=0
-PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" "$python" "$root/bench/gpu_check.py" \
+PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" "$python" "$root/tests/gpu/gpu_check.py" \
   --deadline "$left" --spent "$spent" --out "$out" "${forwarded[@]}" || status=$?
 say "done in $(elapsed) s of the $deadline s deadline (exit $status)"
 exit "$status"

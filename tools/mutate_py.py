@@ -194,15 +194,16 @@ def prepare(name: str, entry: dict, work: str) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
     shutil.copytree(PACKAGE, os.path.join(work, "nccl_migrate"), ignore=ignore, symlinks=True)
     shutil.copytree(TESTS, os.path.join(work, "tests", "python"), ignore=ignore, symlinks=True)
-    # The tests' conftest.py asks bench/_tree_package.py where the package comes from: here the
+    # The tests' conftest.py asks tools/_tree_package.py where the package comes from: here the
     # copy's python/ does not exist, so the mutated package in the work directory is imported.
-    os.makedirs(os.path.join(work, "bench"))
-    shutil.copy(os.path.join(ROOT, "bench", "_tree_package.py"), os.path.join(work, "bench"))
+    # The harnesses (tests/gpu/, tests/faults/) are not copied: no mapped test imports them.
+    os.makedirs(os.path.join(work, "tools"))
+    shutil.copy(os.path.join(ROOT, "tools", "_tree_package.py"), os.path.join(work, "tools"))
     selection = list(entry["tests"]) + (["-k", entry["k"]] if entry.get("k") else [])
     settings = {
         "source_paths": ["nccl_migrate"],
         "only_mutate": [f"nccl_migrate/{name}.py"],
-        "also_copy": ["bench"],  # into mutmut's own copy, beside the tests
+        "also_copy": ["tools"],  # into mutmut's own copy, beside the tests
         "pytest_add_cli_args_test_selection": selection,
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:timeout"],
         "use_git_change_detection": False,

@@ -1,5 +1,5 @@
-"""The fault campaign (bench/faults.py) as CI runs it: a seeded subset, one run per (fault x
-behaviour x transport) row, real 3- and 4-rank worlds on Gloo and on the simulated device; every
+"""The fault campaign (tests/faults/fault_campaign.py) as CI runs it: a seeded subset, one run
+per (fault x behaviour x transport) row, real 3- and 4-rank worlds on Gloo and on the simulated device; every
 run must pass every check. Beside it, the campaign's judge is shown to fail the runs it must fail
 (a hang, a crash, a late raise, a missing dump, a shrink that did not work, a slow rank's error),
 so a green subset means the checks ran, not that nothing was checked."""
@@ -14,9 +14,9 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "faults"))
 
-from _fault_verdicts import RankOutcome, held_until, judge
+from fault_verdicts import RankOutcome, held_until, judge
 from torch_support import requires_torch
 
 TIMEOUT = 3.0
@@ -223,7 +223,7 @@ def test_the_call_clock_times_a_synchronous_collective_apart_from_its_wait(monke
     # itself and times the call alone. A world of one over Gloo, its work's wait made slow.
     import torch
     import torch.distributed as dist
-    from _fault_ranks import _CallClock
+    from fault_ranks import _CallClock
 
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
@@ -288,7 +288,7 @@ def test_a_slow_rank_may_not_make_any_ddp_step_read_a_failed_op():
 def test_a_simulated_device_fault_is_drawn_where_it_strikes(fault, tmp_path):
     # The simulated device counts its faults in the world communicator's collectives: a fault
     # drawn past the last one never strikes, and the run then tests nothing.
-    import faults
+    import fault_campaign as faults
 
     for seed in [79738345, *range(2000)]:  # the first drew the 8th collective of a workload that runs 7
         plans, extra = faults._rank_plans(faults.Run(fault, "rewritten", "sim", 0, seed, 3.0), str(tmp_path))
@@ -301,7 +301,8 @@ def test_a_simulated_device_fault_is_drawn_where_it_strikes(fault, tmp_path):
 def test_the_seeded_subset_passes_every_check(tmp_path):
     """One run per row (39 rows), seeded; a failed run's logs and dumps are kept under tmp_path."""
     out = tmp_path / "campaign.json"
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "faults.py"), "--runs", "1", "--seed", "7",
+    campaign = os.path.join(ROOT, "tests", "faults", "fault_campaign.py")
+    proc = subprocess.run([sys.executable, campaign, "--runs", "1", "--seed", "7",
                            "--json", str(out), "--keep", str(tmp_path / "failed")],
                           capture_output=True, text=True, timeout=1500)
     assert out.exists(), proc.stdout + proc.stderr

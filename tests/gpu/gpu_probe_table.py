@@ -16,8 +16,8 @@ import time
 import traceback
 
 import torch.distributed as dist
-from _gpu_plan import ProbeSpec, fits
-from _gpu_probes import (
+from gpu_plan import ProbeSpec, fits
+from gpu_probes import (
     GROUP_TIMEOUT_S,
     Rank,
     Report,
@@ -37,7 +37,7 @@ from _gpu_probes import (
     probe_two_ranks,
     probe_values,
 )
-from _gpu_probes_async import (
+from gpu_probes_async import (
     probe_blocking_wait,
     probe_ddp_hooks,
     probe_futures,
@@ -46,7 +46,7 @@ from _gpu_probes_async import (
 )
 
 # expected_s: one rank on one H200, estimated from each probe's GPU sleeps and op counts (the
-# sleeps dominate; see bench/README.md). limit_s: a few times that, so a slow machine is not
+# sleeps dominate; see tests/gpu/README.md). limit_s: a few times that, so a slow machine is not
 # called hung.
 PROBES: dict[str, ProbeSpec] = {p.name: p for p in [
     ProbeSpec("two_ranks", 40, 4, alone=True, two_ranks=True,
@@ -162,7 +162,7 @@ def _leave(report: Report, error: BaseException, probe: str | None) -> None:
 
 
 def rank_main(spec: dict) -> None:
-    """One rank process of a session; ``spec`` comes from bench/_gpu_sessions.SessionRun."""
+    """One rank process of a session; ``spec`` comes from gpu_sessions.SessionRun."""
     _redirect_output(spec["log"])
     faulthandler.enable()
     os.environ.update(spec["env"])

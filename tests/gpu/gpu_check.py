@@ -1,6 +1,6 @@
 """The NCCL path on the GPU, against torch's own NCCL backends on the same machine.
 
-Each probe (bench/_gpu_probe_table.py) runs once per backend: our migrate-legacy, migrate-nccl2
+Each probe (gpu_probe_table.py) runs once per backend: our migrate-legacy, migrate-nccl2
 and migrate-lazy, and torch's backends of the same behaviours (torch 2.13 and older: `nccl`, the
 legacy backend; 2.14 and later: `nccl-legacy`, `nccl2`, `nccl-lazy`). Ranks are bound with
 device_id, as jobs run. Probes that can share a world run in one (one process start, CUDA
@@ -19,8 +19,8 @@ the deadline ends is "cut", never passed. gpu_check.json and gpu_check.md (the t
 docs/backends.md) in --out are rewritten after every probe, and gpu_check_logs.txt gathers the
 logs of what did not pass; the table is printed at the end.
 
-    python3 bench/gpu_check.py [--probe NAME]... [--backend NAME]... [--deadline S] [--out DIR]
-    python3 bench/gpu_check.py --list
+    python3 tests/gpu/gpu_check.py [--probe NAME]... [--backend NAME]... [--deadline S] [--out DIR]
+    python3 tests/gpu/gpu_check.py --list
 
 Exit: 0 every probe of ours passed, could not fail, or was not run for a reason other than the
 deadline; 1 one of ours failed, timed out or crashed (torch's results are the reference and never
@@ -51,19 +51,20 @@ STARTED = time.monotonic()  # the deadline counts from here: importing torch and
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools"))  # _tree_package.py
 from _tree_package import child_pythonpath, use_tree_package
 
 use_tree_package()
 
 # After the path set-up above:
-import _gpu_plan as plan
-import _gpu_probe_table as table
-import _gpu_sessions as sessions
-from _gpu_probes import OUR_BACKENDS
+import gpu_plan as plan
+import gpu_probe_table as table
+import gpu_sessions as sessions
+from gpu_probes import OUR_BACKENDS
 
 TORCH_NCCL_NAMES = {"nccl-legacy": "legacy", "nccl2": "rewritten", "nccl-lazy": "rewritten-lazy-p2p"}
 MULTI_RANK_SWITCH = "NCCL_MULTI_RANK_GPU_ENABLE"
-TEARDOWN_CHILD = os.path.join(HERE, "_gpu_teardown_child.py")
+TEARDOWN_CHILD = os.path.join(HERE, "gpu_teardown_child.py")
 
 DEFAULT_DEADLINE_S = 420.0
 RESERVE_S = 5.0  # kept back at the deadline to write the report
@@ -234,7 +235,7 @@ class Check:
         if args.start_method == "forkserver":
             # Ranks fork from a server that imported torch and the probes once (no CUDA touched):
             # a world starts in well under a second instead of importing torch in every rank.
-            self.ctx.set_forkserver_preload(["_gpu_probe_table", "torch", "torch.distributed"])
+            self.ctx.set_forkserver_preload(["gpu_probe_table", "torch", "torch.distributed"])
             warm_up = self.ctx.Process(target=time.sleep, args=(0,))
             warm_up.start()
             warm_up.join()

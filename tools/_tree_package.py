@@ -1,9 +1,13 @@
-"""Where the bench programs and the Python tests import nccl_migrate from: the source tree's
-package directory (python/, where tools/build.sh puts the native module), unless PYTHONPATH
-already names a directory holding a package of its own. Such a directory is another build's
-(build-torch211/python, one per torch version through NCCL_MIGRATE_PACKAGE_OUTPUT_DIR), and the
-in-tree package, built for another torch, must not shadow it: a child process started by
-multiprocessing's spawn inherits this sys.path and would otherwise import the wrong build."""
+"""Where the bench programs, the test harnesses (tests/gpu/, tests/faults/) and the Python tests
+import nccl_migrate from: the source tree's package directory (python/, where tools/build.sh
+puts the native module), unless PYTHONPATH already names a directory holding a package of its
+own. Such a directory is another build's (build-torch211/python, one per torch version through
+NCCL_MIGRATE_PACKAGE_OUTPUT_DIR), and the in-tree package, built for another torch, must not
+shadow it: a child process started by multiprocessing's spawn inherits this sys.path and would
+otherwise import the wrong build.
+
+A module, not a command: it lives in tools/ because bench/ and tests/ both import it and neither
+should import the other's files; it imports nothing of the project's."""
 
 from __future__ import annotations
 

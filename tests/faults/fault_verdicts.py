@@ -1,5 +1,5 @@
-"""Judging one fault-campaign run (bench/faults.py) from what its processes left: their wait
-statuses, their result files, their flight-recorder dumps and torchfrtrace's reading of them.
+"""Judging one fault-campaign run (tests/faults/fault_campaign.py) from what its processes
+left: their wait statuses, their result files, their flight-recorder dumps and torchfrtrace's reading of them.
 Pure functions of those facts, so the judgement can be tested apart from any run."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ RAISE_MARGIN_S = 2.0
 DUMP_MARGIN_S = 1.0
 # The error types a survivor may raise: torch's for a failed collective.
 ACCEPTED_ERRORS = ("DistBackendError",)
-from _fault_ranks import DISRUPTIVE
+from fault_ranks import DISRUPTIVE
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The GPU check's decisions that need no GPU (bench/_gpu_plan.py), on made-up rank reports:
+"""The GPU check's decisions that need no GPU (tests/gpu/gpu_plan.py), on made-up rank reports:
 which probes share a world, when a probe may still start, what each cell says (a probe whose
 checks could not fail at its rank count says so instead of passing, a probe the deadline stopped
 or never reached is never a pass), the exit status, and the table."""
@@ -10,9 +10,9 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
 
-import _gpu_plan as plan
+import gpu_plan as plan
 
 OURS = {"migrate-legacy", "migrate-nccl2"}
 

@@ -1,8 +1,8 @@
-"""The rank side of bench/gpu_check.py: what the probes share (a report written a line at a time,
-so a rank that hangs or dies still leaves what it checked; expected values computed on the host;
-a GPU sleep measured in seconds) and the probes of values, stream order, batches, capture,
+"""The rank side of tests/gpu/gpu_check.py: what the probes share (a report written a line at a
+time, so a rank that hangs or dies still leaves what it checked; expected values computed on the
+host; a GPU sleep measured in seconds) and the probes of values, stream order, batches, capture,
 timeouts, subgroups, errors and the A/B recorder, one function each, run by every rank of a
-world. bench/_gpu_probes_async.py has the rest; bench/_gpu_probe_table.py lists them all.
+world. gpu_probes_async.py has the rest; gpu_probe_table.py lists them all.
 
 Nothing here imports nccl_migrate at module level. Importing it activates the shim, which asks the
 CUDA driver for devices; the driver's fork server preloads this module, and children forked from

@@ -1,7 +1,7 @@
 """Running the GPU check's worlds: the rank processes of one session, watched probe by probe
 (each probe has its own limit, the check its deadline), and fresh interpreters started for the
 probes that must see a whole process exit. Knows nothing of torch or of what a probe does: the
-rank target and the plan (bench/_gpu_plan.py) are given to it.
+rank target and the plan (tests/gpu/gpu_plan.py) are given to it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-import _gpu_plan as plan
+import gpu_plan as plan
 
 CRASH_GRACE_S = 10.0  # a rank failed: its peers get this long before they are ended (they may be stuck in an op)
 EXIT_GRACE_S = 15.0  # every rank reported its exit: the processes get this long to end

@@ -3,7 +3,7 @@ group of the backend named, runs ops on the world and on a subgroup, prints whet
 are right, then returns from main WITHOUT destroy_process_group, so the interpreter's own exit
 (atexit handlers, garbage collection, C++ static destructors) meets the live communicators, as
 in a job that forgets the teardown. `--in-flight` returns with an op still queued behind a GPU
-sleep. bench/gpu_check.py starts it (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set) and
+sleep. tests/gpu/gpu_check.py starts it (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set) and
 judges the exit: code 0, within its limit, no abort printed.
 """
 

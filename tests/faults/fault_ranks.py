@@ -1,6 +1,6 @@
-"""One rank of a fault-campaign run (bench/faults.py): a mixed workload of collectives, p2p,
-coalesced batches, subgroup ops (one-rank groups among them) and DDP training steps whose every
-result is checked, the fault
+"""One rank of a fault-campaign run (tests/faults/fault_campaign.py): a mixed workload of
+collectives, p2p, coalesced batches, subgroup ops (one-rank groups among them) and DDP training
+steps whose every result is checked, the fault
 injected on the faulty rank at its op, and on every rank that raised the recovery a job would
 make: the abort hook's word, the flight-recorder dump, then shrink_group without the faulty
 rank and an all_reduce on the shrunk group. Runs in a process forked from the campaign (torch

@@ -1,5 +1,5 @@
-"""The GPU check's worlds without a GPU: the real rank entry point (bench/_gpu_probe_table.py's
-rank_main) and supervisor (bench/_gpu_sessions.py) run made-up probes that need no device or
+"""The GPU check's worlds without a GPU: the real rank entry point (tests/gpu/gpu_probe_table.py's
+rank_main) and supervisor (tests/gpu/gpu_sessions.py) run made-up probes that need no device or
 group, so what is tested is the protocol between them: a result as soon as each probe ends, a
 hung probe ended at its own limit, the deadline cutting the probe it catches and leaving the
 rest not run, a probe that no longer fits skipped by the ranks, and fresh interpreters killed
@@ -13,11 +13,11 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
 
-import _gpu_plan as plan
-import _gpu_probe_table as table
-import _gpu_sessions as sessions
+import gpu_plan as plan
+import gpu_probe_table as table
+import gpu_sessions as sessions
 
 
 def _quick(r):

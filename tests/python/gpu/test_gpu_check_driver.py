@@ -1,5 +1,5 @@
-"""bench/gpu_check.py's whole run without a GPU: its Check plans, runs and reports made-up probes
-(no device, the group join and teardown stood in for), so what is tested is the driver: one rank
+"""tests/gpu/gpu_check.py's whole run without a GPU: its Check plans, runs and reports made-up
+probes (no device, the group join and teardown stood in for), so what is tested is the driver: one rank
 and why on one GPU without NCCL's multi-rank switch, two-rank probes reported not run, probes
 sharing a world per backend, the concurrent worlds, the teardown interpreters judged on their
 exit, a world ended by a hung probe giving its unreached probes a fresh one, the report files
@@ -14,11 +14,11 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
 
-import _gpu_plan as plan
-import _gpu_probe_table as table
-import _gpu_probes
+import gpu_plan as plan
+import gpu_probe_table as table
+import gpu_probes
 import gpu_check
 
 ENV = {"python": "3.12.3", "torch": "2.11.0+cu130", "cuda": "13.0", "gpus": 1, "gpu": "NVIDIA H200",
@@ -55,7 +55,7 @@ FUNCTIONS = {"pair": _passes, "first": _passes, "hangs": _hangs_for_ours, "after
 def fake_table(monkeypatch, tmp_path):
     monkeypatch.setattr(table, "PROBES", {s.name: s for s in SPECS})
     monkeypatch.setattr(table, "FUNCTIONS", FUNCTIONS)
-    monkeypatch.setattr(_gpu_probes.Rank, "join_group", lambda self, timeout_s: None)
+    monkeypatch.setattr(gpu_probes.Rank, "join_group", lambda self, timeout_s: None)
     monkeypatch.setattr(table.dist, "destroy_process_group", lambda: None)
     child = tmp_path / "child.py"
     # migrate-legacy's interpreter prints an abort on its way out; torch's exits cleanly.

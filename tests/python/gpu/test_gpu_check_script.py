@@ -1,5 +1,5 @@
-"""tools/gpu-check.sh and bench/gpu_check.py from the outside: bad arguments are refused with a
-message naming them, a machine without a GPU stops them at once with exit 2 and nothing built or
+"""tools/gpu-check.sh and tests/gpu/gpu_check.py from the outside: bad arguments are refused
+with a message naming them, a machine without a GPU stops them at once with exit 2 and nothing built or
 run, and the configure hook builds device code for the machine's own architecture only."""
 
 import os
@@ -13,7 +13,7 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SCRIPT = os.path.join(ROOT, "tools", "gpu-check.sh")
-CHECK = os.path.join(ROOT, "bench", "gpu_check.py")
+CHECK = os.path.join(ROOT, "tests", "gpu", "gpu_check.py")
 
 needs_no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="asserts what a machine without a GPU does")
 
@@ -75,7 +75,7 @@ def test_the_configure_hook_builds_device_code_for_the_machines_architecture_onl
         "function(show)\n  get_target_property(k kernel CUDA_ARCHITECTURES)\n"
         "  get_target_property(h host CUDA_ARCHITECTURES)\n  message(STATUS \"kernel=${k} host=${h}\")\nendfunction()\n"
         "cmake_language(DEFER CALL show)\n")
-    hook = os.path.join(ROOT, "bench", "gpu_check_arch.cmake")
+    hook = os.path.join(ROOT, "tests", "gpu", "gpu_check_arch.cmake")
 
     def configure(arch):
         return subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / f"b{arch}"),

@@ -12,8 +12,8 @@ docs/backends.md.
 
 A program, not a timed test: tests/python/backends/test_fault_campaign.py runs a seeded subset.
 
-    .venv/bin/python bench/faults.py --runs 50 --jobs 2            # the full campaign
-    .venv/bin/python bench/faults.py --runs 2 --fault kill --transport gloo --json out.json
+    .venv/bin/python tests/faults/fault_campaign.py --runs 50 --jobs 2     # the full campaign
+    .venv/bin/python tests/faults/fault_campaign.py --runs 2 --fault kill --transport gloo --json out.json
 """
 
 from __future__ import annotations
@@ -34,14 +34,17 @@ import traceback
 from dataclasses import asdict, dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+# This folder and the test suite's worlds (tests/python/worlds.py) first; tools/ (_tree_package.py)
+# appended, so it shadows nothing.
 sys.path[:0] = [HERE, os.path.join(ROOT, "tests", "python")]
+sys.path.append(os.path.join(ROOT, "tools"))
 from _tree_package import use_tree_package
 
 use_tree_package()
 
-from _fault_ranks import RankPlan, run_rank, workload
-from _fault_verdicts import DISRUPTIVE, RankOutcome, held_until, judge, percentile
+from fault_ranks import RankPlan, run_rank, workload
+from fault_verdicts import DISRUPTIVE, RankOutcome, held_until, judge, percentile
 
 BEHAVIOURS = {"legacy": "migrate-legacy", "rewritten": "migrate-nccl2", "lazy": "migrate-lazy"}
 # Each transport's world kind and the environment its ranks add. "sim-nb" is the simulated
@@ -408,7 +411,7 @@ def _prepare() -> None:
     for transport, world in TRANSPORTS.items():
         missing = world_missing(world)
         if missing:
-            sys.exit(f"faults.py: the {transport} transport cannot run here: {missing}")
+            sys.exit(f"fault_campaign.py: the {transport} transport cannot run here: {missing}")
     for backend in BEHAVIOURS.values():
         register_simulated(backend)
 
@@ -418,7 +421,7 @@ def main(argv=None) -> int:
     _prepare()
     rows = plan_rows(args.fault or FAULTS, args.behaviour or list(BEHAVIOURS), args.transport or list(TRANSPORTS))
     if not rows:
-        print("faults.py: the selection names no row (sim_stall and sim_error run on the sim transport only)",
+        print("fault_campaign.py: the selection names no row (sim_stall and sim_error run on the sim transport only)",
               file=sys.stderr)
         return 2
     seeds = random.Random(args.seed)

@@ -1,23 +1,33 @@
-"""Where the bench programs (and the tests) import nccl_migrate from (bench/_tree_package.py):
-the source tree's package, unless PYTHONPATH names a directory holding another build's package,
-which it must not shadow. Checked in fresh interpreters, as a bench program or a spawned rank
-starts: importing bench/gpu_check.py, then asking where `import nccl_migrate` would load from."""
+"""Where the bench programs, the harnesses and the tests import nccl_migrate from
+(tools/_tree_package.py): the source tree's package, unless PYTHONPATH names a directory holding
+another build's package, which it must not shadow. Checked in fresh interpreters, as a program
+or a spawned rank starts: importing a bench program (bench/group_creation.py) or the GPU check
+(tests/gpu/gpu_check.py), then asking where `import nccl_migrate` would load from."""
 
 import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BENCH = os.path.join(ROOT, "bench")
-WHERE = ("import sys; sys.path.insert(0, {bench!r}); import gpu_check, importlib.util; "
+# A program's own folder is first on its sys.path, as when it is run: each finds tools/ itself.
+PROGRAMS = [(os.path.join(ROOT, "bench"), "group_creation"), (os.path.join(ROOT, "tests", "gpu"), "gpu_check")]
+WHERE = ("import sys; sys.path.insert(0, {folder!r}); import {module}, importlib.util; "
          "print(importlib.util.find_spec('nccl_migrate').origin)")
 
 
-def _origin_after_importing_gpu_check(pythonpath: str) -> str:
+@pytest.fixture(params=PROGRAMS, ids=[module for _, module in PROGRAMS])
+def program(request):
+    return request.param
+
+
+def _origin_after_importing(program, pythonpath: str) -> str:
+    folder, module = program
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    done = subprocess.run([sys.executable, "-c", WHERE.format(bench=BENCH)], env=env, cwd="/",
+    done = subprocess.run([sys.executable, "-c", WHERE.format(folder=folder, module=module)], env=env, cwd="/",
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
@@ -30,20 +40,20 @@ def _another_build(tmp_path) -> str:
     return str(package.parent)
 
 
-def test_a_package_named_by_pythonpath_is_not_shadowed_by_the_trees(tmp_path):
+def test_a_package_named_by_pythonpath_is_not_shadowed_by_the_trees(program, tmp_path):
     other = _another_build(tmp_path)
-    assert _origin_after_importing_gpu_check(other) == os.path.join(other, "nccl_migrate", "__init__.py")
+    assert _origin_after_importing(program, other) == os.path.join(other, "nccl_migrate", "__init__.py")
 
 
-def test_without_one_the_trees_package_is_used(tmp_path):
+def test_without_one_the_trees_package_is_used(program, tmp_path):
     unrelated = tmp_path / "unrelated"
     unrelated.mkdir()
-    assert _origin_after_importing_gpu_check(str(unrelated)) == os.path.join(ROOT, "python", "nccl_migrate", "__init__.py")
+    assert _origin_after_importing(program, str(unrelated)) == os.path.join(ROOT, "python", "nccl_migrate", "__init__.py")
 
 
 def test_the_package_named_is_the_first_pythonpath_entry_that_holds_one(tmp_path, monkeypatch):
     from _tree_package import (
-        package_named_by_pythonpath,  # bench/ is on the path (conftest.py)
+        package_named_by_pythonpath,  # tools/ is on the path (conftest.py)
     )
 
     other = _another_build(tmp_path)

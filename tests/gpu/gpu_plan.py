@@ -1,7 +1,7 @@
 """What the GPU check decides without touching a GPU: which probes share one world of rank
 processes, whether a probe still fits before the deadline, each probe's verdict from what its
-ranks reported, the exit status, and the Markdown table. No torch here: bench/gpu_check.py runs
-the plan on the GPU, tests/python/bench/ check these decisions with made-up reports.
+ranks reported, the exit status, and the Markdown table. No torch here: gpu_check.py runs the
+plan on the GPU, tests/python/gpu/ check these decisions with made-up reports.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ PASS, WEAK, FAIL, TIMEOUT, CRASH, CUT, NOT_RUN = (
 FAILED = (FAIL, TIMEOUT, CRASH)
 UNFINISHED = (CUT, NOT_RUN)
 
-SETUP_S = 5.0  # a world's start: processes, CUDA context, NCCL init (estimate; see bench/README.md)
+SETUP_S = 5.0  # a world's start: processes, CUDA context, NCCL init (estimate; see tests/gpu/README.md)
 SETUP_LIMIT_S = 90.0  # a world that has not begun its first probe by then is ended
 START_MARGIN = 2.0  # a probe starts only with this many times its expected time left
 REQUEUES = 1  # probes a failed world never reached get one fresh world more
@@ -34,7 +34,7 @@ class ProbeSpec:
     alone: bool = False  # a world of its own (it changes the process or the group for good)
     group: bool = True  # runs in a process group (else one process, no backend)
     two_ranks: bool = False  # means nothing on one rank
-    children: bool = False  # the driver starts fresh interpreters for it (bench/_gpu_teardown_child.py)
+    children: bool = False  # the driver starts fresh interpreters for it (tests/gpu/gpu_teardown_child.py)
     concurrent: bool = False  # nothing in it is timed: its worlds (alone) for every backend run at once
     env: tuple[tuple[str, str], ...] = ()  # set in the rank processes before anything runs
     group_timeout_s: float | None = None
@@ -326,7 +326,7 @@ def compare(ours: dict | None, theirs: dict | None) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Probes run by fresh interpreters (bench/_gpu_teardown_child.py)
+# Probes run by fresh interpreters (tests/gpu/gpu_teardown_child.py)
 
 # What a process that ends badly prints (libstdc++'s std::terminate, CPython's fatal error
 # handler and faulthandler, an uncaught Python exception, glibc's heap checks): a process can

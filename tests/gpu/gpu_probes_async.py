@@ -1,6 +1,6 @@
 """Probes of what torch builds on a backend's works, and of the modes that change how a work
 completes: futures (get_future, then), DDP's communication hooks, nonblocking communicators and
-TORCH_NCCL_BLOCKING_WAIT. Each runs in every rank of a world (bench/_gpu_probe_table.py says
+TORCH_NCCL_BLOCKING_WAIT. Each runs in every rank of a world (tests/gpu/gpu_probe_table.py says
 which world); the ranks issue the same collectives in the same order.
 """
 
@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from _gpu_probes import IDENTITY, SLEEP_S, Rank, changing_reduction, describe, pattern
+from gpu_probes import IDENTITY, SLEEP_S, Rank, changing_reduction, describe, pattern
 
 DDP_TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}  # float32 sums in another order than the reference's
 
