@@ -19,7 +19,8 @@ apt_packages=(cmake ninja-build g++ pkg-config
               chromium                 # the A/B HTML report is checked in a real headless browser
               libclang-rt-19-dev       # libFuzzer and the sanitizers of clang-19 (tools/fuzz-lint.sh)
               zlib1g-dev libzstd-dev   # static zlib and zstd for the wheel's self-contained binary
-              debootstrap)             # tools/check-install.sh: Debian roots of older releases
+              debootstrap              # tools/check-install.sh: Debian roots of older releases
+              ccache)                  # a rebuild of unchanged sources (a fresh clone, CI) compiles nothing
 
 missing=()
 for p in "${apt_packages[@]}"; do
