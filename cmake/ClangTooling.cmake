@@ -13,7 +13,7 @@ message(STATUS "nccl-migrate: Clang ${LLVM_PACKAGE_VERSION} from ${NCCL_MIGRATE_
 # Clang's builtin headers (stddef.h, the intrinsics) live in its resource directory, which
 # LibTooling would compute relative to our binary, wrongly. In-tree builds pin the real one;
 # the distributed binary ships a copy and looks it up relative to itself first
-# (lint/src/frontends/clang_resource_dir.cc).
+# (lint/src/cpp/clang_resource_dir.cc).
 find_program(NCCL_MIGRATE_CLANG clang-19 clang PATHS "${NCCL_MIGRATE_LLVM_ROOT}/bin" NO_DEFAULT_PATH)
 if(NCCL_MIGRATE_CLANG)
   execute_process(COMMAND ${NCCL_MIGRATE_CLANG} -print-resource-dir

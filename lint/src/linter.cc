@@ -19,17 +19,19 @@
 #include <tuple>
 
 #include "engine/file_discovery.h"
-#include "engine/cpp_aliases.h"
+#include "cpp/cpp_aliases.h"
 #include "engine/file_result.h"
-#include "engine/group_wrappers.h"
+#include "python/group_wrappers.h"
 #include "engine/isolation.h"
 #include "engine/prefilter.h"
-#include "engine/python_docstrings.h"
-#include "engine/python_regions.h"
+#include "python/python_docstrings.h"
+#include "python/python_regions.h"
 #include "engine/suppressions.h"
-#include "frontends/cpp_module.h"
-#include "frontends/frontends.h"
-#include "frontends/python_project.h"
+#include "cpp/cpp_module.h"
+#include "cpp/cpp_frontend.h"
+#include "python/python_frontend.h"
+#include "settings/settings_frontends.h"
+#include "python/python_project.h"
 #include "rules/registry.h"
 
 namespace nccl_migrate::lint {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "nccl_migrate/lint/own_executable.h"
 
 namespace {
 
@@ -31,6 +32,7 @@ exit status: 0 success or nothing found, 1 findings/divergence/conflict, 2 usage
 }  // namespace
 
 int main(int argc, char** argv) {
+  nccl_migrate::lint::rememberInvocation(argc > 0 ? argv[0] : nullptr);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "nccl_migrate/lint/own_executable.h"
+
 namespace nccl_migrate::cli {
 namespace {
 
@@ -17,11 +19,9 @@ bool isExecutable(const fs::path& p) {
   return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
 }
 
-// /proc/self/exe names the real file even when the command on PATH is a link to it.
+// The real file's folder, even when the command on PATH is a link to it.
 fs::path binaryDirectory() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path();
+  return lint::findOwnExecutable().path.parent_path();
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // The project-wide tables: group-creating wrappers inferred from the tree's own functions (across
 // files, through wrappers of wrappers; calls to them in loops are NM401 findings) and the aliases
 // the tree's C++ headers give the legacy class (seen in the files that include them).
-#include "engine/cpp_aliases.h"
-#include "engine/group_wrappers.h"
+#include "cpp/cpp_aliases.h"
+#include "python/group_wrappers.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

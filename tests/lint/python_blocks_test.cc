@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "engine/python_regions.h"
-#include "frontends/frontends.h"
+#include "python/python_regions.h"
+#include "python/python_frontend.h"
 #include "nccl_migrate/lint/linter.h"
 
 namespace nccl_migrate::lint {

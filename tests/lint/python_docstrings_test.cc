@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/python_docstrings.h"
+#include "python/python_docstrings.h"
 #include "engine/prefilter.h"
-#include "engine/python_regions.h"
+#include "python/python_regions.h"
 #include "nccl_migrate/lint/linter.h"
 
 namespace nccl_migrate::lint {

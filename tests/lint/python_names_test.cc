@@ -1,7 +1,7 @@
 // Import and alias resolution of the Python frontend.
 #include <gtest/gtest.h>
 
-#include "frontends/python_names.h"
+#include "python/python_names.h"
 
 namespace nccl_migrate::lint {
 namespace {

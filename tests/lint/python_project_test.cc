@@ -1,8 +1,8 @@
 // What the Python frontend reads for the project model: each function's calls from the parse tree
 // (for the table of group wrappers), and for each call its function and the arms of `if`
 // statements around it (for rules that ask which path a call is on).
-#include "frontends/frontends.h"
-#include "frontends/python_project.h"
+#include "python/python_frontend.h"
+#include "python/python_project.h"
 
 #include <gtest/gtest.h>
 

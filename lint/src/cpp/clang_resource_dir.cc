@@ -1,6 +1,6 @@
 // Clang's resource directory: an installed wheel carries its own copy, found relative to the
 // binary, so the AST tier works where no Clang is installed; an in-tree build uses the pinned one.
-#include "clang_resource_dir.h"
+#include "cpp/clang_resource_dir.h"
 
 #include <filesystem>
 

@@ -1,5 +1,5 @@
 // Text scan for aliases (see cpp_aliases.h): each declaration is read up to its ';', bounded.
-#include "cpp_aliases.h"
+#include "cpp/cpp_aliases.h"
 
 #include <algorithm>
 #include <cctype>

@@ -22,8 +22,8 @@
 #include <clang/Tooling/Tooling.h>
 #include <llvm/Support/Path.h>
 
-#include "clang_resource_dir.h"
-#include "cpp_module.h"
+#include "cpp/clang_resource_dir.h"
+#include "cpp/cpp_module.h"
 
 namespace nccl_migrate::lint {
 namespace {

@@ -19,7 +19,7 @@
 #include <clang/Lex/Lexer.h>
 #include <llvm/Support/MemoryBuffer.h>
 
-#include "cpp_module.h"
+#include "cpp/cpp_module.h"
 
 namespace nccl_migrate::lint {
 namespace {

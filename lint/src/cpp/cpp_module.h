@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "frontends.h"
+#include "cpp/cpp_frontend.h"
 
 namespace nccl_migrate::lint {
 

@@ -7,19 +7,22 @@
 #include <string>
 #include <vector>
 
-#include "cpp_module.h"
+#include "cpp/cpp_module.h"
+#include "nccl_migrate/lint/own_executable.h"
 
 namespace nccl_migrate::lint {
 namespace {
 namespace fs = std::filesystem;
 
-std::vector<fs::path> candidates() {
+// `tried` gets how the binary was looked for, when no way found it.
+std::vector<fs::path> candidates(std::string& tried) {
   std::vector<fs::path> out;
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    out.push_back(self.parent_path() / NCCL_MIGRATE_LINT_CPP_MODULE_NAME);
-    out.push_back((self.parent_path() / NCCL_MIGRATE_LINT_CPP_MODULE_FROM_BINARY / NCCL_MIGRATE_LINT_CPP_MODULE_NAME)
+  OwnExecutable self = findOwnExecutable();
+  if (self.path.empty()) {
+    tried += "\n  the nccl-migrate binary itself, to look beside it: not found" + self.tried;
+  } else {
+    out.push_back(self.path.parent_path() / NCCL_MIGRATE_LINT_CPP_MODULE_NAME);
+    out.push_back((self.path.parent_path() / NCCL_MIGRATE_LINT_CPP_MODULE_FROM_BINARY / NCCL_MIGRATE_LINT_CPP_MODULE_NAME)
                       .lexically_normal());
   }
   // In-tree builds also know where they wrote the module (a test binary runs from elsewhere).
@@ -30,7 +33,7 @@ std::vector<fs::path> candidates() {
 
 const CppFrontendModule* load() {
   std::string tried;
-  for (const fs::path& path : candidates()) {
+  for (const fs::path& path : candidates(tried)) {
     std::error_code ec;
     if (!fs::exists(path, ec)) {
       tried += "\n  " + path.string() + ": not there";

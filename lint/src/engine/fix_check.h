@@ -1,5 +1,6 @@
 // Whether applying fixes left a file its language still reads: a fix must never turn a file
-// that parsed into one that does not.
+// that parsed into one that does not. Defined in lint/src/language_syntax.cc, which knows the
+// languages; the engine only asks.
 #pragma once
 
 #include <optional>

@@ -5,7 +5,7 @@
 // calls, and the statement around each, narrowed to the innermost statement of its function, class
 // or compound statement, is parsed with the headers above it and the source's imports. No part of a
 // source is parsed twice; the fixed point is taken over everything read so far.
-#include "group_wrappers.h"
+#include "python/group_wrappers.h"
 
 #include <algorithm>
 #include <array>
@@ -18,10 +18,10 @@
 #include <unordered_set>
 #include <utility>
 
-#include "engine/python_text.h"
-#include "frontends/frontends.h"
-#include "frontends/python_project.h"
-#include "python_scopes.h"
+#include "python/python_text.h"
+#include "python/python_frontend.h"
+#include "python/python_project.h"
+#include "python/python_scopes.h"
 #include "rules/torch_names.h"
 
 #if defined(__SSE2__)

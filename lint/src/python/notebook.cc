@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frontends.h"
+#include "python/python_frontend.h"
 
 namespace nccl_migrate::lint {
 namespace {

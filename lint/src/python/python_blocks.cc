@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "frontends.h"
+#include "python/python_frontend.h"
 
 namespace nccl_migrate::lint {
 namespace {

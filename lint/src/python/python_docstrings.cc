@@ -3,9 +3,9 @@
 // Python 3.12 nests them), brackets and line continuations. Where the text cannot be valid Python
 // as read (a single-quoted string running into its line's end), the reading went astray and no
 // docstring is reported at all.
-#include "python_docstrings.h"
+#include "python/python_docstrings.h"
 
-#include "engine/python_text.h"
+#include "python/python_text.h"
 
 #include <cstring>
 

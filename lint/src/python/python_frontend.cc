@@ -14,10 +14,10 @@
 
 #include <tree_sitter/api.h>
 
-#include "frontends.h"
-#include "python_names.h"
-#include "python_parse.h"
-#include "python_project.h"
+#include "python/python_frontend.h"
+#include "python/python_names.h"
+#include "python/python_parse.h"
+#include "python/python_project.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 

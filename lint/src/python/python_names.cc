@@ -1,5 +1,5 @@
 // Import and alias bookkeeping for the Python frontend.
-#include "python_names.h"
+#include "python/python_names.h"
 
 #include <array>
 #include <string_view>

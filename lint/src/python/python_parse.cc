@@ -1,5 +1,5 @@
 // parsePythonRegions: see python_parse.h.
-#include "python_parse.h"
+#include "python/python_parse.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 
@@ -21,6 +21,11 @@ PythonTree parsePythonRegions(std::string_view text, const std::vector<ParseRegi
   ts_parser_set_included_ranges(parser.get(), ranges.data(), static_cast<uint32_t>(ranges.size()));
   return PythonTree(ts_parser_parse_string(parser.get(), nullptr, text.data(), static_cast<uint32_t>(text.size())),
                     &ts_tree_delete);
+}
+
+bool pythonHasSyntaxErrors(const std::string& text) {
+  PythonTree tree = parsePythonRegions(text, {});
+  return !tree || ts_node_has_error(ts_tree_root_node(tree.get()));
 }
 
 }  // namespace nccl_migrate::lint

@@ -8,7 +8,7 @@
 
 #include <tree_sitter/api.h>
 
-#include "frontends.h"
+#include "python/python_frontend.h"
 
 namespace nccl_migrate::lint {
 
@@ -18,5 +18,8 @@ using PythonTree = std::unique_ptr<TSTree, decltype(&ts_tree_delete)>;
 // when there are none; null when tree-sitter gives up. One parser per thread, kept for the run:
 // creating one allocates its stacks and tables.
 PythonTree parsePythonRegions(std::string_view text, const std::vector<ParseRegion>& regions);
+
+// Whether tree-sitter finds a syntax error anywhere in `text` (fixes must not add one).
+bool pythonHasSyntaxErrors(const std::string& text);
 
 }  // namespace nccl_migrate::lint

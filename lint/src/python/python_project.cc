@@ -1,7 +1,7 @@
 // The functions of a Python file and what each calls (see python_project.h), by one walk of the
 // parse tree with a cursor: no recursion, so the file's nesting cannot exhaust a thread's stack.
 // And the index that says which calls reach the project's group wrappers.
-#include "python_project.h"
+#include "python/python_project.h"
 
 #include <cstring>
 #include <memory>
@@ -10,8 +10,8 @@
 
 #include <tree_sitter/api.h>
 
-#include "python_names.h"
-#include "python_parse.h"
+#include "python/python_names.h"
+#include "python/python_parse.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 

@@ -13,8 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "frontends.h"
-#include "python_names.h"
+#include "python/python_frontend.h"
+#include "python/python_names.h"
 
 namespace nccl_migrate::lint {
 

@@ -3,7 +3,7 @@
 // statements and the members with a word; a compound statement (`if`, `else`, `try`, `with`,
 // loops) keeps its header and treats its body as module level again, so a module whose code sits
 // under `if is_available():` is split like any other.
-#include "python_regions.h"
+#include "python/python_regions.h"
 
 #include <algorithm>
 #include <cstring>

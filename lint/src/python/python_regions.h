@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "frontends/frontends.h"
+#include "python/python_frontend.h"
 
 namespace nccl_migrate::lint {
 

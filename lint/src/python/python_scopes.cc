@@ -1,7 +1,7 @@
 // Reading a Python source in parts (see python_scopes.h). Statements are found from the lines
 // around a position (a line at column 0 that starts one), and split with pythonStatements, which
 // follows brackets, strings and continuation lines; no whole-file pass is made.
-#include "python_scopes.h"
+#include "python/python_scopes.h"
 
 #include <algorithm>
 #include <array>
@@ -13,7 +13,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "engine/python_text.h"
+#include "python/python_text.h"
 
 namespace nccl_migrate::lint {
 namespace {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "frontends/frontends.h"
+#include "python/python_frontend.h"
 
 namespace nccl_migrate::lint {
 

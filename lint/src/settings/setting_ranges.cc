@@ -1,5 +1,5 @@
 // Byte ranges of settings in line-oriented files, for the fixes that remove them.
-#include "setting_ranges.h"
+#include "settings/setting_ranges.h"
 
 #include <array>
 #include <cctype>

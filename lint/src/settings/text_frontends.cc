@@ -10,8 +10,8 @@
 
 #include "engine/toml.h"
 
-#include "frontends.h"
-#include "setting_ranges.h"
+#include "settings/settings_frontends.h"
+#include "settings/setting_ranges.h"
 
 namespace nccl_migrate::lint {
 namespace {

@@ -1,6 +1,6 @@
 // Fuzz target: the configuration scanners (YAML, TOML through toml++, JSON, .env); the first byte
 // picks the format, the rest is the file.
-#include "frontends/frontends.h"
+#include "settings/settings_frontends.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

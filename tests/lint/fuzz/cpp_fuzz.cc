@@ -1,6 +1,6 @@
 // Fuzz target: the C/C++/CUDA raw-lexer frontend and the header alias scan.
-#include "engine/cpp_aliases.h"
-#include "frontends/frontends.h"
+#include "cpp/cpp_aliases.h"
+#include "cpp/cpp_frontend.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

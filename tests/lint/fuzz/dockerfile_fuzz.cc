@@ -1,5 +1,5 @@
 // Fuzz target: the Dockerfile scanner.
-#include "frontends/frontends.h"
+#include "settings/settings_frontends.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
 // Fuzz target: notebooks (the JSON reader, cell joining, and the Python frontend on the cells).
 #include <exception>
 
-#include "frontends/frontends.h"
+#include "python/python_frontend.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

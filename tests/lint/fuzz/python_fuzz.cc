@@ -1,8 +1,8 @@
 // Fuzz target: the Python frontend (tree-sitter walk, statement blocks, the region choice) and
 // the text scans of the project tables that read Python.
-#include "engine/group_wrappers.h"
-#include "engine/python_regions.h"
-#include "frontends/frontends.h"
+#include "python/group_wrappers.h"
+#include "python/python_regions.h"
+#include "python/python_frontend.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,0 +1,68 @@
+// The Python frontend: a Python file's or notebook's text into a SourceModel, through
+// tree-sitter-python. The only code outside python/ that reaches a Python parser goes through here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nccl_migrate/lint/linter.h"
+#include "nccl_migrate/lint/source_model.h"
+
+namespace nccl_migrate::lint {
+
+// What the user's configuration tells a frontend about names.
+struct NameEquivalences {
+  std::map<std::string, std::string> modules;  // "deepspeed.comm" -> "torch.distributed"
+  std::vector<std::string> groupWrappers;      // callees that stand for torch.distributed.new_group
+  // Functions of the scanned tree found to create groups (bare names: a call to `x.name` or
+  // `name` stands for torch.distributed.new_group).
+  std::set<std::string> inferredGroupWrappers;
+};
+
+// A part of a file to parse, whole lines: bytes [begin, end), rows [beginRow, endRow] and the
+// column where it ends (0 unless it ends the file without a newline).
+struct ParseRegion {
+  size_t begin = 0;
+  size_t end = 0;
+  uint32_t beginRow = 0;
+  uint32_t endRow = 0;
+  uint32_t endColumn = 0;
+  bool definition = false;  // a def, class or decorated statement, which may be left unparsed
+  std::string name;         // what a definition defines
+};
+
+// A Python file's top-level statements in order, found by lines (indentation, triple-quoted
+// strings, continuation lines), so that the engine can leave out definitions no rule needs.
+std::vector<ParseRegion> pythonTopLevelBlocks(std::string_view text);
+// The statements of a block's body at `indent` (a class's members), the block's header first.
+std::vector<ParseRegion> pythonStatements(std::string_view text, const ParseRegion& within, size_t indent);
+
+// Python through tree-sitter-python: error tolerant, so a file with a syntax error keeps its
+// other findings. With `regions`, only those parts are parsed (positions stay the file's);
+// `leftOut` are the definitions left out (in order), which still shadow what they are called from
+// where they stand.
+SourceModel parsePython(const std::string& path, const std::string& text, const NameEquivalences& names,
+                        const std::vector<ParseRegion>& regions = {}, const std::vector<ParseRegion>& leftOut = {});
+
+// A Jupyter notebook's code cells, joined into one Python source for the prefilter and
+// parsePython, and where each cell starts in it.
+struct NotebookCode {
+  struct Cell {
+    int number = 0;     // 1-based, counting every cell of the notebook (markdown too), as Jupyter shows them
+    int firstLine = 0;  // its first line in `code`
+  };
+  std::string code;
+  std::vector<Cell> cells;
+
+  // A location in `code` as cell, line within the cell and column.
+  Location locate(Location joined) const;
+};
+
+// Throws std::runtime_error when the file is not notebook JSON.
+NotebookCode notebookCode(const std::string& text);
+
+}  // namespace nccl_migrate::lint
