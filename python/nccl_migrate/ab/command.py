@@ -238,8 +238,9 @@ def _incomplete(directory: str) -> list[str]:
 
 
 def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, str]:
-    """The exit status and the verdict: first of all, whether a backend is implicated; never
-    "identical" or "job nondeterminism" from values that were not compared."""
+    """The exit status and the verdict: first of all, whether a backend is implicated, then whether
+    the job took another path (a different call on each side, both calls named); never "identical"
+    or "job nondeterminism" from values that were not compared, nor from different calls."""
     if comparison.compared == 0:
         return EXIT_FAILED, ("nothing compared: neither side recorded an op both could be judged by (did the job "
                              "issue any collective? with --shadow, see not_shadowed)")
@@ -250,6 +251,14 @@ def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, 
     if comparison.backend_implicated:
         return EXIT_DIVERGENT, (f"divergent, backend implicated: {classes['backend']} op(s) gave different outputs "
                                 "from identical inputs on every rank")
+    if comparison.path_differs:
+        call = comparison.first_different_call
+        where = (f": at rank {call['rank']}, group {call['group']}, seq {call['seq']} side a issued "
+                 f"{call['calls']['a']}, side b {call['calls']['b']}") if call else ""
+        return EXIT_DIVERGENT, (f"divergent, the job took a different path under each behaviour{where}; "
+                                f"{classes['backend_dependent_path']} op(s) diverged at a different call, "
+                                f"{classes['propagated']} more followed; no backend computed differently from "
+                                "identical inputs")
     if classes["not_compared"]:
         return EXIT_FAILED, (f"values not compared: {classes['not_compared']} op(s) had their tensors on a CUDA device "
                              "on one side and in host memory on the other (the job places them by backend), so their "
@@ -261,8 +270,12 @@ def judge(comparison: Comparison, allow_job_nondeterminism: bool) -> tuple[int, 
                    f"between runs{where}, {classes['propagated']} more followed from them; no backend computed "
                    "differently from identical inputs")
         return (EXIT_IDENTICAL if allow_job_nondeterminism else EXIT_DIVERGENT), verdict
-    if comparison.counts["divergent"]:
+    missing = comparison.counts["missing_in_a"] or comparison.counts["missing_in_b"]
+    if comparison.counts["divergent"] and missing:
         return EXIT_DIVERGENT, "divergent, and ops missing on one side: no backend computed differently from identical inputs"
+    if comparison.counts["divergent"]:  # every divergence followed from an op equal within tolerance
+        return EXIT_DIVERGENT, (f"divergent: {comparison.counts['divergent']} op(s) followed from ops that differed "
+                                "within tolerance; no backend computed differently from identical inputs")
     return EXIT_DIVERGENT, "ops missing on one side: one side ran fewer ops"
 
 
@@ -273,7 +286,9 @@ def compared_up_to_failure(failures: list[str], comparison: Comparison, failed: 
     agreed = [f"{counts['identical']} identical"]
     if counts["within_tolerance"]:
         agreed.append(f"{counts['within_tolerance']} within tolerance")
-    agreed.append(f"{counts['divergent']} divergent" + (" (backend implicated)" if comparison.backend_implicated else ""))
+    agreed.append(f"{counts['divergent']} divergent" + (" (backend implicated)" if comparison.backend_implicated else
+                                                       " (the job took a different path)" if comparison.path_differs
+                                                       else ""))
     text = "; ".join(failures) + "; ops compared up to there: " + ", ".join(agreed)
     for label in failed:  # the ops the other side recorded past the failure
         never = counts[f"missing_in_{label}"]

@@ -12,13 +12,17 @@ import sqlite3
 
 from .sides import Key
 
-CLASSES = ("backend", "propagated", "job_nondeterminism", "not_compared")
-CAUSES = {"backend": "only outputs differ (the backends computed differently)",
+# The job's other path first: of all classes, the one whose cause is named outright (both calls).
+CLASSES = ("backend_dependent_path", "backend", "propagated", "job_nondeterminism", "not_compared")
+CAUSES = {"backend_dependent_path": "a different call on each side: the job took another path under the other "
+                                    "behaviour (a branch on the backend's type or name, such as isinstance(pg, "
+                                    "ProcessGroupNCCL) or pg.name())",
+          "backend": "only outputs differ (the backends computed differently)",
           "propagated": "inputs already differed (an earlier op diverged)",
           "job_nondeterminism": "inputs already differed (the job's own inputs differ between runs, with no "
                                 "divergence before)",
           "not_compared": "values not compared (device digests on one side, host digests on the other)"}
-LISTED = 100  # divergences listed in full, earliest first; all are counted
+LISTED = 100  # divergences listed in full, earliest first (by op order, then rank); all are counted
 SAMPLED = 10  # per class, the earliest listed in full, so a rare class is never hidden behind a common one
 BUFFERED = 1_000  # rows held before they go to disk together
 CACHE_KIB = 8 << 10  # SQLite's page cache: the most of the database held in memory
@@ -27,16 +31,17 @@ _SCHEMA = """
 CREATE TABLE diverged (id INTEGER PRIMARY KEY, rank INTEGER, grp TEXT, seq INTEGER, t REAL, position INTEGER,
                        collective TEXT, not_compared INTEGER, description TEXT, class TEXT);
 CREATE TABLE received (id INTEGER, grp TEXT, seq INTEGER);
-CREATE TABLE differed (grp TEXT, seq INTEGER, rank INTEGER, t REAL);
+CREATE TABLE differed (grp TEXT, seq INTEGER, rank INTEGER, t REAL, path INTEGER);
 CREATE TABLE first (rank INTEGER PRIMARY KEY, t REAL);
 """
 
 # Per (group, seq) whose inputs differed on some rank: whether one such rank had differed before
-# (propagated) or none had (the job's own nondeterminism).
+# (propagated), or else whether some rank issued a different call there (the job took another path),
+# or neither (the job's own nondeterminism).
 _JUDGE_INPUTS = """
 CREATE INDEX differed_key ON differed (grp, seq);
 CREATE TABLE judged AS
-    SELECT d.grp AS grp, d.seq AS seq, MAX(COALESCE(f.t < d.t, 0)) AS propagated
+    SELECT d.grp AS grp, d.seq AS seq, MAX(COALESCE(f.t < d.t, 0)) AS propagated, MAX(d.path) AS path
     FROM differed d LEFT JOIN first f ON f.rank = d.rank GROUP BY d.grp, d.seq;
 CREATE UNIQUE INDEX judged_key ON judged (grp, seq);
 CREATE INDEX received_id ON received (id);
@@ -47,12 +52,12 @@ CREATE INDEX received_id ON received (id);
 _CLASSIFY = """
 UPDATE diverged SET class = CASE WHEN not_compared THEN 'not_compared' ELSE (
     SELECT CASE WHEN COUNT(j.grp) = 0 THEN 'backend' WHEN MAX(j.propagated) THEN 'propagated'
-                ELSE 'job_nondeterminism' END
+                WHEN MAX(j.path) THEN 'backend_dependent_path' ELSE 'job_nondeterminism' END
     FROM (SELECT diverged.grp AS grp, diverged.seq AS seq
           UNION ALL SELECT r.grp, r.seq FROM received r WHERE r.id = diverged.id) AS i
     LEFT JOIN judged j ON j.grp = i.grp AND j.seq = i.seq) END;
-CREATE INDEX diverged_order ON diverged (t, seq, rank, grp);
-CREATE INDEX diverged_class ON diverged (class, t, seq, rank, grp);
+CREATE INDEX diverged_order ON diverged (position, rank);
+CREATE INDEX diverged_class ON diverged (class, position, rank);
 """
 
 # The ranks whose input to one divergent op differed (a batch's senders included).
@@ -116,8 +121,10 @@ class Divergences:
         rank that differ may follow from it."""
         self.first_on_rank[rank] = min(t, self.first_on_rank.get(rank, math.inf))
 
-    def input_differed(self, key: Key, t: float) -> None:
-        self._add("differed", (key[1], key[2], key[0], t))
+    def input_differed(self, key: Key, t: float, path: bool = False) -> None:
+        """``key``'s input differed on its rank at ``t``; ``path``: because its rank issued a
+        different call there (the job took another path), not other data."""
+        self._add("differed", (key[1], key[2], key[0], t, int(path)))
 
     def add(self, key: Key, t: float, position: int, description: dict, not_compared: bool,
             received: list[tuple[str, int]] = ()) -> None:
@@ -145,7 +152,9 @@ class Divergences:
 
 class Classified:
     """Every divergent op classified: counts, the earliest LISTED and SAMPLED per class, read from
-    disk in order."""
+    disk in order. Earliest is by op order, then rank: an op's position among its rank's ops (the
+    op map's column: issue order, the same on every run of the same records), then the lowest rank,
+    never by time, which differs from run to run between ranks that diverge at the same op."""
 
     def __init__(self, db: sqlite3.Connection):
         self.db = db
@@ -169,11 +178,11 @@ class Classified:
 
     def earliest(self) -> list[dict]:
         return self._described(self.db.execute(
-            "SELECT id, description, class FROM diverged ORDER BY t, seq, rank, grp LIMIT ?", (LISTED,)))
+            "SELECT id, description, class FROM diverged ORDER BY position, rank LIMIT ?", (LISTED,)))
 
     def samples(self) -> dict[str, list[dict]]:
         return {cls: self._described(self.db.execute(
-            "SELECT id, description, class FROM diverged WHERE class = ? ORDER BY t, seq, rank, grp LIMIT ?",
+            "SELECT id, description, class FROM diverged WHERE class = ? ORDER BY position, rank LIMIT ?",
             (cls, SAMPLED))) for cls in CLASSES}
 
     def each(self):

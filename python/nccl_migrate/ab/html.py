@@ -201,10 +201,14 @@ def memory_over_time(data: dict[str, SideData | None]) -> str:
 
 
 def _op_rows(op: dict) -> list[list]:
+    """An op's fields in order; an op whose call differs starts with each side's call (its reason,
+    which only repeats them, left out)."""
     keys = ("rank", "group", "seq", "op", "dtype", "shape", "reduce_op", "peer", "object_collective", "class", "cause",
             "inputs_differed_on_ranks",
             "max_abs_error", "max_rel_error", "reason", "missing_on")
-    return [[k, op[k]] for k in keys if k in op and op[k] not in (None, [], "")]
+    calls = op.get("calls")
+    rows = [["side a issued", calls["a"]], ["side b issued", calls["b"]]] if calls else []
+    return rows + [[k, op[k]] for k in keys if k in op and op[k] not in (None, [], "") and not (calls and k == "reason")]
 
 
 def _op_name(op: dict | None) -> str:
@@ -262,15 +266,19 @@ def render_html(report: dict, data: dict[str, SideData | None], stats=None, ops=
              ["tolerance", report["tolerance"]]]
             + ([["not shadowed", report["not_shadowed"]["count"]]] if "not_shadowed" in report else [])
             + [[f"divergent: {cls.replace('_', ' ')}", n] for cls, n in report["divergence_classes"].items()]
-            + [["backend implicated", "yes" if report["backend_implicated"] else "no"]]))
+            + [["backend implicated", "yes" if report["backend_implicated"] else "no"],
+               ["the job took a different path", "yes" if report.get("path_differs") else "no"]]))
     for label, side in report["sides"].items():
         fault = side.get("fault")
         if fault:
             rows = _fault_rows(fault)
             body.append(f"<h2>Side {label} failed</h2><p>{_e(fault['text'])}</p>"
                         + (_table(rows, ["rank", "how", "inside", "last record"]) if rows else ""))
-    if report.get("first_divergence"):
-        body.append("<h2>First divergence</h2>" + _table(_op_rows(report["first_divergence"])))
+    called, first = report.get("first_different_call"), report.get("first_divergence")
+    if called and not (first and "calls" in first):  # the job's other path, before what followed from it
+        body.append("<h2>First different call</h2>" + _table(_op_rows(called)))
+    if first:
+        body.append("<h2>First divergence</h2>" + _table(_op_rows(first)))
     if report.get("first_missing"):
         body.append("<h2>First missing op</h2>" + _table(_op_rows(report["first_missing"])))
     if ops is not None and "ops_compared" in report:

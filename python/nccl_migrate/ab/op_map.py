@@ -9,10 +9,10 @@ from __future__ import annotations
 COLUMNS = 256
 # Worse first wins a merged cell: a backend divergence must never hide behind an identical op.
 SEVERITY = {"identical": 0, "within_tolerance": 1, "propagated": 2, "job_nondeterminism": 3, "not_compared": 4,
-            "missing_in_a": 5, "missing_in_b": 5, "backend": 6}
+            "missing_in_a": 5, "missing_in_b": 5, "backend_dependent_path": 6, "backend": 7}
 LEGEND = (("identical", "#c8e6c9"), ("within_tolerance", "#fff59d"), ("propagated", "#ffcc80"),
           ("job_nondeterminism", "#ce93d8"), ("not_compared", "#90caf9"), ("missing", "#9e9e9e"),
-          ("backend", "#d32f2f"))
+          ("backend_dependent_path", "#283593"), ("backend", "#d32f2f"))
 COLOUR = dict(LEGEND, missing_in_a="#9e9e9e", missing_in_b="#9e9e9e")
 
 

@@ -36,17 +36,28 @@ def build(runs: list[SideRun], data: list, comparison: Comparison | None, exit_c
               "sides": {run.side.label: side_summary(run, d, stats) for run, d in zip(runs, data)}}
     if comparison is not None:
         report.update(tolerance=comparison.tolerance, ops_compared=comparison.compared, **comparison.counts,
-                      backend_implicated=comparison.backend_implicated, divergence_classes=comparison.classes,
-                      object_collectives=comparison.object_collectives,
+                      backend_implicated=comparison.backend_implicated, path_differs=comparison.path_differs,
+                      divergence_classes=comparison.classes, object_collectives=comparison.object_collectives,
+                      first_different_call=comparison.first_different_call,
                       first_divergence=comparison.first_divergence, divergences=comparison.divergences,
                       divergence_samples=comparison.samples, first_missing=comparison.first_missing)
     return report
 
 
+def _where(op: dict) -> str:
+    return f"rank {op['rank']}, group {op['group']}, seq {op['seq']}"
+
+
 def _op_line(op: dict) -> str:
-    where = f"rank {op['rank']}, group {op['group']}, seq {op['seq']}: {op['op']} {op['dtype']} {op['shape']}"
+    where = f"{_where(op)}: {op['op']} {op['dtype']} {op['shape']}"
     where += f" {op['reduce_op']}" if op.get("reduce_op") else ""
     return where + (f" (inside {op['object_collective']})" if op.get("object_collective") else "")
+
+
+def _calls(op: dict) -> list[str]:
+    """An op whose call differs: where, then each side's call, first of what is said of it."""
+    return [f"{_where(op)}: a different call on each side", f"    side a issued {op['calls']['a']}",
+            f"    side b issued {op['calls']['b']}"]
 
 
 def outcome(side: dict) -> str:
@@ -80,18 +91,26 @@ def render_text(report: dict) -> str:
         lines.append(f"  not shadowed {skipped['count']} (first: rank {where['rank']}, group {where['group']}, "
                      f"seq {where['seq']}: {where['op']}, {where['reason']})")
     first = report.get("first_divergence")
+    called = report.get("first_different_call")
+    if called and not (first and "calls" in first):  # the job's other path, before what followed from it
+        head, *calls = _calls(called)
+        lines += [f"  first different call: {head}", *calls]
     if first:
         classes = ", ".join(f"{cls.replace('_', ' ')} {n}" for cls, n in report["divergence_classes"].items())
         lines.append(f"  divergent ops by class: {classes}")
         if report.get("object_collectives"):
             lines.append("  divergent ops inside object collectives (pickled objects): "
                          + ", ".join(f"{name} {n}" for name, n in report["object_collectives"].items()))
-        lines.append(f"  first divergence: {_op_line(first)}")
+        if "calls" in first:  # both calls first; the reason would only repeat them
+            head, *calls = _calls(first)
+            lines += [f"  first divergence: {head}", *calls]
+        else:
+            lines.append(f"  first divergence: {_op_line(first)}")
         lines.append(f"    class: {first['class'].replace('_', ' ')}; cause: {first['cause']}"
                      + (f" (ranks {first['inputs_differed_on_ranks']})" if first["inputs_differed_on_ranks"] else ""))
         if "max_abs_error" in first:
             lines.append(f"    max abs error {first['max_abs_error']}, max rel error {first['max_rel_error']}")
-        if first.get("reason"):
+        if first.get("reason") and "calls" not in first:
             lines.append(f"    {first['reason']}")
         for cls, sample in report.get("divergence_samples", {}).items():  # a rarer class behind the first
             if sample and cls != first["class"]:

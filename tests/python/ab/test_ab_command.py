@@ -86,6 +86,54 @@ def test_a_failed_side_is_compared_as_far_as_it_got():
         "a failed; b failed; ops compared up to there: 2 identical, 0 divergent"
 
 
+PATH_CALL = {"rank": 1, "group": "3", "seq": 0, "calls": {"a": "all_reduce SUM of float32 [161] (161 elements)",
+                                                          "b": "all_reduce SUM of float32 [16, 8] (128 elements)"}}
+
+
+def test_a_different_path_is_named_with_both_calls_and_never_allowed_as_job_nondeterminism():
+    comparison = _comparison(classes={"backend_dependent_path": 2, "propagated": 1, "job_nondeterminism": 1},
+                             identical=1, divergent=4, missing_in_a=2)
+    comparison.first_different_call = PATH_CALL
+    verdict = ("divergent, the job took a different path under each behaviour: at rank 1, group 3, seq 0 side a "
+               "issued all_reduce SUM of float32 [161] (161 elements), side b all_reduce SUM of float32 [16, 8] "
+               "(128 elements); 2 op(s) diverged at a different call, 1 more followed; no backend computed "
+               "differently from identical inputs")
+    assert command.judge(comparison, True) == (1, verdict)
+    assert command.judge(comparison, False) == (1, verdict)
+    without = _comparison(classes={"backend_dependent_path": 1}, divergent=1)  # no call at hand: the counts alone
+    assert command.judge(without, True) == (1, ("divergent, the job took a different path under each behaviour; 1 "
+                                                "op(s) diverged at a different call, 0 more followed; no backend "
+                                                "computed differently from identical inputs"))
+
+
+def test_a_backend_is_named_before_a_path_and_a_path_before_values_not_compared():
+    backend = _comparison(classes={"backend": 1, "backend_dependent_path": 1}, divergent=2)
+    backend.first_different_call = PATH_CALL
+    assert command.judge(backend, True)[1].startswith("divergent, backend implicated: 1 op(s)")
+    not_compared = _comparison(classes={"backend_dependent_path": 1, "not_compared": 1}, divergent=2)
+    not_compared.first_different_call = PATH_CALL
+    assert command.judge(not_compared, True)[1].startswith("divergent, the job took a different path")
+
+
+def test_divergences_that_followed_from_ops_within_tolerance_are_named_so_not_missing_ops():
+    followed = _comparison(classes={"propagated": 2}, within_tolerance=1, divergent=2)
+    assert command.judge(followed, True) == (1, (
+        "divergent: 2 op(s) followed from ops that differed within tolerance; no backend computed differently from "
+        "identical inputs"))
+    for missing in ("missing_in_a", "missing_in_b"):
+        assert command.judge(_comparison(classes={"propagated": 2}, divergent=2, **{missing: 1}), True) == (
+            1, "divergent, and ops missing on one side: no backend computed differently from identical inputs")
+
+
+def test_a_failed_sides_verdict_says_the_job_took_a_different_path():
+    comparison = _comparison(classes={"backend_dependent_path": 1}, identical=1, divergent=1)
+    assert command.compared_up_to_failure(["side b: rank 1 died"], comparison, ["b"]) == (
+        "side b: rank 1 died; ops compared up to there: 1 identical, 1 divergent (the job took a different path)")
+    backend = _comparison(classes={"backend": 1, "backend_dependent_path": 1}, divergent=2)
+    assert command.compared_up_to_failure(["x"], backend, ["b"]) == (
+        "x; ops compared up to there: 0 identical, 2 divergent (backend implicated)")
+
+
 # --- the run directory -----------------------------------------------------------------------------
 
 def test_a_directory_that_cannot_take_records_is_named_before_anything_runs(tmp_path):

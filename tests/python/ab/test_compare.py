@@ -83,7 +83,8 @@ def test_divergences_are_classified_by_what_differed_going_in():
     result = compare(a, b, observers=[classes])
     assert classes.of == {(1, "0", 0): "backend", (0, "0", 1): "propagated", (1, "0", 1): "propagated",
                                  (0, "1", 0): "job_nondeterminism", (1, "1", 0): "job_nondeterminism"}
-    assert result.classes == {"backend": 1, "propagated": 2, "job_nondeterminism": 2, "not_compared": 0} and result.backend_implicated
+    assert result.classes == {"backend_dependent_path": 0, "backend": 1, "propagated": 2, "job_nondeterminism": 2,
+                              "not_compared": 0} and result.backend_implicated
     assert [(d["rank"], d["group"], d["seq"]) for d in result.divergences] == [
         (0, "1", 0), (1, "1", 0), (1, "0", 0), (0, "0", 1), (1, "0", 1)]  # all listed, earliest first
     assert result.first_divergence["class"] == "job_nondeterminism"
@@ -94,7 +95,8 @@ def test_divergences_only_from_the_jobs_own_inputs_do_not_implicate_the_backend(
     b = side(entry(0, 0, "U", "V", 1.0), entry(1, 0, "w", "V", 1.0), entry(0, 1, "i", "o", 2.0))
     result = compare(a, b)
     assert not result.backend_implicated and result.job_nondeterminism_only
-    assert result.classes == {"backend": 0, "propagated": 0, "job_nondeterminism": 2, "not_compared": 0}
+    assert result.classes == {"backend_dependent_path": 0, "backend": 0, "propagated": 0, "job_nondeterminism": 2,
+                              "not_compared": 0}
 
 
 def test_records_are_paired_as_they_stream_holding_only_the_ops_in_between():
@@ -192,13 +194,15 @@ def test_a_rarer_class_is_sampled_even_when_the_earliest_listed_are_of_another(m
 
     monkeypatch.setattr(divergences, "LISTED", 2)
     # Rank 0's input differs from seq 0 on (job nondeterminism, then propagated); rank 1's seq 5 alone
-    # differs from identical inputs (backend), later than the listed ones.
-    a = side(*[entry(0, s, f"i{s}", f"o{s}", 1.0 + s) for s in range(6)], entry(1, 5, "j", "p", 6.5, group="9"))
-    b = side(*[entry(0, s, f"I{s}", f"O{s}", 1.0 + s) for s in range(6)], entry(1, 5, "j", "X", 6.5, group="9"))
+    # differs from identical inputs (backend), later in its rank's ops than the listed ones.
+    same = [entry(1, s, "j", "p", 0.5 + s, group="8") for s in range(6)]
+    a = side(*[entry(0, s, f"i{s}", f"o{s}", 1.0 + s) for s in range(6)], *same, entry(1, 5, "j", "p", 6.5, group="9"))
+    b = side(*[entry(0, s, f"I{s}", f"O{s}", 1.0 + s) for s in range(6)], *same, entry(1, 5, "j", "X", 6.5, group="9"))
     result = compare(a, b)
     assert [d["class"] for d in result.divergences] == ["job_nondeterminism", "propagated"]
     assert [(d["rank"], d["seq"]) for d in result.samples["backend"]] == [(1, 5)]
-    assert result.classes == {"backend": 1, "propagated": 5, "job_nondeterminism": 1, "not_compared": 0}
+    assert result.classes == {"backend_dependent_path": 0, "backend": 1, "propagated": 5, "job_nondeterminism": 1,
+                              "not_compared": 0}
 
 
 def test_the_text_report_names_the_first_of_a_class_the_listed_ones_hide(monkeypatch):

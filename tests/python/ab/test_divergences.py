@@ -30,12 +30,13 @@ def test_each_class_by_what_differed_going_in():
         d.add((0, "0", 3), 3.0, 2, _op(3), False)
         d.add((2, "0", 4), 0.5, 0, _op(4, rank=2), True)  # one side's digest from a device
     result = _classified(build)
-    assert result.counts() == {"backend": 1, "propagated": 1, "job_nondeterminism": 1, "not_compared": 1}
-    listed = result.earliest()
-    assert [(e["seq"], e["class"]) for e in listed] == [(4, "not_compared"), (1, "backend"), (2, "job_nondeterminism"),
+    assert result.counts() == {"backend_dependent_path": 0, "backend": 1, "propagated": 1, "job_nondeterminism": 1,
+                               "not_compared": 1}
+    listed = result.earliest()  # by position, then rank
+    assert [(e["seq"], e["class"]) for e in listed] == [(2, "job_nondeterminism"), (4, "not_compared"), (1, "backend"),
                                                          (3, "propagated")]
     assert [e["cause"] for e in listed] == [CAUSES[e["class"]] for e in listed]
-    assert [e["inputs_differed_on_ranks"] for e in listed] == [[], [], [1], [0]]
+    assert [e["inputs_differed_on_ranks"] for e in listed] == [[1], [], [], [0]]
     assert sorted(result.each()) == [((0, "0", 1), 1, "backend"), ((0, "0", 3), 2, "propagated"),
                                      ((1, "0", 2), 0, "job_nondeterminism"), ((2, "0", 4), 0, "not_compared")]
 
@@ -71,15 +72,19 @@ def test_a_batch_is_judged_by_the_messages_it_received():
         (0, "job_nondeterminism", [1]), (1, "backend", [])]
 
 
-def test_the_earliest_are_ordered_by_time_then_seq_rank_and_group_and_listed_up_to_the_limit(monkeypatch):
-    monkeypatch.setattr(divergences, "LISTED", 3)
+def test_the_earliest_are_ordered_by_op_order_then_rank_never_by_time_and_listed_up_to_the_limit(monkeypatch):
+    """The ranks that diverge at one op are listed lowest first, however their clocks fell: the
+    first divergence is the same on every run."""
+    monkeypatch.setattr(divergences, "LISTED", 4)
 
     def build(d):
-        for key, t in (((1, "b", 2), 1.0), ((0, "b", 2), 1.0), ((0, "a", 2), 1.0), ((0, "a", 1), 1.0), ((0, "a", 0), 0.5)):
-            d.add(key, t, 0, _op(key[2], rank=key[0], group=key[1]), False)
+        for key, t, position in (((2, "0", 5), 0.1, 5), ((1, "0", 5), 0.2, 5), ((0, "0", 6), 0.0, 6),
+                                 ((0, "0", 5), 0.3, 5), ((3, "1", 0), 9.0, 4), ((1, "0", 7), 0.0, 7)):
+            d.add(key, t, position, _op(key[2], rank=key[0], group=key[1]), False)
     result = _classified(build)
-    assert [(e["rank"], e["group"], e["seq"]) for e in result.earliest()] == [(0, "a", 0), (0, "a", 1), (0, "a", 2)]
-    assert result.counts()["backend"] == 5
+    assert [(e["rank"], e["group"], e["seq"]) for e in result.earliest()] == [
+        (3, "1", 0), (0, "0", 5), (1, "0", 5), (2, "0", 5)]
+    assert result.counts()["backend"] == 6
 
 
 def test_a_sample_per_class_up_to_its_limit_whatever_the_listed_ones(monkeypatch):
@@ -90,7 +95,7 @@ def test_a_sample_per_class_up_to_its_limit_whatever_the_listed_ones(monkeypatch
             d.add((0, "0", seq), float(seq), seq, _op(seq), False)
         d.add((1, "0", 9), 9.0, 0, _op(9, rank=1), True)
     samples = _classified(build).samples()
-    assert list(samples) == ["backend", "propagated", "job_nondeterminism", "not_compared"]
+    assert list(samples) == ["backend_dependent_path", "backend", "propagated", "job_nondeterminism", "not_compared"]
     assert [e["seq"] for e in samples["backend"]] == [0, 1]
     assert [e["seq"] for e in samples["not_compared"]] == [9]
     assert samples["propagated"] == [] and samples["job_nondeterminism"] == []

@@ -279,7 +279,8 @@ def test_the_op_map_draws_one_rect_per_run_of_equal_cells_spanning_the_plot():
     assert footer["text"] == "each rank's ops in issue order (0 .. 3)"
     assert (number(footer, "x"), number(footer, "y")) == (70, height - 8)
     legend = [(s["attrs"]["style"], s_next) for s, s_next in zip(elements(text, "span"), [
-        "identical", "within tolerance", "propagated", "job nondeterminism", "not compared", "missing", "backend"])]
+        "identical", "within tolerance", "propagated", "job nondeterminism", "not compared", "missing",
+        "backend dependent path", "backend"])]
     assert text.startswith("<p class='legend'>" + "".join(f"<span style='{style}'></span>{name}"
                                                           for style, name in legend) + "</p><svg")
     assert [style for style, _ in legend][:2] == [f"background:{COLOUR['identical']}",
@@ -488,6 +489,17 @@ def test_an_ops_rows_are_its_known_fields_in_order_without_empty_ones():
                             ["class", "backend"], ["max_abs_error", 0.5], ["missing_on", "b"]]
 
 
+def test_an_op_whose_call_differs_starts_with_both_calls_and_leaves_out_its_reason():
+    op = {"rank": 0, "group": "3", "seq": 1, "op": "all_reduce", "reason": "a different call: ...",
+          "calls": {"a": "all_reduce of float32 [161] (161 elements)", "b": "all_reduce of float32 [16, 8] (128 elements)"},
+          "class": "backend_dependent_path"}
+    assert _op_rows(op) == [["side a issued", "all_reduce of float32 [161] (161 elements)"],
+                            ["side b issued", "all_reduce of float32 [16, 8] (128 elements)"],
+                            ["rank", 0], ["group", "3"], ["seq", 1], ["op", "all_reduce"],
+                            ["class", "backend_dependent_path"]]
+    assert _op_rows(dict(op, calls=None))[-1] == ["reason", "a different call: ..."]
+
+
 def test_a_hung_sides_rows_name_each_running_rank_and_what_it_was_inside():
     fault = {"kind": "hung", "running": [
         {"rank": 1, "pid": 11, "stopped": True, "inside": [{"op": "all_reduce", "seq": 3, "group": "0"},
@@ -627,6 +639,24 @@ def test_the_first_divergence_and_first_missing_op_are_shown_when_there_are_some
     assert _sections(page)[:3] == ["Summary", "First divergence", "First missing op"]
     assert "<h2>First divergence</h2><table><tr><td>rank</td><td>0</td></tr><tr><td>group</td>" in page
     assert "<tr><td>missing_on</td><td>a</td></tr>" in page
+    assert stray_text(page) == []
+
+
+def test_the_first_different_call_has_its_section_before_the_first_divergence_unless_it_is_that_op():
+    call = {"rank": 1, "group": "0", "seq": 4, "op": "all_reduce", "calls": {"a": "x [2]", "b": "x [3]"}}
+    first = {"rank": 0, "group": "0", "seq": 3, "op": "all_reduce", "class": "backend"}
+    page = render_html(_full_report(first_different_call=call, first_divergence=first, path_differs=True),
+                       {"a": None, "b": None})
+    assert _sections(page)[:3] == ["Summary", "First different call", "First divergence"]
+    assert "<h2>First different call</h2><table><tr><td>side a issued</td><td>x [2]</td></tr>" in page
+    cells = [[c["text"] for c in row] for row in _rows(page)]
+    assert cells[cells.index(["backend implicated", "yes"]) + 1] == ["the job took a different path", "yes"]
+    led = render_html(_full_report(first_different_call=call, first_divergence=call), {"a": None, "b": None})
+    assert _sections(led)[:2] == ["Summary", "First divergence"]
+    assert "<h2>First divergence</h2><table><tr><td>side a issued</td><td>x [2]</td></tr>" in led
+    alone = render_html(_full_report(first_different_call=call), {"a": None, "b": None})
+    assert _sections(alone)[:2] == ["Summary", "First different call"]
+    assert ["the job took a different path", "no"] in [[c["text"] for c in row] for row in _rows(led)]
     assert stray_text(page) == []
 
 

@@ -42,7 +42,7 @@ def test_a_merged_cell_is_as_bad_as_its_worst_op_wherever_it_stands(monkeypatch)
 
 def test_severity_orders_every_status_with_a_backend_divergence_worst():
     order = ["identical", "within_tolerance", "propagated", "job_nondeterminism", "not_compared", "missing_in_a",
-             "backend"]
+             "backend_dependent_path", "backend"]
     assert [op_map.SEVERITY[s] for s in order] == sorted(op_map.SEVERITY[s] for s in order)
     assert len({op_map.SEVERITY[s] for s in order}) == len(order)
     assert op_map.SEVERITY["missing_in_a"] == op_map.SEVERITY["missing_in_b"]

@@ -179,3 +179,59 @@ def test_the_report_dict_summarises_each_side_from_its_records_and_stats():
     report = build([_run("a", "legacy")], [data], None, 0, "identical", stats)
     assert report["sides"]["a"]["peak_rss_mib"] == {0: 100.0}
     assert report["sides"]["a"]["op_counts"] == {"send": 1}
+
+
+CALLS = {"a": "all_reduce SUM of float32 [161] (161 elements)", "b": "all_reduce SUM of float32 [16, 8] (128 elements)"}
+PATH = {"rank": 0, "group": "3", "seq": 1, "op": "all_reduce", "dtype": "float32", "shape": [161], "reduce_op": "SUM",
+        "calls": CALLS, "reason": "a different call: all_reduce [[161]] on side a, all_reduce [[16, 8]] on side b",
+        "class": "backend_dependent_path", "cause": "a different call on each side", "inputs_differed_on_ranks": [0]}
+SIDES = {label: {"spec": label, "failure": None} for label in "ab"}
+
+
+def test_a_first_divergence_whose_call_differs_shows_both_calls_before_its_class():
+    report = {"verdict": "v", "first_different_call": {k: PATH[k] for k in ("rank", "group", "seq", "calls")},
+              "first_divergence": PATH, "divergence_classes": {"backend_dependent_path": 1, "backend": 0},
+              "sides": SIDES}
+    assert render_text(report).splitlines()[:6] == [
+        "nccl-migrate ab: v",
+        "  divergent ops by class: backend dependent path 1, backend 0",
+        "  first divergence: rank 0, group 3, seq 1: a different call on each side",
+        "    side a issued all_reduce SUM of float32 [161] (161 elements)",
+        "    side b issued all_reduce SUM of float32 [16, 8] (128 elements)",
+        "    class: backend dependent path; cause: a different call on each side (ranks [0])",
+    ]
+    assert "a different call: all_reduce" not in render_text(report)  # the reason would repeat the calls
+
+
+def test_the_first_different_call_leads_when_another_divergence_comes_first():
+    report = {"verdict": "v", "ops_compared": 3, "identical": 1, "within_tolerance": 0, "divergent": 2,
+              "missing_in_a": 0, "missing_in_b": 0, "first_different_call": PATH,
+              "first_divergence": dict(FIRST, reason=None), "divergence_classes": {"job_nondeterminism": 1},
+              "sides": SIDES}
+    assert render_text(report).splitlines()[:9] == [
+        "nccl-migrate ab: v",
+        "  ops compared 3: identical 1, within tolerance 0, divergent 2, missing on a 0, missing on b 0",
+        "  first different call: rank 0, group 3, seq 1: a different call on each side",
+        "    side a issued all_reduce SUM of float32 [161] (161 elements)",
+        "    side b issued all_reduce SUM of float32 [16, 8] (128 elements)",
+        "  divergent ops by class: job nondeterminism 1",
+        "  first divergence: rank 1, group 0, seq 7: all_reduce torch.float32 [4] SUM (inside all_gather_object)",
+        "    class: job nondeterminism; cause: inputs differed (ranks [0, 1])",
+        "    max abs error 0.5, max rel error 0.25",
+    ]
+    alone = {"verdict": "v", "first_different_call": PATH, "sides": SIDES}  # a call, no first divergence handed
+    assert render_text(alone).splitlines()[1] == "  first different call: rank 0, group 3, seq 1: a different call on each side"
+
+
+def test_the_report_dict_says_whether_the_job_took_a_different_path_and_where_first():
+    comparison = Comparison(tolerance=0.0)
+    comparison.counts.update(divergent=1)
+    comparison.classes["backend_dependent_path"] = 1
+    comparison.first_different_call = PATH
+    report = build([_run("a", "legacy"), _run("b", "rewritten")], [None, None], comparison, 1, "divergent")
+    assert report["path_differs"] is True and report["backend_implicated"] is False
+    assert report["first_different_call"] == PATH
+    keys = list(report)
+    assert keys.index("path_differs") == keys.index("backend_implicated") + 1
+    assert keys.index("first_different_call") < keys.index("first_divergence")
+    assert build([_run("a", "x"), _run("b", "y")], [None, None], Comparison(0.0), 2, "v")["path_differs"] is False
