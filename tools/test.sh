@@ -14,8 +14,14 @@ echo "== ctest"
 (cd build && ctest --output-on-failure --no-tests=error -j "$(nproc)")
 
 echo "== pytest"
+# Tests run in parallel workers (pytest-xdist), each test whole in one worker; most tests
+# spend their time waiting on the processes they start (ranks, jobs, torchrun), so one worker
+# more than the machine has cores keeps the cores busy. NCCL_MIGRATE_TEST_WORKERS=1 runs them
+# one at a time.
+workers=${NCCL_MIGRATE_TEST_WORKERS:-$(( $(nproc) + 1 ))}
 set +e
-.venv/bin/python -m pytest tests/python -q -rs -p no:cacheprovider --timeout=300
+.venv/bin/python -m pytest tests/python -q -rs -p no:cacheprovider --timeout=300 \
+  -n "$workers" --dist worksteal --durations=15
 status=$?
 set -e
 if [[ $status -eq 5 ]]; then
