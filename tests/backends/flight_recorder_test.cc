@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include <ftw.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <c10/util/Exception.h>
@@ -59,6 +60,56 @@ TEST(FlightRecorderDump, AFailedDumpLeavesNothingBehind) {
   EXPECT_EQ(left, std::vector<std::string>{"fr_0"});
   removeTree(dir);
   EXPECT_FALSE(fs::exists(dir));
+}
+
+// A pid no process holds any more: a child's, once it has been reaped.
+pid_t goneProcess() {
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+std::string thisHost() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+// A writer killed before it renamed its dump leaves a partial file; the next dump into that
+// folder removes it, and leaves alone what a live writer, or a writer on another host sharing the
+// folder, may still be writing.
+TEST(FlightRecorderDump, ADumpRemovesThePartialDumpsOfWritersThatDied) {
+  fs::path dir = fs::temp_directory_path() / ("nccl-migrate-fr-partials-" + std::to_string(::getpid()));
+  removeTree(dir);
+  fs::create_directories(dir);
+  std::string host = thisHost();
+  pid_t gone = goneProcess();
+  auto partial = [&](const std::string& writer) {
+    fs::path p = dir / (".nccl-migrate-dump-" + writer + "-0.partial");
+    std::ofstream(p) << "half a dump";
+    return p;
+  };
+  fs::path deadHere = partial(host + "-" + std::to_string(gone));
+  fs::path liveHere = partial(host + "-" + std::to_string(::getppid()));
+  fs::path deadElsewhere = partial("another-host-" + std::to_string(gone));
+  fs::path unnamedRecent = partial(std::to_string(gone));  // the name before hosts were in it
+  setenv("TORCH_FR_DUMP_TEMP_FILE", (dir / "fr_").string().c_str(), 1);
+  FlightRecorder recorder(16);
+  recorder.dumpToFile(0);
+  unsetenv("TORCH_FR_DUMP_TEMP_FILE");
+  EXPECT_FALSE(fs::exists(deadHere));
+  EXPECT_TRUE(fs::exists(liveHere));
+  EXPECT_TRUE(fs::exists(deadElsewhere));
+  EXPECT_TRUE(fs::exists(unnamedRecent));  // may still be another host's: kept until it is old
+  EXPECT_TRUE(fs::exists(dir / "fr_0"));
+  removeTree(dir);
+}
+
+// The temporary name says who writes it, so a later dump can tell an abandoned file.
+TEST(FlightRecorderDump, ItsTemporaryFileNamesItsHostAndProcess) {
+  std::string name = dumpTemporaryPath("/d/fr_1").filename().string();
+  EXPECT_NE(name.find("-" + thisHost() + "-" + std::to_string(::getpid()) + "-"), std::string::npos) << name;
 }
 
 }  // namespace

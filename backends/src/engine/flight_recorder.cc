@@ -8,9 +8,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string_view>
 #include <sstream>
 
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/ivalue.h>
@@ -245,6 +253,7 @@ std::string FlightRecorder::dumpToFile(uint64_t globalRank) const {
   std::string path = prefix + std::to_string(globalRank);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  removeAbandonedDumps(std::filesystem::path(path).parent_path());
   // Write then rename, so a reader never sees half a dump.
   std::string tmp = dumpTemporaryPath(path).string();
   bool written = false;
@@ -266,14 +275,79 @@ std::string FlightRecorder::dumpToFile(uint64_t globalRank) const {
   return path;
 }
 
+namespace {
+
+constexpr std::string_view kPartialStart = ".nccl-migrate-dump-";
+constexpr std::string_view kPartialEnd = ".partial";
+
+std::string hostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// The writer of a partial dump named by dumpTemporaryPath: its host ("" in names written before
+// the host was part of them) and pid, or nullopt for a name of another kind.
+struct PartialWriter {
+  std::string host;
+  pid_t pid = 0;
+};
+
+std::optional<PartialWriter> writerOf(std::string_view name) {
+  if (!name.starts_with(kPartialStart) || !name.ends_with(kPartialEnd)) return std::nullopt;
+  name.remove_prefix(kPartialStart.size());
+  name.remove_suffix(kPartialEnd.size());
+  // <host>-<pid>-<n>, the host possibly holding dashes itself: read from the right.
+  size_t countDash = name.rfind('-');
+  if (countDash == std::string_view::npos || countDash == 0) return std::nullopt;
+  std::string_view head = name.substr(0, countDash);
+  size_t pidDash = head.rfind('-');
+  std::string_view pidText = pidDash == std::string_view::npos ? head : head.substr(pidDash + 1);
+  if (pidText.empty() || pidText.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  PartialWriter writer;
+  writer.pid = static_cast<pid_t>(std::stol(std::string(pidText)));
+  if (pidDash != std::string_view::npos) writer.host = std::string(head.substr(0, pidDash));
+  return writer;
+}
+
+bool processIsGone(pid_t pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
+
+}  // namespace
+
 std::filesystem::path dumpTemporaryPath(const std::filesystem::path& target) {
   // Beside the target (a rename within one file system), named after neither its prefix nor its
   // rank: torchfrtrace reads every file whose name contains the prefix, anywhere, and takes the
   // rest as a rank, so a dump a process left half-written when it exited (or one being written
-  // while it reads) must not look like one.
+  // while it reads) must not look like one. The host and pid name the writer, so a later dump
+  // can tell an abandoned file from one still being written (removeAbandonedDumps).
   static std::atomic<uint64_t> dumps{0};
-  return target.parent_path() /
-         (".nccl-migrate-dump-" + std::to_string(::getpid()) + "-" + std::to_string(dumps++) + ".partial");
+  static const std::string host = hostName();
+  return target.parent_path() / (std::string(kPartialStart) + host + "-" + std::to_string(::getpid()) + "-" +
+                                 std::to_string(dumps++) + std::string(kPartialEnd));
+}
+
+void removeAbandonedDumps(const std::filesystem::path& dir) {
+  // POSIX calls, not std::filesystem's iterators: torch 2.11's libtorch carries a copy of
+  // std::filesystem of its own (see flight_recorder_test.cc).
+  DIR* entries = ::opendir(dir.c_str());
+  if (!entries) return;
+  const std::string host = hostName();
+  const std::time_t now = std::time(nullptr);
+  while (const dirent* entry = ::readdir(entries)) {
+    std::optional<PartialWriter> writer = writerOf(entry->d_name);
+    if (!writer || writer->pid == ::getpid() || !processIsGone(writer->pid)) continue;
+    std::string path = (dir / entry->d_name).string();
+    if (writer->host.empty()) {
+      // Named before the host was part of the name: this host's only when it is old enough
+      // that no writer on another host sharing the folder can still be at it.
+      struct stat info {};
+      if (::stat(path.c_str(), &info) != 0 || now - info.st_mtime < kAbandonedUnnamedSeconds) continue;
+    } else if (writer->host != host) {
+      continue;  // another host's writer: its pid means nothing here
+    }
+    ::unlink(path.c_str());
+  }
+  ::closedir(entries);
 }
 
 }  // namespace nccl_migrate::backends

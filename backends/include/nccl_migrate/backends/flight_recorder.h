@@ -74,6 +74,14 @@ int64_t nowNs();
 
 // Where a dump to `target` is written before it is renamed into place: beside it, under a name
 // torchfrtrace never mistakes for a rank's dump.
+// The name holds the writer's host and pid.
 std::filesystem::path dumpTemporaryPath(const std::filesystem::path& target);
+
+// Removes from `dir` the partial dumps whose writer died before it renamed them (a process
+// killed mid-dump): those of this host whose pid is gone, and unnamed-host ones older than
+// kAbandonedUnnamedSeconds. Every dump runs it first, so a later run cleans what an earlier one
+// left; fr and torchfrtrace never read them meanwhile (dumpTemporaryPath's names).
+void removeAbandonedDumps(const std::filesystem::path& dir);
+inline constexpr long kAbandonedUnnamedSeconds = 600;
 
 }  // namespace nccl_migrate::backends
