@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -22,6 +23,8 @@
 #include "cpp/cpp_aliases.h"
 #include "engine/file_result.h"
 #include "python/group_wrappers.h"
+#include "python/group_wrapper_catalogue.h"
+#include "python/python_environment.h"
 #include "engine/isolation.h"
 #include "engine/prefilter.h"
 #include "python/python_docstrings.h"
@@ -40,11 +43,27 @@ namespace {
 
 constexpr size_t kLanguages = 5;
 
+// A call the project model resolved that the file alone does not (group_wrappers.h): it creates
+// groups through `via`.
+struct ResolvedCall {
+  int line = 0, column = 0;  // 1-based, as the frontend places the call
+  std::string callee;        // its last name, which tells it from a call it holds at the same place
+  std::string via;
+};
+
 // Facts about the whole run that single files cannot see.
 struct ProjectTables {
   std::set<std::string> groupWrappers;       // inferred group-creating functions, as keys (python_project.h)
   std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
+  // By file (absolute, normal): calls through objects and installed packages' wrappers.
+  std::map<std::string, std::vector<ResolvedCall>> resolvedCalls;
+  std::vector<std::string> notes;  // why the environment was not read, at most one
 };
+
+std::string absoluteKey(const fs::path& path) {
+  std::error_code ec;
+  return fs::absolute(path, ec).lexically_normal().generic_string();
+}
 
 // Names that stand for `word` in the code (the aliases the tree's headers give ProcessGroupNCCL)
 // fire every trigger that `word` fires, and count as its words where regions are chosen.
@@ -93,6 +112,7 @@ struct RulePlan {
   std::vector<Prefilter> prefilters;
   bool reportUnused = false;
   NameEquivalences names;
+  std::map<std::string, std::vector<ResolvedCall>> resolvedCalls;
 
   // `languages`: those of the files to lint (a run of Python files builds no C++ automaton); empty:
   // every language.
@@ -104,6 +124,7 @@ struct RulePlan {
     std::vector<Trigger> wrappers = groupWrapperTriggers(config, tables.groupWrappers);
     std::vector<std::string> aliases(tables.legacyClassAliases.begin(), tables.legacyClassAliases.end());
     names.inferredGroupWrappers = std::move(tables.groupWrappers);
+    resolvedCalls = std::move(tables.resolvedCalls);
     std::vector<const Rule*> enabled;
     for (const Rule* rule : allRules()) {
       const RuleInfo& info = rule->info();
@@ -142,12 +163,12 @@ std::vector<ParseRegion> regionsToParse(const std::string& text, const Prefilter
 }
 
 SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan,
-                  const PrefilterMatches& matches, const std::vector<const Rule*>& rules) {
+                  const PrefilterMatches& matches, const std::vector<const Rule*>& rules, bool whole) {
   std::string name = path.string();
   switch (language) {
     case Language::Python: {
       std::vector<ParseRegion> leftOut;
-      std::vector<ParseRegion> regions = regionsToParse(text, plan.prefilter(language), matches, rules, leftOut);
+      std::vector<ParseRegion> regions = whole ? std::vector<ParseRegion>{} : regionsToParse(text, plan.prefilter(language), matches, rules, leftOut);
       return parsePython(name, text, plan.names, regions, leftOut);
     }
     case Language::Cpp: return lexCpp(name, text);
@@ -224,6 +245,41 @@ bool ignoredForFile(const LintConfig& config, const std::string& path, const std
   return false;
 }
 
+bool ruleOn(const LintConfig& config, const char* code);
+
+// The project model's calls in this file (a Python file's; none elsewhere).
+const std::vector<ResolvedCall>* resolvedCallsIn(const fs::path& path, Language language, const RulePlan& plan) {
+  if (language != Language::Python || plan.resolvedCalls.empty()) return nullptr;
+  auto it = plan.resolvedCalls.find(absoluteKey(path));
+  return it == plan.resolvedCalls.end() ? nullptr : &it->second;
+}
+
+// A call the project model resolved creates groups, whatever the file's own imports say of it;
+// NM401 runs on the file even when none of its words is there.
+void addResolvedCallRules(std::vector<const Rule*>& rules, const LintConfig& config) {
+  const Rule* rule = findRule("NM401");
+  if (rule && ruleOn(config, "NM401") && std::find(rules.begin(), rules.end(), rule) == rules.end()) rules.push_back(rule);
+}
+
+void markResolvedCalls(SourceModel& model, const std::vector<ResolvedCall>& resolved) {
+  for (Call& call : model.calls) {
+    for (const ResolvedCall& r : resolved) {
+      if (call.where.line != r.line || call.where.column != r.column) continue;
+      if (call.spelling != r.callee && !call.spelling.ends_with("." + r.callee)) continue;
+      if (!call.qualifiedName.starts_with("torch.distributed.")) call.qualifiedName = "torch.distributed.new_group";
+    }
+  }
+}
+
+// NM401's findings at those calls name the chain that makes them group creations.
+void nameChains(std::vector<Finding>& findings, const std::vector<ResolvedCall>& resolved) {
+  for (Finding& f : findings) {
+    if (f.code != "NM401") continue;
+    for (const ResolvedCall& r : resolved)
+      if (f.where.line == r.line && f.where.column == r.column) f.message += " (through " + r.via + ")";
+  }
+}
+
 // One file's source: prefilter, frontend, the triggered rules, per-file ignores, suppressions.
 FileResult lintCode(const fs::path& path, const std::string& text, Language language, const LintOptions& options,
                     const RulePlan& plan) {
@@ -232,17 +288,21 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
   const Prefilter& prefilter = plan.prefilter(language);
   PrefilterMatches matches = prefilter.scan(text);
   std::vector<const Rule*> rules = prefilter.triggeredRules(matches);
+  const std::vector<ResolvedCall>* resolved = resolvedCallsIn(path, language, plan);
+  if (resolved) addResolvedCallRules(rules, options.config);
   if (rules.empty()) return result;
   if (language == Language::Python) {
     // A rule's words in a docstring say nothing of the code (python_docstrings.h).
     prefilter.dropWithin(matches, pythonDocstrings(text));
     rules = prefilter.triggeredRules(matches);
+    if (resolved) addResolvedCallRules(rules, options.config);
     if (rules.empty()) return result;
   }
   result.parsed = true;
   SourceModel model;
   try {
-    model = parse(path, text, language, plan, matches, rules);
+    model = parse(path, text, language, plan, matches, rules, resolved != nullptr);
+    if (resolved) markResolvedCalls(model, *resolved);
   } catch (const CppFrontendMissing& e) {
     result.warnings.push_back(path.string() + ": skipped: " + e.what());
     return result;
@@ -256,6 +316,7 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
   }
   RuleContext context{options.config};
   for (const Rule* rule : rules) rule->check(model, context, result.findings);
+  if (resolved) nameChains(result.findings, *resolved);
   // Two tiers (lexer and AST) may report the same thing: one finding per line and rule.
   std::sort(result.findings.begin(), result.findings.end(), lessFinding);
   result.findings.erase(std::unique(result.findings.begin(), result.findings.end(),
@@ -462,6 +523,16 @@ std::string notebookPython(const std::string& text) {
 // The Python texts it reads stay in `preread` for the workers, which then need not read them again.
 ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig& config, unsigned jobs,
                             std::vector<std::optional<SourceRead>>& preread) {
+  // The interpreter starts (python_environment.h) while the files are read: its startup costs
+  // about as much as reading a package, and a run waits for it only once.
+  bool anyPythonFile = std::any_of(files.begin(), files.end(), [](const fs::path& f) { return languageByName(f) == Language::Python; });
+  std::future<std::pair<PythonEnvironment, std::string>> asked;
+  if (config.environment && anyPythonFile && ruleOn(config, "NM401"))
+    asked = std::async(std::launch::async, [python = config.python] {
+      std::string note;
+      PythonEnvironment environment = PythonEnvironment::ask(python, note);
+      return std::make_pair(std::move(environment), std::move(note));
+    });
   bool wrappers = ruleOn(config, "NM401");
   bool aliases = ruleOn(config, "NM201") || ruleOn(config, "NM204");
   std::vector<size_t> wanted;
@@ -502,7 +573,25 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   for (std::thread& t : threads) t.join();
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
-  if (wrappers) tables.groupWrappers = inferGroupWrappers(texts, modules, jobs);
+  if (!wrappers) return tables;
+  // The environment lint runs in resolves the imports that leave the tree (python_environment.h),
+  // asked once per run and only when the tree has Python.
+  PythonEnvironment environment;
+  if (asked.valid()) {
+    auto [answer, note] = asked.get();
+    environment = std::move(answer);
+    if (!note.empty()) tables.notes.push_back(note);
+  }
+  ModuleReader reader;
+  if (!environment.searchPath().empty()) reader = [&](const std::string& dotted) { return environment.moduleSource(dotted); };
+  GroupWrapperTable table = buildGroupWrapperTable(texts, modules, jobs, reader, groupWrapperCatalogue());
+  tables.groupWrappers = std::move(table.keys);
+  for (const ProjectSite& site : table.sites) {
+    const fs::path& path = files[wanted[site.source]];
+    if (path.extension() == ".ipynb") continue;  // a notebook's findings are placed by cell
+    tables.resolvedCalls[absoluteKey(path)].push_back(
+        {static_cast<int>(site.row) + 1, static_cast<int>(site.column) + 1, site.callee, site.via});
+  }
   return tables;
 }
 
@@ -548,7 +637,9 @@ LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& opti
   loadCppFrontendForWorkers(files);
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::optional<SourceRead>> preread(files.size());
-  RulePlan plan(options.config, projectTables(files, options.config, jobs, preread), languagesOf(files));
+  ProjectTables tables = projectTables(files, options.config, jobs, preread);
+  std::vector<std::string> notes = std::move(tables.notes);
+  RulePlan plan(options.config, std::move(tables), languagesOf(files));
   std::vector<FileResult> results(files.size());
   size_t finished = 0;
   auto progress = [&] {
@@ -587,7 +678,9 @@ LintReport lintPaths(const std::vector<fs::path>& paths, const LintOptions& opti
     progress();
   };
   runIsolated(work);
-  return merge(results);
+  LintReport report = merge(results);
+  report.warnings.insert(report.warnings.begin(), notes.begin(), notes.end());
+  return report;
 }
 
 LintReport lintSource(const fs::path& path, const std::string& text, const LintOptions& options) {

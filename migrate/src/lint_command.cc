@@ -40,6 +40,11 @@ options:
   --exit-zero               exit 0 even when there are findings
   -p DIR                    parse C/C++/CUDA with Clang's AST using DIR/compile_commands.json
   -- FLAGS                  parse C/C++/CUDA with Clang's AST using these compiler flags
+  --python PATH             resolve imports of installed packages through this interpreter's
+                            sys.path (default: python3 on PATH), so that their group-creating
+                            wrappers count like the tree's own
+  --no-environment          resolve no imports outside the tree (the built-in catalogue of
+                            libraries' wrappers still applies)
   -j, --jobs N              worker processes (default: every core)
   --file-timeout SECONDS    give up on a file that takes longer, with a warning (default 60)
   --list-rules              same as `nccl-migrate rules`
@@ -69,6 +74,8 @@ struct LintArgs {
   lint::CppAstOptions cppAst;
   unsigned jobs = 0;
   std::optional<double> fileTimeoutSeconds;
+  std::optional<std::string> python;
+  bool noEnvironment = false;
 };
 
 class UsageError : public std::runtime_error {
@@ -112,6 +119,8 @@ LintArgs parseArgs(const std::vector<std::string>& args) {
     else if (a == "--unsafe-fixes") out.unsafeFixes = true;
     else if (a == "--diff") out.diff = true;
     else if (a == "--exit-zero") out.exitZero = true;
+    else if (isOption(a, "--python")) out.python = valueOf(args, i, "--python");
+    else if (a == "--no-environment") out.noEnvironment = true;
     else if (a == "-p" || a.starts_with("-p=") || isOption(a, "--compile-commands")) {
       std::string dir = a.starts_with("-p=") ? a.substr(3) : valueOf(args, i, a == "-p" ? "-p" : "--compile-commands");
       out.cppAst.compileCommandsDir = dir;
@@ -156,6 +165,8 @@ lint::LintConfig configFor(const LintArgs& args) {
   config.extendSelect.insert(config.extendSelect.end(), args.extendSelect.begin(), args.extendSelect.end());
   config.ignore.insert(config.ignore.end(), args.ignore.begin(), args.ignore.end());
   config.exclude.insert(config.exclude.end(), args.exclude.begin(), args.exclude.end());
+  if (args.python) config.python = *args.python;
+  if (args.noEnvironment) config.environment = false;
   return config;
 }
 

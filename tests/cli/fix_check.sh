@@ -21,4 +21,15 @@ grep -q 'Fixed 2 findings' "$dir/fix.err" || { echo "wrong count:"; cat "$dir/fi
 cp "$dir/Dockerfile" "$dir/Dockerfile.once"
 "$cli" lint --fix --unsafe-fixes "$dir/Dockerfile" 2>/dev/null
 cmp -s "$dir/Dockerfile" "$dir/Dockerfile.once" || { echo "a second --fix changed the Dockerfile"; exit 1; }
+
+# NM201's Python fix puts one helper after the imports and calls it from each check; a second
+# --fix changes nothing. NM203 offers no fix (a skipped split can hang the ranks that split).
+printf 'import torch.distributed as dist\n\n\ndef f(a, b):\n    return isinstance(a, dist.ProcessGroupNCCL)\n\n\ndef g(b):\n    b.perform_nocolor_split(0)\n    return isinstance(b, dist.ProcessGroupNCCL)\n' > "$dir/checks.py"
+"$cli" lint --fix --unsafe-fixes "$dir/checks.py" >/dev/null 2>&1
+[[ $(grep -c '^def _is_nccl_backend(obj, classes=()):$' "$dir/checks.py") -eq 1 ]] || { echo "not one helper:"; cat "$dir/checks.py"; exit 1; }
+[[ $(grep -c '    return _is_nccl_backend([ab])$' "$dir/checks.py") -eq 2 ]] || { echo "checks not rewritten:"; cat "$dir/checks.py"; exit 1; }
+grep -q '^    b.perform_nocolor_split(0)$' "$dir/checks.py" || { echo "NM203 rewrote a call:"; cat "$dir/checks.py"; exit 1; }
+cp "$dir/checks.py" "$dir/checks.once"
+"$cli" lint --fix --unsafe-fixes "$dir/checks.py" >/dev/null 2>&1
+cmp -s "$dir/checks.py" "$dir/checks.once" || { echo "a second --fix changed checks.py"; exit 1; }
 exit 0

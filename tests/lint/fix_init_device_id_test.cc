@@ -22,12 +22,13 @@ int findings(const std::string& text) {
   return n;
 }
 
-const std::string kHeader = "import torch\nimport torch.distributed as dist\n";
+// Every selection here is read from the global rank, which NM102 reports; a value it cannot read is no finding.
+const std::string kHeader = "import os\nimport torch\nimport torch.distributed as dist\nRANK = int(os.environ[\"RANK\"])\n";
 
 TEST(FixInitDeviceId, AddsTheSelectedDevice) {
-  std::string source = kHeader + "gpu = rank % 4\ntorch.cuda.set_device(gpu)\ndist.init_process_group(\"nccl\")\n";
+  std::string source = kHeader + "gpu = RANK % 4\ntorch.cuda.set_device(gpu)\ndist.init_process_group(\"nccl\")\n";
   std::string once = fixed(source);
-  EXPECT_EQ(once, kHeader + "gpu = rank % 4\ntorch.cuda.set_device(gpu)\n"
+  EXPECT_EQ(once, kHeader + "gpu = RANK % 4\ntorch.cuda.set_device(gpu)\n"
                             "dist.init_process_group(\"nccl\", device_id=torch.device(\"cuda\", torch.cuda.current_device()))\n");
   EXPECT_EQ(findings(once), 0);
   EXPECT_EQ(fixed(once), once) << "a second --fix changed the file";
@@ -36,14 +37,14 @@ TEST(FixInitDeviceId, AddsTheSelectedDevice) {
 TEST(FixInitDeviceId, KeepsAMultiLineCallsLayoutAndComments) {
   std::string source = kHeader +
                        "def main(args):\n"
-                       "    torch.cuda.set_device(args.gpu)\n"
+                       "    torch.cuda.set_device(RANK % 8)\n"
                        "    dist.init_process_group(\n"
                        "        backend=\"nccl\",  # the GPUs' backend\n"
                        "        world_size=args.world_size,\n"
                        "    )\n";
   EXPECT_EQ(fixed(source), kHeader +
                                "def main(args):\n"
-                               "    torch.cuda.set_device(args.gpu)\n"
+                               "    torch.cuda.set_device(RANK % 8)\n"
                                "    dist.init_process_group(\n"
                                "        backend=\"nccl\",  # the GPUs' backend\n"
                                "        world_size=args.world_size, device_id=torch.device(\"cuda\", torch.cuda.current_device()),\n"
@@ -51,15 +52,15 @@ TEST(FixInitDeviceId, KeepsAMultiLineCallsLayoutAndComments) {
 }
 
 TEST(FixInitDeviceId, AnEmptyArgumentListGetsTheArgumentAlone) {
-  std::string source = kHeader + "torch.cuda.set_device(dev)\ndist.init_process_group()\n";
-  EXPECT_EQ(fixed(source), kHeader + "torch.cuda.set_device(dev)\n"
+  std::string source = kHeader + "torch.cuda.set_device(RANK)\ndist.init_process_group()\n";
+  EXPECT_EQ(fixed(source), kHeader + "torch.cuda.set_device(RANK)\n"
                                      "dist.init_process_group(device_id=torch.device(\"cuda\", torch.cuda.current_device()))\n");
 }
 
 // Whatever the selection was given (an index from a call, a "cuda:N" string, a torch.device), the
 // device written is the one it set: torch.device("cuda", "cuda:1") would raise TypeError.
 TEST(FixInitDeviceId, AnyFormOfTheSelectedDeviceIsWrittenAsTheCurrentOne) {
-  for (const std::string selection : {"pick_gpu()", "\"cuda:1\"", "torch.device(\"cuda\", 1)", "device"}) {
+  for (const std::string selection : {"RANK % 8", "\"cuda:1\"", "torch.device(\"cuda\", 1)", "\"cuda:%d\" % RANK"}) {
     std::string source = kHeader + "torch.cuda.set_device(" + selection + ")\ndist.init_process_group(\"nccl\")\n";
     EXPECT_EQ(fixed(source), kHeader + "torch.cuda.set_device(" + selection + ")\n"
                                        "dist.init_process_group(\"nccl\", device_id=torch.device(\"cuda\", "
@@ -73,16 +74,16 @@ TEST(FixInitDeviceId, AnyFormOfTheSelectedDeviceIsWrittenAsTheCurrentOne) {
 TEST(FixInitDeviceId, NoFixWhereTheSelectionMayNotHaveRun) {
   const std::string cases[] = {
       // two methods of one name in two classes: the selection is not in the init's function
-      kHeader + "class Worker:\n    def setup(self, gpu):\n        torch.cuda.set_device(gpu)\n"
+      kHeader + "class Worker:\n    def setup(self, gpu):\n        torch.cuda.set_device(RANK % 8)\n"
                 "class Trainer:\n    def setup(self):\n        dist.init_process_group(\"nccl\")\n",
       // the arguments unpacked: they may hold a device_id already
-      kHeader + "torch.cuda.set_device(dev)\ndist.init_process_group(\"nccl\", **options)\n",
+      kHeader + "torch.cuda.set_device(RANK)\ndist.init_process_group(\"nccl\", **options)\n",
       // selected on one path only
-      kHeader + "if args.gpu is not None:\n    torch.cuda.set_device(args.gpu)\ndist.init_process_group(\"nccl\")\n",
+      kHeader + "if args.gpu is not None:\n    torch.cuda.set_device(RANK % 8)\ndist.init_process_group(\"nccl\")\n",
       // selected in another function
-      kHeader + "def pick(d):\n    torch.cuda.set_device(d)\n\ndef main():\n    dist.init_process_group(\"nccl\")\n",
+      kHeader + "def pick(d):\n    torch.cuda.set_device(RANK % 8)\n\ndef main():\n    dist.init_process_group(\"nccl\")\n",
       // `torch` may not name the module where the device would be written
-      "import torch.distributed as dist\nfrom torch.cuda import set_device\nset_device(dev)\n"
+      "import os\nimport torch.distributed as dist\nfrom torch.cuda import set_device\nset_device(int(os.environ[\"RANK\"]))\n"
       "dist.init_process_group(\"nccl\")\n",
   };
   for (const std::string& source : cases) {

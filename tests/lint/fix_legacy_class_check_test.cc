@@ -1,6 +1,6 @@
-// NM201's fixes: C++ casts through the real lexer (and the AST tier), applied, applied again
-// (nothing changes), still balanced; Python's isinstance rewrite from the range the frontend
-// records for the word `isinstance`.
+// NM201's fixes: C++ casts through the real lexer (and the AST tier), Python isinstance checks
+// through the real frontend; each file gets one helper, put once after its includes or imports,
+// called where each check stood; applied, applied again (nothing changes), still readable.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -20,14 +20,27 @@ std::string fixed(const std::string& name, const std::string& text, const LintOp
   return applyFixes(text, applicableFixes(report, FixSafety::Unsafe));
 }
 
-constexpr const char* kNameTest =
-    "[](const auto& backend) { if (!backend) return false; const std::string name = backend->getBackendName(); "
-    "return name == \"nccl\" || name == \"nccl2\" || name == \"nccl-lazy\"; }";
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
 
-std::string nameTest(const std::string& operand) { return std::string(kNameTest) + "(" + operand + ")"; }
+constexpr const char* kCppHelper = R"(
+// The backend where it runs NCCL (torch's legacy or rewritten backend, or the toolkit's), else
+// null: what a dynamic_cast to the legacy c10d::ProcessGroupNCCL tested for null now asks.
+template <typename BackendPointer>
+static BackendPointer asNcclBackend(const BackendPointer& backend) {
+  if (!backend) return BackendPointer();
+  const std::string name = backend->getBackendName();
+  if (name == "nccl" || name == "nccl2" || name == "nccl-lazy") return backend;
+  return BackendPointer();
+}
+)";
 
-TEST(FixLegacyClassCheckCpp, TestsForNullBecomeNameTests) {
+TEST(FixLegacyClassCheckCpp, TestsForNullCallOneHelper) {
   const std::string source = R"(#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+
 bool f(c10d::Backend* b, c10::intrusive_ptr<c10d::Backend> p, std::shared_ptr<c10d::Backend> s) {
   if (dynamic_cast<c10d::ProcessGroupNCCL*>(b)) return true;  // why: the NCCL path
   bool x = dynamic_cast<c10d::ProcessGroupNCCL*>(b) != nullptr;
@@ -35,15 +48,78 @@ bool f(c10d::Backend* b, c10::intrusive_ptr<c10d::Backend> p, std::shared_ptr<c1
   return x && y && !std::dynamic_pointer_cast<c10d::ProcessGroupNCCL>(s);
 }
 )";
-  const std::string expected = std::string(R"(#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+  const std::string expected = std::string("#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>\n") + kCppHelper +
+                               R"(
 bool f(c10d::Backend* b, c10::intrusive_ptr<c10d::Backend> p, std::shared_ptr<c10d::Backend> s) {
-  if ()") + nameTest("b") + R"() return true;  // why: the NCCL path
-  bool x = )" + nameTest("b") + R"(;
-  bool y = !)" + nameTest("p") + R"(;
-  return x && y && !)" + nameTest("s") + R"(;
+  if (asNcclBackend(b)) return true;  // why: the NCCL path
+  bool x = asNcclBackend(b) != nullptr;
+  bool y = nullptr == asNcclBackend(p);
+  return x && y && !asNcclBackend(s);
 }
 )";
   EXPECT_EQ(fixed("x.cc", source), expected);
+}
+
+// A variable that holds the cast only to be tested for null is a test too: the helper gives the
+// same kind of answer (the backend or null), so the declaration and its tests stay as written.
+TEST(FixLegacyClassCheckCpp, AVariableOnlyTestedForNullCallsTheHelper) {
+  const std::string source = R"(#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+bool f(c10d::Backend* b) {
+  auto* p = dynamic_cast<c10d::ProcessGroupNCCL*>(b);
+  return p != nullptr;
+}
+bool g(c10d::Backend* b, std::shared_ptr<c10d::Backend> s) {
+  const auto* p = dynamic_cast<c10d::ProcessGroupNCCL*>(b);
+  auto q = std::dynamic_pointer_cast<c10d::ProcessGroupNCCL>(s);
+  if (p) return true;
+  if (!q || p == nullptr) return false;
+  return q && p;
+}
+)";
+  const std::string out = fixed("x.cc", source);
+  EXPECT_NE(out.find("  auto* p = asNcclBackend(b);\n  return p != nullptr;\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("  const auto* p = asNcclBackend(b);\n  auto q = asNcclBackend(s);\n"), std::string::npos) << out;
+  EXPECT_EQ(count(out, "static BackendPointer asNcclBackend("), 1u) << out;
+  EXPECT_EQ(fixed("x.cc", out), out);
+}
+
+// Used as a pointer, declared with its class, or reassigned: the variable is a value, left alone.
+TEST(FixLegacyClassCheckCpp, AVariableUsedAsAPointerIsLeftAlone) {
+  const std::string source = R"(#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+int f(c10d::Backend* b) {
+  auto* p = dynamic_cast<c10d::ProcessGroupNCCL*>(b);
+  if (p) return p->getUid();
+  c10d::ProcessGroupNCCL* q = dynamic_cast<c10d::ProcessGroupNCCL*>(b);
+  if (!q) return 0;
+  auto* r = dynamic_cast<c10d::ProcessGroupNCCL*>(b);
+  r = nullptr;
+  return r != nullptr;
+}
+)";
+  EXPECT_EQ(fixed("x.cc", source), source);
+}
+
+// The helper goes after the includes, past a conditional block they stand in, inside an include
+// guard; in a header it is `inline`; a file using the name already gets another one.
+TEST(FixLegacyClassCheckCpp, TheHelperFindsItsPlaceAndAFreeName) {
+  const std::string source = R"(#pragma once
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+int asNcclBackend = 0;
+inline bool f(c10d::Backend* b) { return dynamic_cast<c10d::ProcessGroupNCCL*>(b) != nullptr; }
+)";
+  const std::string out = fixed("x.h", source);
+  EXPECT_EQ(out.find("#endif\n\n// The backend where it runs NCCL"), source.find("#endif")) << out;
+  EXPECT_NE(out.find("inline BackendPointer asNcclBackend2(const BackendPointer& backend) {"), std::string::npos) << out;
+  EXPECT_NE(out.find("return asNcclBackend2(b) != nullptr;"), std::string::npos) << out;
+  EXPECT_EQ(fixed("x.h", out), out);
+  // A new test in a file that has the helper calls it, and adds none.
+  std::string more = out + "inline bool g(c10d::Backend* b) { return !dynamic_cast<c10d::ProcessGroupNCCL*>(b); }\n";
+  std::string again = fixed("x.h", more);
+  EXPECT_EQ(count(again, "BackendPointer asNcclBackend2("), 1u) << again;
+  EXPECT_NE(again.find("return !asNcclBackend2(b); }"), std::string::npos) << again;
 }
 
 TEST(FixLegacyClassCheckCpp, UncheckedCastsBecomeCheckedOnes) {
@@ -122,7 +198,7 @@ int f(c10d::Backend* b) {
   EXPECT_NE(fixedSource.find("  if (dynamic_cast<PGN*>(b) && dynamic_cast<PGN*>(b)->getUid() > 0) return 1;\n"),
             std::string::npos) << fixedSource;
   EXPECT_NE(fixedSource.find("  if (dynamic_cast<PGN*>(b)) static_cast"), std::string::npos) << fixedSource;
-  EXPECT_NE(fixedSource.find("  return " + nameTest("b") + " ? 2 : 0;\n"), std::string::npos) << fixedSource;
+  EXPECT_NE(fixedSource.find("  return asNcclBackend(b) ? 2 : 0;\n"), std::string::npos) << fixedSource;
 }
 
 TEST(FixLegacyClassCheckCpp, SecondFixChangesNothingAndBracketsBalance) {
@@ -148,41 +224,121 @@ bool f(c10d::Backend* b) { return dynamic_cast<c10d::ProcessGroupNCCL*>(b) != nu
 )";
   LintOptions options;
   options.cppAst.extraFlags = {"-std=c++17"};
-  EXPECT_EQ(fixed("x.cc", source, options), R"(#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-bool f(c10d::Backend* b) { return )" + nameTest("b") + R"(; }
+  EXPECT_EQ(fixed("x.cc", source, options), std::string("#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>\n") +
+                                                kCppHelper + R"(
+bool f(c10d::Backend* b) { return asNcclBackend(b) != nullptr; }
 )");
 }
 
-// The frontend records the word `isinstance` (callee); the rule replaces it, the arguments stay
-// as written. Checked here from a model built as the frontend fills it.
-TEST(FixLegacyClassCheckPython, IsinstanceBecomesOneExpressionOverTheSameArguments) {
-  const std::string text = "ok = not isinstance(pg,  # the backend\n    (dist.ProcessGroupNCCL, Other))\n";
-  SourceModel model;
-  model.path = "job.py";
-  Range callee{text.find("isinstance"), text.find("isinstance") + 10};
-  TypeCheck legacy{TypeCheck::Kind::Isinstance, "torch.distributed.ProcessGroupNCCL", "dist.ProcessGroupNCCL", {2, 6}};
-  TypeCheck other{TypeCheck::Kind::Isinstance, "Other", "Other", {2, 29}};
-  for (TypeCheck check : {legacy, other}) {
-    check.callee = callee;
-    model.typeChecks.push_back(check);
-  }
-  LintConfig config;
-  RuleContext context{config};
-  std::vector<Finding> findings;
-  findRule("NM201")->check(model, context, findings);
-  ASSERT_EQ(findings.size(), 1u);
-  ASSERT_TRUE(findings[0].fix.has_value());
-  EXPECT_EQ(findings[0].fix->safety, FixSafety::Unsafe);
-  std::string out = applyFixes(text, {&findings[0], &findings[0]});
-  EXPECT_EQ(out,
-            "ok = not (lambda obj, classes, c10d=__import__(\"torch\")._C._distributed_c10d: isinstance(obj, (classes, "
-            "getattr(c10d, \"ProcessGroupNCCL2\", ()), getattr(c10d, \"ProcessGroupNCCLLazy\", ()))) or "
-            "(isinstance(obj, c10d.Backend) and obj.name() in (\"nccl\", \"nccl2\", \"nccl-lazy\")))(pg,  # the backend\n"
-            "    (dist.ProcessGroupNCCL, Other))\n");
+constexpr const char* kPythonHelper = R"(def _is_nccl_backend(obj, classes=()):
+    """Whether obj is a backend that runs NCCL, on any torch, or of classes."""
+    from torch._C import _distributed_c10d as c10d
+
+    names = "ProcessGroupNCCL", "ProcessGroupNCCL2", "ProcessGroupNCCLLazy"
+    if isinstance(obj, (classes, *(getattr(c10d, n, ()) for n in names))):
+        return True
+    # The toolkit's backends reach Python as a Backend named for what it runs.
+    nccl_names = "nccl", "nccl2", "nccl-lazy"
+    return isinstance(obj, c10d.Backend) and obj.name() in nccl_names
+)";
+
+TEST(FixLegacyClassCheckPython, EachCheckCallsOneHelperAfterTheImports) {
+  const std::string text = R"("""A job."""
+
+from __future__ import annotations
+
+import torch.distributed as dist
+
+SIZE = 2
+
+
+def f(b):
+    return isinstance(b, dist.ProcessGroupNCCL)
+
+
+def g(b):
+    if not isinstance(b, (dist.ProcessGroupNCCL, int)):
+        return isinstance(
+            b.backend,
+            dist.ProcessGroupNCCL,
+        )
+)";
+  const std::string expected = std::string(R"("""A job."""
+
+from __future__ import annotations
+
+import torch.distributed as dist
+
+
+)") + kPythonHelper + R"(
+
+SIZE = 2
+
+
+def f(b):
+    return _is_nccl_backend(b)
+
+
+def g(b):
+    if not _is_nccl_backend(b, (dist.ProcessGroupNCCL, int)):
+        return _is_nccl_backend(b.backend)
+)";
+  const std::string out = fixed("job.py", text);
+  EXPECT_EQ(out, expected);
   EXPECT_FALSE(fixBreaksSyntax("job.py", text, out).has_value());
-  // The rewritten text has no isinstance check against the legacy class left to fix.
-  for (const Finding& f : lintSource("job.py", "import torch.distributed as dist\n" + out).findings)
-    EXPECT_NE(f.code, "NM201") << f.message;
+  EXPECT_EQ(fixed("job.py", out), out);
+  for (const Finding& f : lintSource("job.py", out).findings) EXPECT_NE(f.code, "NM201") << f.message;
+  EXPECT_EQ(out.find("__import__"), std::string::npos);
+  EXPECT_EQ(out.find("lambda"), std::string::npos);
+}
+
+// No imports: after the docstring, or after the comments heading the file; none of these: first.
+TEST(FixLegacyClassCheckPython, TheHelperGoesAfterTheModuleHeader) {
+  const std::string body =
+      "def f(b):\n"
+      "    from torch.distributed import ProcessGroupNCCL\n"
+      "\n"
+      "    return isinstance(b, ProcessGroupNCCL)\n";
+  std::string out = fixed("job.py", "#!/usr/bin/env python\n# Copyright\n\n" + body);
+  EXPECT_EQ(out.rfind("#!/usr/bin/env python\n# Copyright\n\n\ndef _is_nccl_backend(", 0), 0u) << out;
+  out = fixed("job.py", "\"\"\"Doc.\"\"\"\n" + body);
+  EXPECT_EQ(out.rfind("\"\"\"Doc.\"\"\"\n\n\ndef _is_nccl_backend(", 0), 0u) << out;
+  out = fixed("job.py", body);
+  EXPECT_EQ(out.rfind("def _is_nccl_backend(", 0), 0u) << out;
+  EXPECT_NE(out.find("nccl_names\n\n\ndef f(b):\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("    return _is_nccl_backend(b)\n"), std::string::npos) << out;
+}
+
+// A name the module uses already is left to it; the helper, recognised by its first line, is
+// called by a check added later and is not added twice.
+TEST(FixLegacyClassCheckPython, TheHelperTakesAFreeNameAndIsRecognised) {
+  const std::string text =
+      "import torch.distributed as dist\n"
+      "from mine import _is_nccl_backend\n"
+      "\n"
+      "\n"
+      "def f(b):\n"
+      "    return isinstance(b, dist.ProcessGroupNCCL) or _is_nccl_backend(b)\n";
+  const std::string out = fixed("job.py", text);
+  EXPECT_NE(out.find("\ndef _is_nccl_backend_2(obj, classes=()):\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("    return _is_nccl_backend_2(b) or _is_nccl_backend(b)\n"), std::string::npos) << out;
+  EXPECT_EQ(fixed("job.py", out), out);
+  const std::string more = out + "\n\ndef g(b):\n    return isinstance(b, dist.ProcessGroupNCCL)\n";
+  const std::string again = fixed("job.py", more);
+  EXPECT_EQ(count(again, "def _is_nccl_backend_2("), 1u) << again;
+  EXPECT_NE(again.find("def g(b):\n    return _is_nccl_backend_2(b)\n"), std::string::npos) << again;
+}
+
+// A comment between the arguments keeps the call's arguments as written: only the name changes.
+TEST(FixLegacyClassCheckPython, ACommentKeepsTheArguments) {
+  const std::string text =
+      "import torch.distributed as dist\n"
+      "ok = not isinstance(pg,  # the backend\n"
+      "    dist.ProcessGroupNCCL)\n";
+  const std::string out = fixed("job.py", text);
+  EXPECT_NE(out.find("ok = not _is_nccl_backend(pg,  # the backend\n    dist.ProcessGroupNCCL)\n"), std::string::npos)
+      << out;
+  EXPECT_FALSE(fixBreaksSyntax("job.py", text, out).has_value());
 }
 
 }  // namespace
@@ -198,27 +354,16 @@ std::string readText(const std::string& path) {
   return s.str();
 }
 
-// tests/python/lint/legacy_checks.py fixed as the rule fixes it once the frontend records where
-// each `isinstance` word stands (here found by text), must be legacy_checks_fixed.py, the file
-// the Python test runs against torch. NCCL_MIGRATE_WRITE_GOLDEN=1 rewrites it.
+// tests/python/lint/legacy_checks.py fixed once (one round: each check is on a line of its own)
+// must be legacy_checks_fixed.py, the file the Python test runs against torch.
+// NCCL_MIGRATE_WRITE_GOLDEN=1 rewrites it.
 TEST(FixLegacyClassCheckPython, TheRunnableFixedFileIsWhatTheFixWrites) {
   const std::string dir = NCCL_MIGRATE_PYTHON_LINT_TESTS;
   const std::string text = readText(dir + "/legacy_checks.py");
   ASSERT_FALSE(text.empty());
-  SourceModel model;
-  model.path = "legacy_checks.py";
-  for (size_t at = text.find("isinstance("); at != std::string::npos; at = text.find("isinstance(", at + 1)) {
-    TypeCheck check{TypeCheck::Kind::Isinstance, "torch.distributed.ProcessGroupNCCL", "dist.ProcessGroupNCCL", {1, 1}};
-    check.callee = {at, at + std::string("isinstance").size()};
-    model.typeChecks.push_back(check);
-  }
-  ASSERT_EQ(model.typeChecks.size(), 5u);
-  LintConfig config;
-  RuleContext context{config};
-  std::vector<Finding> findings;
-  findRule("NM201")->check(model, context, findings);
-  std::vector<const Finding*> all;
-  for (const Finding& f : findings) all.push_back(&f);
+  LintReport report = lintSource(dir + "/legacy_checks.py", text);
+  std::vector<const Finding*> all = applicableFixes(report, FixSafety::Unsafe);
+  ASSERT_EQ(all.size(), 5u);
   std::string out = applyFixes(text, all);
   if (const char* write = std::getenv("NCCL_MIGRATE_WRITE_GOLDEN"); write && std::string(write) == "1") {
     std::ofstream(dir + "/legacy_checks_fixed.py", std::ios::binary) << out;

@@ -3,6 +3,8 @@
 // the tree's C++ headers give the legacy class (seen in the files that include them).
 #include "cpp/cpp_aliases.h"
 #include "python/group_wrappers.h"
+#include "python/group_wrapper_catalogue.h"
+#include "python/python_environment.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -269,6 +271,218 @@ TEST_F(WrapperTree, HeaderAliasesReachTheFilesThatIncludeThem) {
         "struct TrainerPG {};\n"
         "void f(Base* b) { auto* p = dynamic_cast<TrainerPG*>(b); }\n");
   EXPECT_EQ(findingsIn(root_), (std::vector<std::string>{"check.cc:3:NM201", "check.cc:4:NM204"}));
+}
+
+// The project model beyond the tree's own functions (issue 38): an installed package's wrappers,
+// found through the interpreter's sys.path; the catalogue where the package is not installed;
+// methods called on objects; classes whose construction creates a group.
+class ProjectModelTree : public testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::temp_directory_path() / ("nccl-migrate-project-" + std::to_string(::getpid()));
+    fs::remove_all(base_);
+    root_ = base_ / "tree";
+    site_ = base_ / "site-packages";
+    fs::create_directories(root_);
+    fs::create_directories(site_);
+  }
+  void TearDown() override { fs::remove_all(base_); }
+  void write(const fs::path& file, const std::string& text) {
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << text;
+  }
+  // An interpreter that prints the sys.path a real one would: the fake site-packages only.
+  std::string fakePython() {
+    fs::path script = base_ / "python";
+    write(script, "#!/bin/sh\necho '{\"path\": [\"\", \"" + site_.string() + "\"], \"stdlib\": []}'\n");
+    fs::permissions(script, fs::perms::owner_all);
+    return script.string();
+  }
+  // "file:line:code" of each finding, and the messages, with the environment set as given.
+  std::vector<std::string> findings(const std::string& python, bool environment = true) {
+    LintOptions options;
+    options.jobs = 2;
+    options.config.python = python;
+    options.config.environment = environment;
+    LintReport report = lintPaths({root_}, options);
+    EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+    std::vector<std::string> found;
+    messages_.clear();
+    for (const Finding& f : report.findings) {
+      found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line) + ":" + f.code);
+      messages_.push_back(f.message);
+    }
+    return found;
+  }
+  fs::path base_, root_, site_;
+  std::vector<std::string> messages_;
+};
+
+// FlagScale's parallel context: its own create_group imports Megatron-LM's inside its body and is
+// called for every rank list. Megatron is installed, not in the tree.
+TEST_F(ProjectModelTree, WrappersOfInstalledPackagesCountLikeTheTreesOwn) {
+  write(site_ / "megatron/__init__.py", "");
+  write(site_ / "megatron/core/__init__.py", "");
+  write(site_ / "megatron/core/parallel_state.py",
+        "import torch\n"
+        "def create_group(\n"
+        "    ranks=None,\n"
+        "    timeout=None,\n"
+        "    backend=None,\n"
+        "    group_desc=None,\n"
+        "):\n"
+        "    kwargs = {'ranks': ranks, 'timeout': timeout, 'backend': backend}\n"
+        "    return torch.distributed.new_group(**kwargs)\n");
+  write(root_ / "flagscale/train/parallel_context.py",
+        "import torch\n"
+        "\n"
+        "def create_group(ranks=None, timeout=None, backend=None, group_desc=None):\n"
+        "    from megatron.core.parallel_state import create_group as mcore_create_group\n"
+        "    return mcore_create_group(ranks, timeout=timeout, backend=backend, group_desc=group_desc)\n"
+        "\n"
+        "class ParallelContext:\n"
+        "    def build_tensor_groups(self, all_ranks):\n"
+        "        for ranks in all_ranks:\n"
+        "            group = create_group(ranks, group_desc=\"TENSOR_MODEL_PARALLEL_GROUP\")\n"
+        "            if self.rank in ranks:\n"
+        "                self.tp_group = group\n");
+  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"parallel_context.py:10:NM401"}));
+  ASSERT_EQ(messages_.size(), 1u);
+  EXPECT_NE(messages_[0].find("create_group -> megatron.core.parallel_state.create_group -> torch.distributed.new_group"),
+            std::string::npos)
+      << messages_[0];
+  // Without the environment (and with the installed module's own wrapper unknown to the
+  // catalogue's reading), the catalogue's row for Megatron-LM still stands in.
+  EXPECT_EQ(findings("", false), (std::vector<std::string>{"parallel_context.py:10:NM401"}));
+}
+
+// The catalogue stands in for a library not installed: Megatron-LM's create_group in a loop.
+TEST_F(ProjectModelTree, TheCatalogueStandsInForPackagesNotInstalled) {
+  write(root_ / "train.py",
+        "from megatron.core.parallel_state import create_group\n"
+        "def expert_groups(layout):\n"
+        "    return [create_group(ranks) for ranks in layout]\n"
+        "def once():\n"
+        "    return create_group([0, 1])\n");
+  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"train.py:3:NM401"}));
+  ASSERT_EQ(messages_.size(), 1u);
+  EXPECT_NE(messages_[0].find("megatron.core.parallel_state.create_group -> torch.distributed.new_group"), std::string::npos);
+  // An interpreter named that cannot be run: one note, the same finding.
+  LintOptions options;
+  options.config.python = (base_ / "no-such-python").string();
+  LintReport report = lintPaths({root_}, options);
+  EXPECT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.warnings.size(), 1u);
+}
+
+// nnscaler's runtime: DeviceGroup() returns its module's singleton of a class whose get_group
+// creates a group; an adapter calls it in a while loop in another file.
+TEST_F(ProjectModelTree, MethodsOfAFactorysSingletonInAWhileLoop) {
+  write(root_ / "nnscaler/runtime/device.py",
+        "import torch\n"
+        "\n"
+        "class _DeviceGroup:\n"
+        "    def __init__(self):\n"
+        "        self.groups = dict()\n"
+        "\n"
+        "    def get_group(self, ranks):\n"
+        "        rank_bits = tuple(sorted(ranks))\n"
+        "        if rank_bits not in self.groups:\n"
+        "            self.groups[rank_bits] = torch.distributed.new_group(list(ranks))\n"
+        "        return self.groups[rank_bits]\n"
+        "\n"
+        "_instance = None\n"
+        "\n"
+        "def DeviceGroup():\n"
+        "    global _instance\n"
+        "    if _instance is None:\n"
+        "        _instance = _DeviceGroup()\n"
+        "    return _instance\n");
+  write(root_ / "nnscaler/runtime/adapter/collectives.py",
+        "from nnscaler.runtime.device import DeviceGroup\n"
+        "\n"
+        "def create_adapter_groups(plans):\n"
+        "    idx = 0\n"
+        "    while idx < len(plans):\n"
+        "        DeviceGroup().get_group(plans[idx].ranks)\n"
+        "        idx += 1\n");
+  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"collectives.py:6:NM401"}));
+  ASSERT_EQ(messages_.size(), 1u);
+  EXPECT_NE(messages_[0].find("DeviceGroup().get_group -> _DeviceGroup.get_group -> torch.distributed.new_group"),
+            std::string::npos)
+      << messages_[0];
+}
+
+// An attribute assigned once in __init__, and a module-level instance imported elsewhere.
+TEST_F(ProjectModelTree, ReceiversTypedByTheirConstruction) {
+  write(root_ / "trainer/groups.py",
+        "import torch.distributed as dist\n"
+        "class GroupMaker:\n"
+        "    def make(self, ranks):\n"
+        "        return dist.new_group(ranks)\n"
+        "GROUPS = GroupMaker()\n");
+  write(root_ / "trainer/engine.py",
+        "from trainer.groups import GroupMaker, GROUPS\n"
+        "class Engine:\n"
+        "    def __init__(self):\n"
+        "        self.maker = GroupMaker()\n"
+        "    def data_groups(self, layout):\n"
+        "        for ranks in layout:\n"
+        "            self.maker.make(ranks)\n"
+        "def pipeline_groups(layout):\n"
+        "    for ranks in layout:\n"
+        "        GROUPS.make(ranks)\n"
+        "def local_groups(layout):\n"
+        "    maker = GroupMaker()\n"
+        "    return [maker.make(r) for r in layout]\n"
+        "def unrelated(layout, other):\n"
+        "    for r in layout:\n"
+        "        other.make(r)\n");
+  EXPECT_EQ(findings(fakePython()),
+            (std::vector<std::string>{"engine.py:7:NM401", "engine.py:10:NM401", "engine.py:13:NM401"}));
+}
+
+// fairscale's graph manager: each Edge makes a 2-rank group in its constructor; edges are built
+// in a loop over peers.
+TEST_F(ProjectModelTree, ConstructingAClassWhoseInitCreatesAGroup) {
+  write(root_ / "gossip/graph_manager.py",
+        "import torch.distributed as dist\n"
+        "\n"
+        "class Edge(object):\n"
+        "    def __init__(self, local_master_rank, dest, src, local_rank):\n"
+        "        self.src = src\n"
+        "        self.dest = dest\n"
+        "        self.process_group = dist.new_group([src, dest])\n"
+        "\n"
+        "class GraphManager:\n"
+        "    def _add_peers(self, rank, peers):\n"
+        "        for peer in peers:\n"
+        "            if peer not in self.phone_book[rank]:\n"
+        "                self.phone_book[rank].append(\n"
+        "                    Edge(\n"
+        "                        local_master_rank=self.rank,\n"
+        "                        dest=peer,\n"
+        "                        src=rank,\n"
+        "                        local_rank=self.local_rank,\n"
+        "                    )\n"
+        "                )\n");
+  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"graph_manager.py:14:NM401"}));
+}
+
+TEST(GroupWrapperCatalogue, EveryRowNamesItsSource) {
+  const std::vector<KnownWrapper>& rows = groupWrapperCatalogue();
+  ASSERT_GE(rows.size(), 5u);
+  for (const KnownWrapper& row : rows) {
+    EXPECT_NE(row.source.find('@'), std::string::npos) << row.module << "." << row.function;
+    EXPECT_TRUE(row.creates.starts_with("torch.distributed.")) << row.module << "." << row.function;
+  }
+}
+
+TEST(PythonEnvironment, SysPathWithoutTheStandardLibraryOrTheCurrentFolder) {
+  fs::path tmp = fs::temp_directory_path();
+  std::string printed = "{\"path\": [\"\", \"" + tmp.string() + "\", \"/no/such/folder\"], \"stdlib\": [\"/usr/lib/python3.11\"]}";
+  EXPECT_EQ(searchPathFromJson(printed), (std::vector<fs::path>{tmp.lexically_normal()}));
+  EXPECT_TRUE(searchPathFromJson("not json").empty());
 }
 
 }  // namespace

@@ -493,7 +493,50 @@ class CppScanner {
                (is(next, {"&&", "||", "?"}) && is(prev, kBefore)) ||
                (is(prev, {"("}) && prev >= 1 && (isIdent(prev - 1, "if") || isIdent(prev - 1, "while")) && is(next, {")"}))) {
       check.nullTest = {toks_[first].begin, toks_[last].end};
+    } else if (is(prev, {"="}) && is(next, {";"}) && heldOnlyForNullTests(prev, next)) {
+      check.nullTest = {toks_[first].begin, toks_[last].end};  // the test stays with the variable
     }
+  }
+
+  // `auto* p = cast;` (`auto p`, `const auto* p`) where every later use of p in its block is a
+  // test for null (`p != nullptr`, `p == nullptr`, `!p`, `if (p)`, `p && ...`): the variable
+  // holds a test, and anything of the same kind (the backend or null) can stand for the cast.
+  // A declared class type would not take another kind of pointer: only `auto` is read so.
+  bool heldOnlyForNullTests(size_t assign, size_t semicolon) const {
+    if (assign < 2 || toks_[assign - 1].kind != clang::tok::raw_identifier) return false;
+    const std::string& name = toks_[assign - 1].text;
+    size_t k = assign - 1;
+    bool seenAuto = false;
+    while (k > 0 && (isIdent(k - 1, "auto") || isIdent(k - 1, "const") || isPunct(k - 1, "*"))) {
+      seenAuto |= isIdent(k - 1, "auto");
+      --k;
+    }
+    if (!seenAuto || (k > 0 && !isPunct(k - 1, ";") && !isPunct(k - 1, "{") && !isPunct(k - 1, "}"))) return false;
+    auto isNull = [&](size_t i) {
+      return isIdent(i, "nullptr") || isIdent(i, "NULL") ||
+             (i < toks_.size() && toks_[i].kind == clang::tok::numeric_constant && toks_[i].text == "0");
+    };
+    auto isAny = [&](size_t i, std::initializer_list<std::string_view> any) {
+      for (std::string_view p : any)
+        if (isPunct(i, p)) return true;
+      return false;
+    };
+    int depth = 0, uses = 0;
+    for (size_t i = semicolon + 1; i < toks_.size(); ++i) {
+      if (isPunct(i, "{")) ++depth;
+      else if (isPunct(i, "}") && --depth < 0) break;  // the end of the variable's block
+      if (!isIdent(i, name) || isAny(i - 1, {".", "->", "::"})) continue;
+      size_t before = i - 1, after = i + 1;
+      bool test = isPunct(before, "!") ||
+                  (isAny(after, {"==", "!="}) && isNull(after + 1)) || (isAny(before, {"==", "!="}) && isNull(before - 1)) ||
+                  (isAny(after, {"&&", "||", "?"}) && !isAny(before, {"==", "!=", "<", ">", "*", "&", "+", "-"})) ||
+                  (isAny(before, {"&&", "||"}) && isAny(after, {")", ";", "&&", "||", ",", "?", ":"})) ||
+                  (isPunct(before, "(") && before > 0 && (isIdent(before - 1, "if") || isIdent(before - 1, "while")) &&
+                   isPunct(after, ")"));
+      if (!test) return false;
+      ++uses;
+    }
+    return uses > 0;
   }
 
   // make_intrusive<T>(...), make_shared<T>(...), make_unique<T>(...): a construction of T, recorded

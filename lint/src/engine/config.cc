@@ -33,6 +33,13 @@ void readTable(const fs::path& file, const toml::table& table, LintConfig& confi
     else if (key == "exclude") config.exclude = stringList(file, key, node);
     else if (key == "group-wrappers") config.groupWrappers = stringList(file, key, node);
     else if (key == "respect-gitignore" && node.is_boolean()) config.respectGitignore = node.as_boolean()->get();
+    else if (key == "environment" && node.is_boolean()) config.environment = node.as_boolean()->get();
+    else if (key == "python") {
+      // A configuration file usually comes with the code being linted (a pull request's, under
+      // pre-commit or CI): it may not name a program for lint to run.
+      throw ConfigError(where(file, node) + ": 'python' cannot be set in a configuration file, which comes with the "
+                        "code being linted; name the interpreter on the command line with --python PATH");
+    }
     else if (key == "group-sites-threshold" && node.is_integer()) config.groupSitesThreshold = static_cast<int>(node.as_integer()->get());
     else if (key == "max-file-size-kb" && node.is_integer() && node.as_integer()->get() > 0)
       config.maxFileBytes = static_cast<std::uint64_t>(node.as_integer()->get()) * 1024;
@@ -51,7 +58,7 @@ void readTable(const fs::path& file, const toml::table& table, LintConfig& confi
       throw ConfigError(where(file, node) + ": unknown or mistyped key '" + key +
                         "'; known keys: select, extend-select, ignore, exclude, per-file-ignores, equivalent-modules, "
                         "group-wrappers, group-sites-threshold (integer), max-file-size-kb (integer), "
-                        "respect-gitignore (boolean)");
+                        "respect-gitignore (boolean), environment (boolean)");
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "engine/fix_check.h"
+#include "engine/fix_layout.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -87,7 +88,8 @@ CompatibleEdits compatibleEdits(const std::string& text, const std::vector<const
     std::vector<Edit> fresh;
     bool fits = true;
     for (const Edit& e : fix->edits) {
-      if (e.range.end < e.range.begin || e.range.end > text.size()) fits = false;
+      bool definition = e.range.begin == kDefinitionSite;  // placed by layOutEdits
+      if (!definition && (e.range.end < e.range.begin || e.range.end > text.size())) fits = false;
       std::optional<bool> known = against(e);
       if (!known) fits = false;
       for (const Edit& f : fresh)
@@ -104,11 +106,13 @@ CompatibleEdits compatibleEdits(const std::string& text, const std::vector<const
 
 }  // namespace
 
-// One pass over the file: every edit is an offset into the original text.
+// One pass over the file: every edit is an offset into the original text, the definitions the
+// fixes call placed and the lines they write laid out by the file's language first.
 std::string applyFixes(const std::string& text, const std::vector<const Finding*>& findings) {
   std::string out;
   size_t at = 0;
-  for (const Edit& e : compatibleEdits(text, findings).edits) {
+  if (findings.empty()) return text;
+  for (const Edit& e : layOutEdits(findings.front()->path, text, compatibleEdits(text, findings).edits)) {
     out += text.substr(at, e.range.begin - at);
     out += e.replacement;
     at = e.range.end;

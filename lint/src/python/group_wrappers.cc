@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
 #include <thread>
@@ -144,6 +145,7 @@ struct SourceReading {
   bool importsRead = false;  // its leading imports, parsed with its first statements, bind in `names`
   PythonNames names;
   std::vector<FunctionCalls> functions;
+  ModuleFacts module;
 };
 
 // Parses the statements of `text` around `hits` not read yet, with the imports the first time.
@@ -157,7 +159,7 @@ void readAround(std::string_view text, const std::vector<size_t>& hits, SourceRe
     regions = mergeRegions(std::move(regions));
     reading.importsRead = true;
   }
-  std::vector<FunctionCalls> read = pythonFunctionCalls(text, regions, reading.names);
+  std::vector<FunctionCalls> read = pythonFunctionCalls(text, regions, reading.names, reading.module);
   std::move(read.begin(), read.end(), std::back_inserter(reading.functions));
 }
 
@@ -183,17 +185,26 @@ bool mayReach(std::string_view text, size_t hit, const std::string& scope, const
     return same && (receiver == "self" || receiver == "cls");
   }
   if (kind == "local") return same && !attribute;
+  if (kind.starts_with("class=")) {
+    // A method called on an object: in a file that names the class or its module.
+    if (!attribute) return false;
+    std::string_view last = std::string_view(module).substr(module.rfind('.') + 1);
+    return same || text.find(last) != std::string_view::npos || text.find(kind.substr(6)) != std::string_view::npos;
+  }
   if (same) return true;
   std::string_view last = std::string_view(module).substr(module.rfind('.') + 1);
   return text.find(last) != std::string_view::npos;
 }
 
 // The hits of `sought` that may reach one of its wrappers.
-std::vector<size_t> reachingHits(std::string_view text, std::vector<size_t> hits, const Sought& sought, const std::string& caller) {
+std::vector<size_t> reachingHits(std::string_view text, std::vector<size_t> hits, const Sought& sought, const std::string& caller,
+                                 const std::map<std::string, std::string, std::less<>>& aliases) {
   std::erase_if(hits, [&](size_t hit) {
     size_t end = hit;
     while (end < text.size() && isIdentifierByte(text[end])) ++end;
-    auto it = sought.find(text.substr(hit, end - hit));
+    std::string_view name = text.substr(hit, end - hit);
+    if (auto alias = aliases.find(name); alias != aliases.end()) name = alias->second;
+    auto it = sought.find(name);
     if (it == sought.end()) return true;
     for (const std::string& scope : it->second)
       if (mayReach(text, hit, scope, caller)) return false;
@@ -202,35 +213,501 @@ std::vector<size_t> reachingHits(std::string_view text, std::vector<size_t> hits
   return hits;
 }
 
-// Adds to `wrappers` (keys) every trackable function of `readings` that calls a creator or a
-// wrapper, to the fixed point; returns what the next round seeks.
-Sought closeOver(const std::vector<SourceReading>& readings, const std::vector<std::string>& modules,
-                                std::set<std::string>& wrappers) {
-  const std::set<std::string>& creators = groupCreatorNames();
-  GroupWrapperIndex index(wrappers);
-  Sought added;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < readings.size(); ++i) {
-      for (const FunctionCalls& f : readings[i].functions) {
-        if (creators.contains(f.function) || !isTrackable(f.function)) continue;
-        std::string key = groupWrapperKey(modules[i], f);
-        if (wrappers.contains(key)) continue;
-        bool calls = std::any_of(f.calls.begin(), f.calls.end(), [&](const CallInFunction& c) { return createsGroups(c, modules[i], creators, index); });
-        if (!calls) continue;
-        wrappers.insert(key);
-        index.add(key);
-        added[f.function].push_back(key.substr(0, key.rfind(':')));
-        changed = true;
+// An import as written: `from module import name as alias`, or `import module as alias` (name
+// empty; alias empty when there is none).
+struct ImportedName {
+  std::string module;
+  std::string name;
+  std::string alias;
+  std::string bound() const { return !alias.empty() ? alias : !name.empty() ? name : module.substr(0, module.find('.')); }
+};
+
+std::string_view trimmed(std::string_view s) {
+  size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string_view::npos) return {};
+  size_t b = s.find_last_not_of(" \t\r\n,");
+  return s.substr(a, b - a + 1);
+}
+
+// `a as b` -> (a, b).
+std::pair<std::string, std::string> splitAlias(std::string_view item) {
+  item = trimmed(item);
+  size_t as = item.find(" as ");
+  if (as == std::string_view::npos) return {std::string(item), ""};
+  return {std::string(trimmed(item.substr(0, as))), std::string(trimmed(item.substr(as + 4)))};
+}
+
+// The imports of a source, at any indentation (a function's body imports too), by lines: a
+// statement in brackets or continued with a backslash is joined first.
+std::vector<ImportedName> importsOf(std::string_view text) {
+  std::vector<ImportedName> out;
+  for (size_t line = 0; line < text.size();) {
+    size_t next = text.find('\n', line);
+    next = next == std::string_view::npos ? text.size() : next + 1;
+    size_t at = line;
+    while (at < next && (text[at] == ' ' || text[at] == '\t')) ++at;
+    std::string_view rest = text.substr(at, next - at);
+    bool from = rest.starts_with("from "), plain = rest.starts_with("import ");
+    if (!from && !plain) {
+      line = next;
+      continue;
+    }
+    std::string statement(rest);
+    bool open = statement.find('(') != std::string::npos && statement.find(')') == std::string::npos;
+    while ((open || trimmed(statement).ends_with("\\")) && next < text.size()) {
+      size_t more = text.find('\n', next);
+      more = more == std::string_view::npos ? text.size() : more + 1;
+      std::string_view piece = text.substr(next, more - next);
+      if (open && piece.find(')') != std::string_view::npos) open = false;
+      statement += piece;
+      next = more;
+    }
+    line = next;
+    if (size_t hash = statement.find('#'); hash != std::string::npos && statement.find('(') == std::string::npos) statement.resize(hash);
+    for (char& c : statement)
+      if (c == '(' || c == ')' || c == '\\' || c == '\n' || c == '\r') c = ' ';
+    if (size_t semi = statement.find(';'); semi != std::string::npos) statement.resize(semi);
+    std::string_view body = statement;
+    if (from) {
+      size_t imp = body.find(" import ");
+      if (imp == std::string_view::npos) continue;
+      std::string module(trimmed(body.substr(5, imp - 5)));
+      std::string_view names = body.substr(imp + 8);
+      for (size_t b = 0; b <= names.size();) {
+        size_t e = names.find(',', b);
+        if (e == std::string_view::npos) e = names.size();
+        auto [name, alias] = splitAlias(names.substr(b, e - b));
+        if (!name.empty() && name != "*") out.push_back({module, name, alias});
+        b = e + 1;
+      }
+    } else {
+      std::string_view names = body.substr(7);
+      for (size_t b = 0; b <= names.size();) {
+        size_t e = names.find(',', b);
+        if (e == std::string_view::npos) e = names.size();
+        auto [module, alias] = splitAlias(names.substr(b, e - b));
+        if (!module.empty()) out.push_back({module, "", alias});
+        b = e + 1;
       }
     }
   }
-  return added;
+  return out;
 }
+
+// A class whose methods create groups (or whose construction does), as the tree or an installed
+// package defines it.
+struct ClassEntry {
+  std::string module;
+  std::string name;
+  std::map<std::string, std::string> methods;  // wrapper method -> its chain
+};
+
+// The wrapper inference over the tree, with installed modules and catalogue rows joined in.
+class Inference {
+ public:
+  Inference(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules, unsigned threads)
+      : texts_(texts), modules_(modules), environment_(texts.size(), false), threads_(threads) {}
+
+  // The names each source calls and the imports it makes: one pass over each, on the run's threads.
+  void readTree() {
+    called_.resize(texts_.size());
+    imports_.resize(texts_.size());
+    aliases_.resize(texts_.size());
+    parallel(texts_.size(), [&](size_t i) { survey(i); });
+  }
+
+  // Resolves the imports the tree calls through that leave the tree: installed modules through
+  // `environment`, the catalogue's rows for what is not installed.
+  void joinEnvironment(const ModuleReader& environment, const std::vector<KnownWrapper>& known) {
+    std::set<std::string> treeParts;  // the folders and files of the tree's modules: an import of one stays inside
+    for (size_t i = 0; i < texts_.size(); ++i) {
+      std::string_view m = modules_[i];
+      for (size_t b = 0; b <= m.size();) {
+        size_t e = m.find('.', b);
+        if (e == std::string_view::npos) e = m.size();
+        treeParts.emplace(m.substr(b, e - b));
+        b = e + 1;
+      }
+    }
+    // module -> (depth of the import that names it, the names imported from it; empty: the module)
+    std::map<std::string, std::pair<int, std::set<std::string>>> wanted;
+    size_t tree = texts_.size();
+    for (size_t i = 0; i < tree; ++i) {
+      for (const ImportedName& imported : imports_[i]) {
+        const std::string& m = imported.module;
+        std::string head = m.substr(0, m.find('.'));
+        if (m.empty() || m[0] == '.' || head == "torch" || treeParts.contains(head)) continue;
+        // A docstring's line that begins "from the ..." is no import.
+        if (!std::all_of(m.begin(), m.end(), [](char c) { return c == '.' || isIdentifierByte(c); })) continue;
+        std::string bound = imported.bound();
+        bool used = called_[i].mayHold(hashName(bound)) || texts_[i].find(bound + ".") != std::string_view::npos;
+        if (!used) continue;
+        auto& entry = wanted.emplace(m, std::make_pair(0, std::set<std::string>())).first->second;
+        if (!imported.name.empty()) {
+          entry.second.insert(imported.name);
+          wanted.emplace(m + "." + imported.name, std::make_pair(0, std::set<std::string>()));  // a submodule imported by name
+        }
+      }
+    }
+    std::set<std::string> found;
+    constexpr size_t kMostModules = 128;
+    for (size_t asked = 0; !wanted.empty() && asked < kMostModules; ++asked) {
+      auto it = wanted.begin();
+      std::string module = it->first;
+      auto [depth, names] = it->second;
+      wanted.erase(it);
+      if (read_.contains(module)) continue;
+      read_.insert(module);
+      std::optional<std::string> text = environment ? environment(module) : std::nullopt;
+      if (!text) continue;
+      // Only a module that names a creator is read for wrappers; a package's __init__ that
+      // re-exports the names the tree imports is followed one step to where they are defined.
+      bool names_creator = std::any_of(groupCreatorNames().begin(), groupCreatorNames().end(),
+                                       [&](const std::string& c) { return text->find(c) != std::string::npos; });
+      if (depth == 0 && !names.empty()) {
+        for (const ImportedName& imported : importsOf(*text)) {
+          if (!imported.module.starts_with(".") || !names.contains(imported.bound())) continue;
+          std::string rest = imported.module.substr(1);
+          for (const std::string& base : {module, module.substr(0, module.rfind('.'))}) {
+            std::string target = rest.empty() ? base : base + "." + rest;
+            if (!read_.contains(target)) wanted[target].first = depth + 1;
+          }
+        }
+      }
+      if (!names_creator) continue;
+      found.insert(module);
+      owned_.push_back(std::move(*text));
+      addSource(owned_.back(), module);
+    }
+    environmentModules_.assign(found.begin(), found.end());
+    // Rows of the catalogue for modules the tree imports that are not installed here.
+    std::set<std::string> imported;
+    for (size_t i = 0; i < tree; ++i)
+      for (const ImportedName& name : imports_[i]) imported.insert(name.module), imported.insert(name.module + "." + name.name);
+    for (const KnownWrapper& row : known) {
+      if (found.contains(row.module) || !imported.contains(row.module)) continue;
+      std::string chain = row.module + "." + row.function + " -> " + row.creates;
+      if (size_t dot = row.function.find('.'); dot != std::string::npos) {
+        // A method: called on the class's objects, which the tree makes by its name.
+        std::string cls = row.function.substr(0, dot), method = row.function.substr(dot + 1);
+        classes_[cls].push_back({row.module, cls, {{method, chain}}});
+        searching_[method].push_back(row.module + "#class=" + cls);
+        searching_[cls].push_back(row.module);
+        continue;
+      }
+      std::string key = row.module + ":" + row.function;
+      if (!wrappers_.insert(key).second) continue;
+      index_.add(key);
+      via_[key] = chain;
+      throughModel_.insert(key);
+      searching_[row.function].push_back(row.module);
+    }
+  }
+
+  void infer() {
+    for (const std::string& creator : groupCreatorNames()) searching_[creator].push_back("*");
+    readings_.resize(texts_.size());
+    for (int round = 0; round < kMaxRounds && !searching_.empty(); ++round) {
+      readSought();
+      searching_ = closeOver();
+    }
+  }
+
+  // The tree's calls that reach a wrapper through an object or an installed package.
+  std::vector<ProjectSite> sites() const {
+    std::vector<ProjectSite> out;
+    for (size_t i = 0; i < texts_.size(); ++i) {
+      if (environment_[i]) continue;
+      for (const FunctionCalls& f : readings_[i].functions) {
+        for (const CallInFunction& c : f.calls) {
+          std::string via = objectVia(c, f, i);
+          if (via.empty()) {
+            std::string key = index_.reached(c, modules_[i]);
+            if (key.empty() || !throughModel_.contains(key)) continue;
+            via = viaOf(key);
+          }
+          out.push_back({i, c.row, c.column, c.name, std::move(via)});
+        }
+      }
+    }
+    return out;
+  }
+
+  std::set<std::string> wrappers() const { return wrappers_; }
+  const std::vector<std::string>& environmentModules() const { return environmentModules_; }
+
+ private:
+  template <class Work>
+  void parallel(size_t count, Work&& work) {
+    std::atomic<size_t> next{0};
+    auto run = [&] {
+      for (size_t i = next++; i < count; i = next++) work(i);
+    };
+    std::vector<std::thread> workers;
+    for (unsigned t = 1; t < std::min<size_t>(threads_, count); ++t) workers.emplace_back(run);
+    run();
+    for (std::thread& w : workers) w.join();
+  }
+
+  void survey(size_t i) {
+    called_[i] = calledNames(texts_[i]);
+    imports_[i] = importsOf(texts_[i]);
+    for (const ImportedName& imported : imports_[i])
+      if (!imported.name.empty() && !imported.alias.empty()) aliases_[i][imported.alias] = imported.name;
+  }
+
+  size_t addSource(std::string_view text, const std::string& module) {
+    texts_.push_back(text);
+    modules_.push_back(module);
+    environment_.push_back(true);
+    called_.emplace_back();
+    imports_.emplace_back();
+    aliases_.emplace_back();
+    survey(texts_.size() - 1);
+    return texts_.size() - 1;
+  }
+
+  // Parses, in every source that may call them, the statements around calls of the names sought.
+  void readSought() {
+    // A method or nested function is called only in its own module: its name is sought there
+    // alone; torch's creators, modules' functions and methods called on objects everywhere.
+    std::unordered_set<std::string_view> names;
+    std::vector<uint32_t> everywhere;
+    std::unordered_map<std::string_view, std::vector<uint32_t>> inModule;
+    for (const auto& [name, scopes] : searching_) {
+      names.insert(name);
+      for (const std::string& scope : scopes) {
+        size_t hash = scope.find('#');
+        bool anywhere = hash == std::string::npos || hash == 0 || std::string_view(scope).substr(hash + 1).starts_with("class=");
+        if (anywhere) everywhere.push_back(hashName(name));
+        else inModule[std::string_view(scope).substr(0, hash)].push_back(hashName(name));
+      }
+    }
+    parallel(texts_.size(), [&](size_t i) {
+      std::unordered_set<std::string_view> local;  // the names sought here under an alias too
+      bool aliased = false;
+      for (const auto& [alias, name] : aliases_[i]) {
+        if (!searching_.contains(name)) continue;
+        if (!aliased) local = names, aliased = true;
+        local.insert(alias);
+      }
+      auto inHere = inModule.find(modules_[i]);
+      bool mayCall = callsAny(called_[i], everywhere) || (inHere != inModule.end() && callsAny(called_[i], inHere->second));
+      if (!mayCall && !aliased) return;
+      std::vector<size_t> hits = callsOf(texts_[i], aliased ? local : names);
+      if (!hits.empty()) hits = reachingHits(texts_[i], std::move(hits), searching_, modules_[i], aliases_[i]);
+      if (hits.empty()) return;
+      if (!readings_[i].scopes) bindImports(i);
+      readAround(texts_[i], hits, readings_[i]);
+    });
+  }
+
+  // The aliases the source's imports make at any depth (a function's body imports too, which the
+  // statements read around a call may not hold) bind before its first parse, so that a call of
+  // `mcore_create_group` is known as the create_group it imports.
+  void bindImports(size_t i) {
+    for (const ImportedName& imported : imports_[i])
+      if (!imported.name.empty() && !imported.alias.empty()) readings_[i].names.bindFromImport(imported.module, imported.name, imported.alias);
+  }
+
+  // How a wrapper is named in a chain: the tree's by its name (a method as Class.name), an
+  // installed package's by its dotted module too.
+  std::string display(const FunctionCalls& f, size_t source) const {
+    std::string name = f.owner.empty() ? f.function : f.owner + "." + f.function;
+    return environment_[source] ? modules_[source] + "." + name : name;
+  }
+
+  std::string viaOf(const std::string& key) const {
+    auto it = via_.find(key);
+    return it != via_.end() ? it->second : groupWrapperName(key);
+  }
+
+  // The classes a callee (`GroupMaker`, `mod.DeviceGroup`, a factory) called in `source` makes.
+  std::vector<const ClassEntry*> classesMadeBy(const std::string& callee, const std::string& qualified, size_t source) const {
+    std::vector<const ClassEntry*> out;
+    std::string last = callee.substr(callee.rfind('.') + 1);
+    std::string imported = qualified.find('.') != std::string::npos ? qualified.substr(0, qualified.rfind('.')) : "";
+    auto inScope = [&](const std::string& module) {
+      if (!imported.empty()) return moduleNamedBy(module, imported);
+      return callee.find('.') == std::string::npos && (module.empty() || modules_[source].empty() || module == modules_[source]);
+    };
+    if (auto it = classes_.find(last); it != classes_.end())
+      for (const ClassEntry& c : it->second)
+        if (inScope(c.module)) out.push_back(&c);
+    if (auto it = factories_.find(last); it != factories_.end())
+      for (const auto& [module, made] : it->second)
+        if (inScope(module))
+          for (const ClassEntry* c : classesMadeBy(made, "", sourceOf(module))) out.push_back(c);
+    return out;
+  }
+
+  size_t sourceOf(const std::string& module) const {
+    for (size_t i = 0; i < modules_.size(); ++i)
+      if (modules_[i] == module) return i;
+    return 0;
+  }
+
+  // The classes the receiver of `call` (made in function `f` of `source`) may be an instance of:
+  // made by a call (`Factory().m`), bound in the function, in the class's methods (`self.x`), at
+  // module level, or imported from the module that binds it.
+  std::vector<const ClassEntry*> receiverClasses(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
+    const std::string& r = call.receiver;
+    if (r.ends_with("()")) return classesMadeBy(r.substr(0, r.size() - 2), call.receiverQualified, source);
+    const SourceReading& reading = readings_[source];
+    auto fromConstructions = [&](const std::vector<Construction>& made, const std::string& target, size_t where) {
+      std::vector<const ClassEntry*> out;
+      for (const Construction& c : made)
+        if (c.target == target)
+          for (const ClassEntry* e : classesMadeBy(c.callee, c.qualified, where)) out.push_back(e);
+      return out;
+    };
+    if (r.starts_with("self.")) {
+      std::vector<const ClassEntry*> out;
+      for (const FunctionCalls& g : reading.functions)
+        if (!f.owner.empty() && g.owner == f.owner)
+          for (const ClassEntry* e : fromConstructions(g.constructions, r, source)) out.push_back(e);
+      return out;
+    }
+    if (std::vector<const ClassEntry*> out = fromConstructions(f.constructions, r, source); !out.empty()) return out;
+    if (std::vector<const ClassEntry*> out = fromConstructions(reading.module.constructions, r, source); !out.empty()) return out;
+    const std::string& q = call.receiverQualified;
+    if (r.find('.') != std::string::npos || q.find('.') == std::string::npos) return {};
+    std::string imported = q.substr(0, q.rfind('.')), name = q.substr(q.rfind('.') + 1);
+    std::vector<const ClassEntry*> out;
+    for (size_t j = 0; j < readings_.size(); ++j)
+      if (moduleNamedBy(modules_[j], imported))
+        for (const ClassEntry* e : fromConstructions(readings_[j].module.constructions, name, j)) out.push_back(e);
+    return out;
+  }
+
+  // The chain of a method call on an object whose class has that method among its wrappers.
+  std::string objectVia(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
+    if (!call.onAttribute || call.onSelf || call.receiver.empty() || classes_.empty()) return "";
+    if (call.backend && !selectsEagerNccl(*call.backend)) return "";
+    for (const ClassEntry* c : receiverClasses(call, f, source)) {
+      auto m = c->methods.find(call.name);
+      if (m != c->methods.end()) return call.receiver + "." + call.name + " -> " + m->second;
+    }
+    return "";
+  }
+
+  // What a call reaches that creates groups, as a chain; empty if nothing.
+  std::string creationVia(const CallInFunction& call, const FunctionCalls& f, size_t source, bool& throughModel) const {
+    const std::set<std::string>& creators = groupCreatorNames();
+    if (call.backend && !selectsEagerNccl(*call.backend)) return "";
+    throughModel = false;
+    if (creators.contains(call.name)) {
+      const std::string& q = call.qualifiedName;
+      if (!q.starts_with("torch.") || isDistributed(q, call.name)) return "torch.distributed." + call.name;
+    }
+    if (std::string key = index_.reached(call, modules_[source]); !key.empty()) {
+      throughModel = throughModel_.contains(key);
+      return viaOf(key);
+    }
+    std::string via = objectVia(call, f, source);
+    throughModel = !via.empty();
+    return via;
+  }
+
+  void addWrapper(const std::string& key, std::string via, bool throughModel, const std::string& name, const std::string& scope,
+                  Sought& added) {
+    wrappers_.insert(key);
+    index_.add(key);
+    via_[key] = std::move(via);
+    if (throughModel) throughModel_.insert(key);
+    added[name].push_back(scope);
+  }
+
+  // Adds every trackable function of the readings that calls a creator or a wrapper, to the fixed
+  // point, with the classes whose methods or construction create groups and the functions that
+  // make their instances; returns what the next round seeks.
+  Sought closeOver() {
+    const std::set<std::string>& creators = groupCreatorNames();
+    Sought added;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < readings_.size(); ++i) {
+        const std::string& module = modules_[i];
+        for (const FunctionCalls& f : readings_[i].functions) {
+          bool constructor = f.scope == FunctionScope::Method && f.function == "__init__" && !f.owner.empty();
+          if (f.scope == FunctionScope::Module) changed |= noteFactory(f, i, added);
+          if (!constructor && (creators.contains(f.function) || !isTrackable(f.function))) continue;
+          std::string key = constructor ? module + ":" + f.owner : groupWrapperKey(module, f);
+          if (wrappers_.contains(key)) continue;
+          for (const CallInFunction& c : f.calls) {
+            bool throughModel = false;
+            std::string via = creationVia(c, f, i, throughModel);
+            if (via.empty()) continue;
+            throughModel |= environment_[i];
+            std::string chain = display(f, i) + " -> " + via;
+            if (constructor) {
+              // Constructing the class creates a group: its name is called like a function's.
+              addWrapper(key, (environment_[i] ? module + "." : "") + f.owner + "() -> " + chain, true, f.owner, module, added);
+            } else {
+              addWrapper(key, chain, throughModel, f.function, key.substr(0, key.rfind(':')), added);
+              if (f.scope == FunctionScope::Method && !f.owner.empty()) noteMethod(f, i, chain, added);
+            }
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+    return added;
+  }
+
+  void noteMethod(const FunctionCalls& f, size_t source, const std::string& chain, Sought& added) {
+    const std::string& module = modules_[source];
+    std::vector<ClassEntry>& entries = classes_[f.owner];
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const ClassEntry& c) { return c.module == module; });
+    if (it == entries.end()) {
+      entries.push_back({module, f.owner, {}});
+      it = entries.end() - 1;
+      added[f.owner].push_back(module);  // where its instances are made
+    }
+    it->methods.emplace(f.function, chain);
+    added[f.function].push_back(module + "#class=" + f.owner);
+  }
+
+  // A module's function that makes an instance of a class with wrapper methods (`DeviceGroup()`
+  // returning its module's singleton): its calls make that class's instances.
+  bool noteFactory(const FunctionCalls& f, size_t source, Sought& added) {
+    for (const CallInFunction& c : f.calls) {
+      if (c.onAttribute || !classes_.contains(c.name) || c.name == f.function) continue;
+      std::vector<std::pair<std::string, std::string>>& made = factories_[f.function];
+      std::pair<std::string, std::string> entry{modules_[source], c.name};
+      if (std::find(made.begin(), made.end(), entry) != made.end()) return false;
+      made.push_back(entry);
+      added[f.function].push_back(modules_[source]);
+      return true;
+    }
+    return false;
+  }
+
+  std::vector<std::string_view> texts_;
+  std::vector<std::string> modules_;
+  std::vector<bool> environment_;  // per source: an installed module's
+  unsigned threads_;
+  std::deque<std::string> owned_;  // installed modules' texts
+  std::vector<CalledNames> called_;
+  std::vector<std::vector<ImportedName>> imports_;
+  std::vector<std::map<std::string, std::string, std::less<>>> aliases_;  // alias -> the name it imports
+  std::vector<SourceReading> readings_;
+  std::set<std::string> read_;  // installed modules asked for
+  std::vector<std::string> environmentModules_;
+  std::set<std::string> wrappers_;
+  GroupWrapperIndex index_;
+  std::map<std::string, std::string> via_;  // wrapper key -> its chain
+  std::set<std::string> throughModel_;      // keys whose chain passes an object or an installed package
+  std::map<std::string, std::vector<ClassEntry>> classes_;  // by class name
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> factories_;  // function -> (module, class)
+  Sought searching_;
+};
 
 }  // namespace
 
-std::set<std::string> functionsCalling(std::string_view source, const std::set<std::string>& creators) {
+std::set<std::string> functionsCalling
+(std::string_view source, const std::set<std::string>& creators) {
   std::set<std::string> found;
   GroupWrapperIndex none;
   for (const FunctionCalls& f : pythonFunctionCalls(source, {})) {
@@ -248,47 +725,21 @@ std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& te
 
 std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
                                          unsigned threads) {
-  std::vector<SourceReading> readings(texts.size());
-  std::vector<CalledNames> called(texts.size());
-  std::set<std::string> wrappers;
-  Sought searching;
-  for (const std::string& creator : groupCreatorNames()) searching[creator] = {"*"};
-  for (int round = 0; round < kMaxRounds && !searching.empty(); ++round) {
-    // A method or nested function is called only in its own module: its name is sought there
-    // alone; torch's creators and modules' functions everywhere.
-    std::unordered_set<std::string_view> names;
-    std::vector<uint32_t> everywhere;
-    std::unordered_map<std::string_view, std::vector<uint32_t>> inModule;
-    for (const auto& [name, scopes] : searching) {
-      names.insert(name);
-      for (const std::string& scope : scopes) {
-        size_t hash = scope.find('#');
-        if (hash == std::string::npos || hash == 0) everywhere.push_back(hashName(name));
-        else inModule[std::string_view(scope).substr(0, hash)].push_back(hashName(name));
-      }
-    }
-    std::atomic<size_t> next{0};
-    auto scan = [&] {
-      for (size_t i = next++; i < texts.size(); i = next++) {
-        if (round == 0) called[i] = calledNames(texts[i]);
-        auto local = inModule.find(modules[i]);
-        if (!callsAny(called[i], everywhere) && (local == inModule.end() || !callsAny(called[i], local->second))) continue;
-        std::vector<size_t> hits = callsOf(texts[i], names);
-        if (!hits.empty()) hits = reachingHits(texts[i], std::move(hits), searching, modules[i]);
-        if (hits.empty()) continue;
-        readAround(texts[i], hits, readings[i]);
-      }
-    };
-    // Every thread the run has, whatever the tree's size: the table is built before any file is
-    // linted, so a thread idle here is idle for the whole run, and starting one costs far less
-    // than the first round's pass over every source.
-    std::vector<std::thread> workers;
-    for (unsigned t = 1; t < std::min<size_t>(threads, texts.size()); ++t) workers.emplace_back(scan);
-    scan();
-    for (std::thread& w : workers) w.join();
-    searching = closeOver(readings, modules, wrappers);
-  }
-  return wrappers;
+  return buildGroupWrapperTable(texts, modules, threads, {}, {}).keys;
+}
+
+GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
+                                         unsigned threads, const ModuleReader& environment,
+                                         const std::vector<KnownWrapper>& known) {
+  Inference inference(texts, modules, threads);
+  inference.readTree();
+  if (environment || !known.empty()) inference.joinEnvironment(environment, known);
+  inference.infer();
+  GroupWrapperTable table;
+  table.keys = inference.wrappers();
+  table.sites = inference.sites();
+  table.environmentModules = inference.environmentModules();
+  return table;
 }
 
 }  // namespace nccl_migrate::lint

@@ -5,6 +5,9 @@
 // several lines, decorators, nested functions and methods are read as Python reads them.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -24,5 +27,43 @@ std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& te
                                          unsigned threads = 1);
 // The same for sources whose modules are unknown.
 std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& texts, unsigned threads = 1);
+
+// A call of the tree that the frontend's imports alone do not resolve: a method called on an
+// object (`DeviceGroup().get_group(r)`, `self.maker.make(r)`), or a wrapper found in an installed
+// package or the catalogue. `via` is the chain, outermost first:
+// "create_group -> megatron.core.parallel_state.create_group -> torch.distributed.new_group".
+struct ProjectSite {
+  size_t source = 0;  // index in the texts
+  uint32_t row = 0, column = 0;  // 0-based, the call's start
+  std::string callee;  // its last name: `get_group` of `DeviceGroup().get_group(r)`
+  std::string via;
+};
+
+// A wrapper known without its code: a row of the catalogue (group_wrapper_catalogue.h).
+struct KnownWrapper {
+  std::string module;    // "megatron.core.parallel_state"
+  std::string function;  // "create_group"
+  std::string creates;   // "torch.distributed.new_group"
+  std::string source;    // "NVIDIA/Megatron-LM@<commit>:megatron/core/parallel_state.py:259"
+};
+
+// Where installed modules are read (python_environment.h): the text of a dotted module, or
+// nothing when it is not installed. Asked from one thread.
+using ModuleReader = std::function<std::optional<std::string>(const std::string& dotted)>;
+
+struct GroupWrapperTable {
+  std::set<std::string> keys;      // as inferGroupWrappers gives them, installed packages' included
+  std::vector<ProjectSite> sites;  // in the tree's sources
+  std::vector<std::string> environmentModules;  // the installed modules read
+};
+
+// The wrappers of the tree (texts and modules as for inferGroupWrappers), with the modules its
+// imports name outside it read through `environment` (when set) and `known` standing in for those
+// not installed; and the sites of the tree that reach a wrapper through an object or an installed
+// package.
+GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
+                                         unsigned threads, const ModuleReader& environment,
+                                         const std::vector<KnownWrapper>& known);
+
 
 }  // namespace nccl_migrate::lint

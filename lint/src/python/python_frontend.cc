@@ -1,7 +1,8 @@
 // Python frontend: walks a tree-sitter-python syntax tree in source order, keeping an import
 // and alias table and the string constants assigned so far, and records type checks, calls,
 // comparisons, attribute reads, string literals, environment assignments and comments with their
-// qualified names, and for each call the function and the arms of `if` statements it is in.
+// qualified names, and for each call the function and the arms of `if` statements it is in, and
+// what each argument, binding and return value is made of, for value tracing (python_values.cc).
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -28,15 +29,21 @@ namespace {
 // Field ids by name, looked up once: ts_node_child_by_field_name compares names on every call.
 struct FieldIds {
   TSFieldId alias;
+  TSFieldId alternative;
   TSFieldId arguments;
+  TSFieldId body;
   TSFieldId attribute;
+  TSFieldId condition;
   TSFieldId consequence;
+  TSFieldId expression;
   TSFieldId function;
   TSFieldId key;
   TSFieldId left;
   TSFieldId moduleName;
   TSFieldId name;
   TSFieldId object;
+  TSFieldId operatorField;
+  TSFieldId parameters;
   TSFieldId right;
   TSFieldId subscript;
   TSFieldId superclasses;
@@ -49,15 +56,21 @@ TSFieldId fieldId(const char* name) {
 
 const FieldIds kField = {
     .alias = fieldId("alias"),
+    .alternative = fieldId("alternative"),
     .arguments = fieldId("arguments"),
+    .body = fieldId("body"),
     .attribute = fieldId("attribute"),
+    .condition = fieldId("condition"),
     .consequence = fieldId("consequence"),
+    .expression = fieldId("expression"),
     .function = fieldId("function"),
     .key = fieldId("key"),
     .left = fieldId("left"),
     .moduleName = fieldId("module_name"),
     .name = fieldId("name"),
     .object = fieldId("object"),
+    .operatorField = fieldId("operator"),
+    .parameters = fieldId("parameters"),
     .right = fieldId("right"),
     .subscript = fieldId("subscript"),
     .superclasses = fieldId("superclasses"),
@@ -155,6 +168,9 @@ class PythonWalker {
     if (type == "function_definition") return onFunction(node, steps);
     if (type == "if_statement") return onIf(node, steps);
     if (type == "assignment") onAssignment(node);
+    if (type == "augmented_assignment") bindUnread(field(node, kField.left));
+    if (type == "for_statement") bindUnread(field(node, kField.left));
+    if (type == "return_statement") onReturn(node);
     if (type == "call") {
       calleeOfLastCall_ = field(node, kField.function);  // visited next, as the call's first child
       onCall(node);
@@ -354,8 +370,21 @@ class PythonWalker {
     visitChildren(node, 0, steps, [](std::string_view) { return true; });
     function_ = static_cast<int>(functions_.size());
     functionIsWrapper_.push_back(isGroupWrapperFunction(name));
+    model_.functions.push_back(name);
     functions_.push_back(std::move(name));
     arm_ = -1;
+    bindParameters(field(node, kField.parameters));
+  }
+
+  // A function's parameters are bound to values its callers choose: not read here.
+  void bindParameters(TSNode parameters) {
+    forEachNamedChild(parameters, [&](TSNode p) {
+      std::string_view type = typeOf(p);
+      if (type == "identifier") return bind(textOf(p), -1, p);
+      TSNode name = field(p, kField.name);
+      if (ts_node_is_null(name) && ts_node_named_child_count(p) > 0) name = ts_node_named_child(p, 0);
+      if (typeOf(name) == "identifier") bind(textOf(name), -1, name);
+    });
   }
 
   // Each arm is entered by its first step; the condition and comments stay where they are.
@@ -392,13 +421,229 @@ class PythonWalker {
     TSNode left = field(node, kField.left);
     TSNode right = field(node, kField.right);
     if (typeOf(left) == "subscript") return onSubscriptAssignment(left, right);
-    if (typeOf(left) != "identifier") return;
+    if (typeOf(left) == "attribute") {
+      if (std::string dotted = dottedOf(left); !dotted.empty()) bind(dotted, ts_node_is_null(right) ? -1 : valueOf(right), left);
+      return;
+    }
+    if (typeOf(left) != "identifier") return bindUnread(left);
+    bind(textOf(left), ts_node_is_null(right) ? -1 : valueOf(right), left);
     std::string name = textOf(left);
     std::string dotted = ts_node_is_null(right) ? "" : dottedOf(right);
     names_.bindAssignment(name, dotted.empty() ? "" : names_.qualify(dotted));
     if (!ts_node_is_null(right)) assigned_[name] = snippetOf(right);
     if (auto value = ts_node_is_null(right) ? std::nullopt : stringValueOf(right)) constants_[name] = *value;
     else constants_.erase(name);
+  }
+
+  void bind(std::string name, int value, TSNode where) {
+    model_.bindings.push_back({std::move(name), value, function_, arm_ >= 0 ? armsHere() : std::vector<Call::Arm>{}, locationOf(where)});
+  }
+
+  // Names bound to values not read here: each name of a target (`a, b = ...`, `for i in`, `x += 1`).
+  void bindUnread(TSNode target) {
+    std::vector<TSNode> pending{target};
+    for (int seen = 0; !pending.empty() && seen < 64; ++seen) {
+      TSNode n = pending.back();
+      pending.pop_back();
+      std::string_view type = typeOf(n);
+      if (type == "identifier") bind(textOf(n), -1, n);
+      else if (type == "attribute") {
+        if (std::string dotted = dottedOf(n); !dotted.empty()) bind(dotted, -1, n);
+      } else if (type == "pattern_list" || type == "tuple_pattern" || type == "list_pattern" || type == "tuple" ||
+                 type == "list" || type == "list_splat_pattern" || type == "parenthesized_expression") {
+        forEachNamedChild(n, [&](TSNode child) { pending.push_back(child); });
+      }
+    }
+  }
+
+  void onReturn(TSNode node) {
+    if (function_ < 0 || ts_node_named_child_count(node) == 0) return;
+    int value = valueOf(ts_node_named_child(node, 0));
+    model_.returns.push_back({functions_[static_cast<size_t>(function_)], value, function_,
+                              arm_ >= 0 ? armsHere() : std::vector<Call::Arm>{}, locationOf(node)});
+  }
+
+  // What an expression is made of, as nodes in model_.values (see ValueNode); returns the root's
+  // index. Depth is bounded: a nested expression's inner parts past it are Unknown.
+  int valueOf(TSNode node, int depth = 0) const {
+    using Kind = ValueNode::Kind;
+    constexpr int kMaxDepth = 8;
+    std::string_view type = typeOf(node);
+    Location where = locationOf(node);
+    if (depth > kMaxDepth) return addValue({Kind::Unknown, clipped(node), "", {}, where});
+    if (type == "parenthesized_expression" && ts_node_named_child_count(node) == 1) return valueOf(ts_node_named_child(node, 0), depth);
+    if (type == "integer" || type == "float" || type == "true" || type == "false" || type == "none")
+      return addValue({Kind::Literal, textOf(node), "", {}, where});
+    if (type == "identifier") return addValue({Kind::Name, textOf(node), "", {}, where});
+    if (type == "attribute") {
+      std::string dotted = dottedOf(node);
+      return addValue({dotted.empty() ? Kind::Unknown : Kind::Attribute, dotted.empty() ? clipped(node) : dotted, "", {}, where});
+    }
+    if (type == "string") return stringValueNode(node, depth);
+    if (type == "concatenated_string") {
+      if (auto value = stringValueOf(node)) return addValue({Kind::Literal, *value, "", {}, where});
+    }
+    if (type == "subscript" && isEnviron(field(node, kField.value))) {
+      if (auto key = stringValueOf(field(node, kField.subscript))) return addValue({Kind::Environment, *key, "", {}, where});
+    }
+    if (type == "call") return callValueNode(node, depth);
+    if (type == "binary_operator") {
+      TSNode left = field(node, kField.left), right = field(node, kField.right);
+      std::string op = textOf(field(node, kField.operatorField));
+      if (op == "%" && (typeOf(left) == "string" || typeOf(left) == "concatenated_string")) {
+        if (auto format = stringValueOf(left)) return formatNode(percentTemplate(*format), right, depth, where);
+      }
+      return addValue({Kind::Operator, op, "", {valueOf(left, depth + 1), valueOf(right, depth + 1)}, where});
+    }
+    if (type == "conditional_expression" && ts_node_named_child_count(node) == 3) {
+      return addValue({Kind::OneOf, "", "", {valueOf(ts_node_named_child(node, 0), depth + 1), valueOf(ts_node_named_child(node, 2), depth + 1)}, where});
+    }
+    if (type == "boolean_operator" && textOf(field(node, kField.operatorField)) == "or") {
+      return addValue({Kind::OneOf, "", "", {valueOf(field(node, kField.left), depth + 1), valueOf(field(node, kField.right), depth + 1)}, where});
+    }
+    if (type == "list" || type == "tuple") {
+      ValueNode sequence{Kind::Sequence, "", "", {}, where};
+      forEachNamedChild(node, [&](TSNode element) {
+        if (typeOf(element) != "comment" && sequence.operands.size() < 16) sequence.operands.push_back(valueOf(element, depth + 1));
+      });
+      return addValue(std::move(sequence));
+    }
+    if (type == "list_comprehension" || type == "generator_expression") {
+      ValueNode comprehension{Kind::Comprehension, "", "", {}, where};
+      forEachNamedChild(node, [&](TSNode child) {
+        if (typeOf(child) == "for_in_clause" && comprehension.operands.empty())
+          comprehension.operands.push_back(valueOf(field(child, kField.right), depth + 1));
+      });
+      return addValue(std::move(comprehension));
+    }
+    return addValue({Kind::Unknown, clipped(node), "", {}, where});
+  }
+
+  int addValue(ValueNode node) const {
+    model_.values.push_back(std::move(node));
+    return static_cast<int>(model_.values.size()) - 1;
+  }
+
+  // A short piece of source, for a node nothing is read from.
+  std::string clipped(TSNode node) const {
+    constexpr uint32_t kMax = 40;
+    uint32_t begin = ts_node_start_byte(node), end = ts_node_end_byte(node);
+    if (end - begin <= kMax) return text_.substr(begin, end - begin);
+    return text_.substr(begin, kMax) + "...";
+  }
+
+  // A string: its value, or for an f-string its text with "{}" for each interpolation.
+  int stringValueNode(TSNode node, int depth) const {
+    using Kind = ValueNode::Kind;
+    ValueNode format{Kind::Format, "", "", {}, locationOf(node)};
+    forEachNamedChild(node, [&](TSNode part) {
+      std::string_view type = typeOf(part);
+      if (type == "string_content" || type == "escape_sequence") format.text += textOf(part);
+      if (type != "interpolation") return;
+      format.text += "{}";
+      TSNode expression = field(part, kField.expression);
+      if (ts_node_is_null(expression) && ts_node_named_child_count(part) > 0) expression = ts_node_named_child(part, 0);
+      format.operands.push_back(valueOf(expression, depth + 1));
+    });
+    if (format.operands.empty()) format.kind = Kind::Literal;
+    return addValue(std::move(format));
+  }
+
+  // "cuda:%d" % x and "cuda:{}".format(x): the template with "{}" for each operand.
+  int formatNode(std::string templateText, TSNode arguments, int depth, Location where) const {
+    ValueNode format{ValueNode::Kind::Format, std::move(templateText), "", {}, where};
+    if (typeOf(arguments) == "tuple" || typeOf(arguments) == "argument_list") {
+      forEachNamedChild(arguments, [&](TSNode element) {
+        std::string_view type = typeOf(element);
+        if (type != "comment" && type != "keyword_argument" && format.operands.size() < 16) format.operands.push_back(valueOf(element, depth + 1));
+      });
+    } else {
+      format.operands.push_back(valueOf(arguments, depth + 1));
+    }
+    return addValue(std::move(format));
+  }
+
+  // printf-style conversions (`%d`, `%02d`, `%s`) as "{}"; `%%` as `%`.
+  static std::string percentTemplate(const std::string& format) {
+    std::string out;
+    for (size_t i = 0; i < format.size(); ++i) {
+      if (format[i] != '%') {
+        out += format[i];
+        continue;
+      }
+      if (i + 1 < format.size() && format[i + 1] == '%') {
+        out += '%';
+        ++i;
+        continue;
+      }
+      size_t j = i + 1;
+      while (j < format.size() && std::strchr("#0- +.0123456789", format[j])) ++j;
+      out += "{}";
+      i = j;  // the conversion letter
+    }
+    return out;
+  }
+
+  // "{}", "{0}" and "{name}" fields as "{}"; `{{` and `}}` as braces.
+  static std::string braceTemplate(const std::string& format) {
+    std::string out;
+    for (size_t i = 0; i < format.size(); ++i) {
+      char c = format[i];
+      if ((c == '{' || c == '}') && i + 1 < format.size() && format[i + 1] == c) {
+        out += c;
+        ++i;
+      } else if (c == '{') {
+        size_t close = format.find('}', i);
+        if (close == std::string::npos) return out + format.substr(i);
+        out += "{}";
+        i = close;
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  }
+
+  // A call's value: the environment reads, int()/str() seen through, "...".format(...), else a
+  // Call node with its arguments.
+  int callValueNode(TSNode node, int depth) const {
+    using Kind = ValueNode::Kind;
+    TSNode function = field(node, kField.function), arguments = field(node, kField.arguments);
+    Location where = locationOf(node);
+    std::vector<TSNode> positional;
+    forEachNamedChild(arguments, [&](TSNode a) {
+      std::string_view type = typeOf(a);
+      if (type != "comment" && type != "keyword_argument") positional.push_back(a);
+    });
+    std::string dotted = dottedOf(function);
+    if ((dotted == "int" || dotted == "str") && names_.isBuiltin(dotted) && !positional.empty()) return valueOf(positional.front(), depth);
+    if (typeOf(function) == "attribute") {
+      std::string method = textOf(field(function, kField.attribute));
+      TSNode object = field(function, kField.object);
+      if (method == "format" && (typeOf(object) == "string" || typeOf(object) == "concatenated_string")) {
+        if (auto format = stringValueOf(object)) return formatNode(braceTemplate(*format), arguments, depth, where);
+      }
+      bool environGet = (method == "get" || method == "setdefault") && isEnviron(object);
+      if ((environGet || names_.qualify(dotted) == "os.getenv") && !positional.empty()) {
+        if (auto key = stringValueOf(positional.front())) {
+          ValueNode read{Kind::Environment, *key, "", {}, where};
+          if (positional.size() > 1) read.operands.push_back(valueOf(positional[1], depth + 1));
+          return addValue(std::move(read));
+        }
+      }
+    }
+    if (dotted.empty()) return addValue({Kind::Unknown, clipped(node), "", {}, where});
+    std::string qualified = names_.qualify(dotted);
+    ValueNode call{Kind::Call, qualified.empty() ? dotted : qualified, "", {}, where};
+    forEachNamedChild(arguments, [&](TSNode a) {
+      std::string_view type = typeOf(a);
+      if (type == "comment" || call.operands.size() >= 16) return;
+      if (type != "keyword_argument") return call.operands.push_back(valueOf(a, depth + 1));
+      int value = valueOf(field(a, kField.value), depth + 1);
+      model_.values[static_cast<size_t>(value)].keyword = textOf(field(a, kField.name));
+      call.operands.push_back(value);
+    });
+    return addValue(std::move(call));
   }
 
   void onSubscriptAssignment(TSNode target, TSNode right) {
@@ -510,6 +755,7 @@ class PythonWalker {
         if (auto it = assigned_.find(a.text); it != assigned_.end()) a.assignedText = it->second;
       }
       a.where = locationOf(value);
+      a.value = valueOf(value);
       std::string_view valueType = typeOf(value);
       if (valueType == "list" || valueType == "tuple") {
         a.isSequenceLiteral = true;

@@ -41,6 +41,16 @@ struct Grammar {
   TSSymbol stringContent = symbol("string_content");
   TSSymbol aliasedImport = symbol("aliased_import");
   TSSymbol dottedName = symbol("dotted_name");
+  TSSymbol assignment = symbol("assignment");
+  TSSymbol forStatement = symbol("for_statement");
+  TSSymbol whileStatement = symbol("while_statement");
+  TSSymbol listComprehension = symbol("list_comprehension");
+  TSSymbol setComprehension = symbol("set_comprehension");
+  TSSymbol dictionaryComprehension = symbol("dictionary_comprehension");
+  TSSymbol generatorExpression = symbol("generator_expression");
+  TSFieldId left = fieldId("left");
+  TSFieldId parameters = fieldId("parameters");
+  TSFieldId right = fieldId("right");
   TSFieldId name = fieldId("name");
   TSFieldId function = fieldId("function");
   TSFieldId arguments = fieldId("arguments");
@@ -58,26 +68,45 @@ const Grammar& grammar() {
 
 class FunctionCallWalker {
  public:
-  FunctionCallWalker(std::string_view text, PythonNames& names) : text_(text), g_(grammar()), names_(names) {}
+  FunctionCallWalker(std::string_view text, PythonNames& names, ModuleFacts* module)
+      : text_(text), g_(grammar()), names_(names), module_(module) {}
 
   std::vector<FunctionCalls> walk(TSNode root) {
     TSTreeCursor cursor = ts_tree_cursor_new(root);
-    std::vector<std::pair<uint32_t, size_t>> open;  // (depth, index in out_) of the enclosing defs
-    std::vector<std::pair<uint32_t, bool>> scopes;  // (depth, is a class) of the enclosing defs and classes
+    struct Open {
+      uint32_t depth;
+      size_t index;  // in out_
+      size_t loops;  // loops_ when it began: the loops outside it do not repeat its calls
+    };
+    std::vector<Open> open;  // the enclosing defs
+    struct Scope {
+      uint32_t depth;
+      bool isClass;
+      std::string name;
+    };
+    std::vector<Scope> scopes;  // the enclosing defs and classes
     uint32_t depth = 0;
     for (;;) {
       TSNode node = ts_tree_cursor_current_node(&cursor);
       TSSymbol s = ts_node_symbol(node);
       bool descend = true;
       if (s == g_.functionDefinition) {
-        FunctionScope scope = scopes.empty() ? FunctionScope::Module : scopes.back().second ? FunctionScope::Method : FunctionScope::Nested;
-        open.emplace_back(depth, out_.size());
-        scopes.emplace_back(depth, false);
-        out_.push_back({textOf(ts_node_child_by_field_id(node, g_.name)), scope, {}});
+        FunctionScope scope = scopes.empty() ? FunctionScope::Module : scopes.back().isClass ? FunctionScope::Method : FunctionScope::Nested;
+        // A method read without its class's header (an earlier round read that) still takes self.
+        if (scope == FunctionScope::Module && takesSelf(node)) scope = FunctionScope::Method;
+        open.push_back({depth, out_.size(), loops_.size()});
+        std::string name = textOf(ts_node_child_by_field_id(node, g_.name));
+        out_.push_back({name, scope, {}, !scopes.empty() && scopes.back().isClass ? scopes.back().name : "", {}});
+        scopes.push_back({depth, false, std::move(name)});
       } else if (s == g_.classDefinition) {
-        scopes.emplace_back(depth, true);
+        scopes.push_back({depth, true, textOf(ts_node_child_by_field_id(node, g_.name))});
+      } else if (isLoop(s)) {
+        loops_.push_back(depth);
       } else if (s == g_.call && !open.empty()) {
-        onCall(node, out_[open.back().second]);
+        onCall(node, out_[open.back().index], static_cast<int>(loops_.size() - open.back().loops));
+      } else if (s == g_.assignment) {
+        if (!open.empty()) onAssignment(node, out_[open.back().index].constructions);
+        else if (scopes.empty() && module_) onAssignment(node, module_->constructions);
       } else if (s == g_.importStatement) {
         onImport(node);
         descend = false;
@@ -97,8 +126,9 @@ class FunctionCallWalker {
         }
         --depth;
       }
-      while (!open.empty() && open.back().first >= depth) open.pop_back();
-      while (!scopes.empty() && scopes.back().first >= depth) scopes.pop_back();
+      while (!open.empty() && open.back().depth >= depth) open.pop_back();
+      while (!scopes.empty() && scopes.back().depth >= depth) scopes.pop_back();
+      while (!loops_.empty() && loops_.back() >= depth) loops_.pop_back();
     }
   }
 
@@ -119,7 +149,31 @@ class FunctionCallWalker {
     return textOf(node) + suffix;
   }
 
-  void onCall(TSNode node, FunctionCalls& function) const {
+  bool takesSelf(TSNode function) const {
+    TSNode parameters = ts_node_child_by_field_id(function, g_.parameters);
+    if (ts_node_is_null(parameters) || ts_node_named_child_count(parameters) == 0) return false;
+    TSNode first = ts_node_named_child(parameters, 0);
+    if (ts_node_symbol(first) != g_.identifier) return false;
+    std::string name = textOf(first);
+    return name == "self" || name == "cls";
+  }
+
+  bool isLoop(TSSymbol s) const {
+    return s == g_.forStatement || s == g_.whileStatement || s == g_.listComprehension || s == g_.setComprehension ||
+           s == g_.dictionaryComprehension || s == g_.generatorExpression;
+  }
+
+  // `x = C(...)`, `self.x = C(...)`: what the receiver `x` is made by.
+  void onAssignment(TSNode node, std::vector<Construction>& out) const {
+    TSNode right = ts_node_child_by_field_id(node, g_.right);
+    if (ts_node_is_null(right) || ts_node_symbol(right) != g_.call) return;
+    std::string target = dottedOf(ts_node_child_by_field_id(node, g_.left));
+    std::string callee = dottedOf(ts_node_child_by_field_id(right, g_.function));
+    if (target.empty() || callee.empty()) return;
+    out.push_back({std::move(target), callee, names_.qualify(callee)});
+  }
+
+  void onCall(TSNode node, FunctionCalls& function, int loopDepth) const {
     TSNode callee = ts_node_child_by_field_id(node, g_.function);
     if (ts_node_is_null(callee)) return;
     CallInFunction call;
@@ -132,9 +186,23 @@ class FunctionCallWalker {
       TSNode object = ts_node_child_by_field_id(callee, g_.object);
       std::string receiver = ts_node_symbol(object) == g_.identifier ? textOf(object) : "";
       call.onSelf = receiver == "self" || receiver == "cls";
+      call.receiver = dottedOf(object);
+      if (call.receiver.empty() && ts_node_symbol(object) == g_.call) {
+        // `Factory().method(...)`: the receiver is what the factory returns.
+        std::string made = dottedOf(ts_node_child_by_field_id(object, g_.function));
+        if (!made.empty()) call.receiver = made + "()";
+      }
+      if (!call.receiver.empty()) {
+        std::string head = call.receiver.substr(0, call.receiver.find_first_of(".("));
+        call.receiverQualified = names_.qualify(call.receiver.ends_with("()") ? call.receiver.substr(0, call.receiver.size() - 2) : head);
+      }
     } else {
       return;
     }
+    call.loopDepth = loopDepth;
+    TSPoint at = ts_node_start_point(node);
+    call.row = at.row;
+    call.column = at.column;
     if (std::string dotted = dottedOf(callee); !dotted.empty()) call.qualifiedName = names_.qualify(dotted);
     call.backend = backendKeyword(ts_node_child_by_field_id(node, g_.arguments));
     function.calls.push_back(std::move(call));
@@ -190,6 +258,8 @@ class FunctionCallWalker {
   std::string_view text_;
   const Grammar& g_;
   PythonNames& names_;
+  ModuleFacts* module_;
+  std::vector<uint32_t> loops_;  // depths of the enclosing loops
   std::vector<FunctionCalls> out_;
 };
 
@@ -256,14 +326,16 @@ bool sameModule(const std::string& a, const std::string& b) { return a.empty() |
 
 }  // namespace
 
-bool GroupWrapperIndex::reaches(const CallInFunction& call, const std::string& caller) const {
+bool moduleNamedBy(const std::string& module, const std::string& imported) { return isModule(module, imported); }
+
+std::string GroupWrapperIndex::reached(const CallInFunction& call, const std::string& caller) const {
   const std::string& q = call.qualifiedName;
   // The name the callee was defined under: an alias (`from pkg.ps import create_group as cg`)
   // is qualified to it.
   std::string name = call.name;
   if (size_t dot = q.rfind('.'); dot != std::string::npos && !call.onSelf) name = q.substr(dot + 1);
   auto it = scopes_.find(name);
-  if (it == scopes_.end()) return false;
+  if (it == scopes_.end()) return "";
   // The module part of `mod.name` as imported; empty when the file's imports do not name it.
   std::string imported;
   if (q.size() > name.size() && q.ends_with("." + name)) imported = q.substr(0, q.size() - name.size() - 1);
@@ -272,17 +344,14 @@ bool GroupWrapperIndex::reaches(const CallInFunction& call, const std::string& c
     size_t hash = scope.find('#');
     std::string module = scope.substr(0, hash);
     std::string_view kind = hash == std::string::npos ? std::string_view() : std::string_view(scope).substr(hash + 1);
-    if (kind == "self") {
-      if (call.onSelf && sameModule(module, caller)) return true;
-    } else if (kind == "local") {
-      if (bare && sameModule(module, caller)) return true;
-    } else if (bare) {
-      if (sameModule(module, caller)) return true;
-    } else if (!imported.empty() && isModule(module, imported)) {
-      return true;
-    }
+    bool hit = false;
+    if (kind == "self") hit = call.onSelf && sameModule(module, caller);
+    else if (kind == "local") hit = bare && sameModule(module, caller);
+    else if (bare) hit = sameModule(module, caller);
+    else hit = !imported.empty() && isModule(module, imported);
+    if (hit) return scope + ":" + name;
   }
-  return false;
+  return "";
 }
 
 std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std::vector<ParseRegion>& regions) {
@@ -294,7 +363,14 @@ std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std:
                                                PythonNames& names) {
   PythonTree tree = parsePythonRegions(text, regions);
   if (!tree) return {};
-  return FunctionCallWalker(text, names).walk(ts_tree_root_node(tree.get()));
+  return FunctionCallWalker(text, names, nullptr).walk(ts_tree_root_node(tree.get()));
+}
+
+std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std::vector<ParseRegion>& regions,
+                                               PythonNames& names, ModuleFacts& module) {
+  PythonTree tree = parsePythonRegions(text, regions);
+  if (!tree) return {};
+  return FunctionCallWalker(text, names, &module).walk(ts_tree_root_node(tree.get()));
 }
 
 }  // namespace nccl_migrate::lint

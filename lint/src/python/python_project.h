@@ -6,6 +6,7 @@
 // taken for a wrapper of the same name.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,6 +31,20 @@ struct CallInFunction {
   std::optional<std::string> backend;  // a `backend=` string literal it passes
   bool onAttribute = false;            // `x.name(...)` rather than `name(...)`
   bool onSelf = false;                 // `self.name(...)` or `cls.name(...)`
+  // The object a method is called on: `g`, `self.maker`, `_GROUPS` as written, or, for a call's
+  // result (`DeviceGroup().get_group`), the callee of that call with `()`: "DeviceGroup()".
+  std::string receiver;
+  std::string receiverQualified;       // the receiver's head as the file's imports resolve it
+  int loopDepth = 0;                   // loops and comprehensions around it in its function
+  uint32_t row = 0, column = 0;        // where the call starts (0-based, the file's)
+};
+
+// `target = Callee(...)`: a local, `self.attr` or a module-level name bound to a call's result,
+// which is how a receiver gets its class.
+struct Construction {
+  std::string target;     // "g", "self.maker", "_GROUPS"
+  std::string callee;     // "GroupMaker", "mod.GroupMaker"
+  std::string qualified;  // as the file's imports resolve the callee; empty if they do not
 };
 
 // Where a function is defined, which decides how it can be called.
@@ -39,6 +54,13 @@ struct FunctionCalls {
   std::string function;  // bare name
   FunctionScope scope = FunctionScope::Module;
   std::vector<CallInFunction> calls;
+  std::string owner;  // a method's class
+  std::vector<Construction> constructions;  // what it binds to calls' results
+};
+
+// A source's module-level statements read so far: the objects they make (`_GROUPS = GroupMaker()`).
+struct ModuleFacts {
+  std::vector<Construction> constructions;
 };
 
 // The functions defined in `regions` of `text` (empty: all of it) and the calls in each. Imports
@@ -47,6 +69,9 @@ struct FunctionCalls {
 std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std::vector<ParseRegion>& regions,
                                                PythonNames& names);
 std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std::vector<ParseRegion>& regions);
+// The same, with the module-level constructions added to `module`.
+std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std::vector<ParseRegion>& regions,
+                                               PythonNames& names, ModuleFacts& module);
 
 // The dotted module a Python file defines, from its path ("/src/mypkg/ps.py" -> "src.mypkg.ps",
 // a package's __init__.py its folder): matched against imports by its last components.
@@ -57,6 +82,9 @@ std::string pythonModuleOf(const std::string& path);
 // (a bare name is read as ":<name>").
 std::string groupWrapperKey(const std::string& module, const FunctionCalls& function);
 std::string groupWrapperName(const std::string& key);
+// Whether the module of a file (`module`, unknown when empty) is the one `imported` names: the same
+// dotted name or its last components, or the package above it (a name its __init__.py re-exports).
+bool moduleNamedBy(const std::string& module, const std::string& imported);
 
 // The table's wrappers by name, to tell whether a call made in module `caller` reaches one: a
 // module's function through its module (imported by name or as a module, relatively too, or called
@@ -68,7 +96,9 @@ class GroupWrapperIndex {
   explicit GroupWrapperIndex(const std::set<std::string>& keys);
   void add(const std::string& key);
 
-  bool reaches(const CallInFunction& call, const std::string& caller) const;
+  bool reaches(const CallInFunction& call, const std::string& caller) const { return !reached(call, caller).empty(); }
+  // The key of the wrapper the call reaches; empty if none.
+  std::string reached(const CallInFunction& call, const std::string& caller) const;
   // Whether some wrapper has this name (the function a call stands in).
   bool names(const std::string& function) const { return scopes_.contains(function); }
   bool empty() const { return scopes_.empty(); }

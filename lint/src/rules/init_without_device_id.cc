@@ -1,9 +1,10 @@
-// NM102 init-without-device-id: an NCCL world initialised without device_id in a process that
-// picks its GPU by something other than its local rank.
+// NM102 init-without-device-id: an NCCL world initialised without device_id in a process whose
+// GPU selection the file shows not to come from its local rank (the global rank, a constant).
 #include <algorithm>
-#include <cctype>
+#include <array>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nccl_migrate/lint/rule.h"
 #include "registry.h"
@@ -12,12 +13,136 @@
 namespace nccl_migrate::lint {
 namespace {
 
-bool mentionsLocalRank(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text.find("local_rank") != std::string::npos || text.find("localrank") != std::string::npos;
+bool isSetDevice(const std::string& q) { return q == "torch.cuda.set_device" || q == "torch.accelerator.set_device_index"; }
+
+// What a traced device value shows about the GPU it picks, next to the one torch 2.15's NCCL
+// backend binds when init_process_group gets no device_id: cuda:(global rank % device_count())
+// (ProcessGroupNCCL::setBoundDeviceId; ../reference: "deterministic group-rank fallback").
+// AsInferred is that very index; LocalRank equals it under the usual launch (as many ranks per
+// node as it has GPUs, numbered node by node); GlobalRank (unreduced, or modulo something else)
+// and Constant equal it only under a condition the code does not show, which the finding names.
+// Unknown (a parameter, a config object, a function the file does not define) is no evidence.
+struct Evidence {
+  enum class Source { LocalRank, AsInferred, GlobalRank, Constant, Unknown };
+  Source source = Source::Unknown;
+  std::string shown;    // the index as read: "RANK % 4", "0"
+  std::string divisor;  // for GlobalRank: what the rank is taken modulo ("" when it is not)
+};
+
+constexpr std::array kLocalRankVariables = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                            "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"};
+constexpr std::array kGlobalRankVariables = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK",
+                                             "PMI_RANK", "PMIX_RANK"};
+
+template <size_t N>
+bool among(const std::string& value, const std::array<const char*, N>& names) {
+  return std::any_of(names.begin(), names.end(), [&](const char* n) { return value == n; });
 }
 
-bool isSetDevice(const std::string& q) { return q == "torch.cuda.set_device" || q == "torch.accelerator.set_device_index"; }
+bool digitsOnly(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string lastName(const std::string& dotted) { return dotted.substr(dotted.rfind('.') + 1); }
+
+class DeviceReader {
+ public:
+  explicit DeviceReader(const TracedValue& value) : value_(value) {}
+
+  Evidence read() const { return value_.root() ? device(*value_.root(), 0) : Evidence{}; }
+
+ private:
+  static constexpr int kMaxDepth = 24;
+
+  // A device: an index, "cuda:N", f"cuda:{x}", torch.device("cuda", x).
+  Evidence device(const ValueNode& n, int depth) const {
+    using Kind = ValueNode::Kind;
+    if (depth > kMaxDepth) return {};
+    if (n.kind == Kind::Literal && n.text.starts_with("cuda:") && digitsOnly(n.text.substr(5)))
+      return {Evidence::Source::Constant, n.text.substr(5)};
+    if (n.kind == Kind::Format && (n.text == "cuda:{}" || n.text == "{}") && n.operands.size() == 1)
+      return index(value_.operand(n, 0), depth + 1);
+    if (n.kind == Kind::Call && n.text == "torch.device") {
+      const ValueNode* type = nullptr;
+      const ValueNode* at = nullptr;
+      size_t positional = 0;
+      for (size_t i = 0; i < n.operands.size(); ++i) {
+        const ValueNode& arg = value_.operand(n, i);
+        if (arg.keyword == "type" || (arg.keyword.empty() && positional++ == 0)) type = &arg;
+        else if (arg.keyword == "index" || arg.keyword.empty()) at = &arg;
+      }
+      if (!at) return type ? device(*type, depth + 1) : Evidence{};
+      return index(*at, depth + 1);
+    }
+    if (n.kind == Kind::OneOf) return oneOf(n, depth, &DeviceReader::device);
+    return index(n, depth);
+  }
+
+  // A device index: environment reads, the rank functions, `args.local_rank`, `x % count`.
+  Evidence index(const ValueNode& n, int depth) const {
+    using Kind = ValueNode::Kind;
+    using Source = Evidence::Source;
+    if (depth > kMaxDepth) return {};
+    switch (n.kind) {
+      case Kind::Literal:
+        if (digitsOnly(n.text)) return {Source::Constant, n.text};
+        if (n.text.starts_with("cuda:")) return device(n, depth + 1);
+        return {};
+      case Kind::Environment:
+        if (among(n.text, kLocalRankVariables)) return {Source::LocalRank, n.text};
+        if (among(n.text, kGlobalRankVariables)) return {Source::GlobalRank, n.text};
+        return {};
+      case Kind::Attribute: {
+        std::string last = lastName(n.text);
+        if (last == "local_rank" || last == "localrank" || last == "local_process_index") return {Source::LocalRank, n.text};
+        return {};
+      }
+      case Kind::Call:
+        if (n.text == "torch.distributed.get_rank" && n.operands.empty()) return {Source::GlobalRank, "get_rank()"};
+        if (n.text == "torch.distributed.get_node_local_rank") return {Source::LocalRank, "get_node_local_rank()"};
+        if (n.text == "torch.device" || n.text == "torch.cuda.device") return device(n, depth + 1);
+        return {};
+      case Kind::Operator: {
+        if (n.text != "%" || n.operands.size() != 2) return {};
+        Evidence left = index(value_.operand(n, 0), depth + 1);
+        if (left.source != Source::GlobalRank && left.source != Source::LocalRank) return {};
+        std::string divisor = spelled(value_.operand(n, 1));
+        if (left.source == Source::GlobalRank && divisor == "device_count()") {
+          return {Source::AsInferred, left.shown + " % " + divisor};
+        }
+        return {left.source, left.shown + " % " + divisor, left.source == Source::GlobalRank ? divisor : ""};
+      }
+      case Kind::Format:
+        return device(n, depth + 1);
+      case Kind::OneOf:
+        return oneOf(n, depth, &DeviceReader::index);
+      default:
+        return {};
+    }
+  }
+
+  // Evidence against the local rank only when every value that may arrive shows it; any other
+  // (the local rank, or one not known) leaves nothing to report.
+  Evidence oneOf(const ValueNode& n, int depth, Evidence (DeviceReader::*read)(const ValueNode&, int) const) const {
+    Evidence first;
+    for (size_t i = 0; i < n.operands.size(); ++i) {
+      Evidence e = (this->*read)(value_.operand(n, i), depth + 1);
+      if (e.source != Evidence::Source::GlobalRank && e.source != Evidence::Source::Constant) return e;
+      if (i == 0) first = e;
+    }
+    return first;
+  }
+
+  // A divisor as read: `torch.cuda.device_count()` as device_count(), a name or a number as written.
+  std::string spelled(const ValueNode& n) const {
+    if (n.kind == ValueNode::Kind::Call) return lastName(n.text) + "()";
+    if (n.kind == ValueNode::Kind::Environment) return n.text;
+    if (n.kind == ValueNode::Kind::Unknown || n.kind == ValueNode::Kind::OneOf || n.text.empty()) return "...";
+    return n.text;
+  }
+
+  const TracedValue& value_;
+};
 
 // Whether every run that reaches `later` has passed `earlier` just before in the same function:
 // `earlier` stands in no `if` arm that `later` is not in too.
@@ -50,43 +175,106 @@ std::optional<Fix> deviceIdFix(const Call& chooser, const Call& init) {
              {Edit{{init.nextArgumentAt, init.nextArgumentAt}, argument}}};
 }
 
+// A world of one process, as written (`world_size=1`): a constant device is then no conflict.
+bool singleProcess(const SourceModel& model, const Call& init) {
+  const Argument* size = init.keyword("world_size");
+  if (!size) return false;
+  TracedValue value = traceValue(model, init, *size);
+  return value.root() && value.root()->kind == ValueNode::Kind::Literal && value.root()->text == "1";
+}
+
+struct Selection {
+  const Call* call;
+  Evidence evidence;
+};
+
 class InitWithoutDeviceId final : public Rule {
  public:
   const RuleInfo& info() const override { return info_; }
 
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
-    const Call* chooser = nullptr;
+    std::vector<Selection> selections;
     for (const Call& call : model.calls) {
       if (!isSetDevice(call.qualifiedName) || call.arguments.empty()) continue;
-      if (!mentionsLocalRank(call.arguments.front().text)) chooser = &call;
+      selections.push_back({&call, DeviceReader(traceValue(model, call, call.arguments.front())).read()});
     }
-    if (!chooser) return;
+    if (selections.empty()) return;
     for (const Call& call : model.calls) {
       if (!isDistributed(call.qualifiedName, "init_process_group") || call.keyword("device_id")) continue;
       const Argument* backend = call.argument("backend", 0);
       // No backend means torch's default device map, whose CUDA entry is nccl.
       if (backend && (!backend->stringValue || !selectsDefaultNccl(*backend->stringValue))) continue;
-      const std::string& device = chooser->arguments.front().text;
-      Finding& found = out.emplace_back(finding(model, call.where,
-                            "init_process_group() without device_id while this process selects its GPU with " +
-                                chooser->spelling + "(" + device + ") (line " + std::to_string(chooser->where.line) +
-                                "), not by local rank: the rewritten NCCL backend then infers the device itself, and "
-                                "jobs have failed with \"Duplicate GPU detected\". Pass device_id=torch.device(\"cuda\", " +
-                                device + ")"));
-      found.fix = deviceIdFix(*chooser, call);
+      const Selection* chosen = evidenceFor(selections, call);
+      if (!chosen) continue;
+      bool constant = chosen->evidence.source == Evidence::Source::Constant;
+      if (constant && singleProcess(model, call)) continue;
+      const Call& chooser = *chosen->call;
+      std::string seen = chooser.spelling + "(" + chooser.arguments.front().text + ") at line " +
+                         std::to_string(chooser.where.line) + " selects cuda:" + shownIndex(chosen->evidence);
+      Finding& found = out.emplace_back(finding(
+          model, call.where,
+          "init_process_group() without device_id; " + seen +
+              ", while torch 2.15's NCCL backend binds each rank to cuda:(global rank % device_count()) "
+              "when given none: the same device only where " + sameDeviceCondition(chosen->evidence) +
+              ". Pass the selected device as device_id=torch.device(\"cuda\", ...)"));
+      found.fix = deviceIdFix(chooser, call);
     }
   }
 
  private:
+  // When the selected index is the one the backend binds: a fact of arithmetic, not a guess.
+  static std::string sameDeviceCondition(const Evidence& e) {
+    if (e.source == Evidence::Source::Constant) {
+      return e.shown == "0" ? "each process sees one GPU" : "every rank's global rank % device_count() is " + e.shown;
+    }
+    if (!e.divisor.empty()) return "device_count() is " + e.divisor;
+    return "the job has no more ranks than a node has GPUs";
+  }
+
+  static std::string shownIndex(const Evidence& e) {
+    return e.shown.find(' ') == std::string::npos ? e.shown : "(" + e.shown + ")";
+  }
+
+  // The selection that shows `init`'s process picks no local-rank GPU: of the selections that can
+  // run with it (those of its function when it has any, else the file's), every one must show it;
+  // the one just before the init in its function is quoted, else the first.
+  static const Selection* evidenceFor(const std::vector<Selection>& selections, const Call& init) {
+    std::vector<const Selection*> reaching;
+    bool sameFunction = std::any_of(selections.begin(), selections.end(), [&](const Selection& s) {
+      return s.call->functionId == init.functionId && !s.call->exclusiveWith(init);
+    });
+    for (const Selection& s : selections) {
+      if (s.call->exclusiveWith(init) || (sameFunction && s.call->functionId != init.functionId)) continue;
+      if (s.evidence.source != Evidence::Source::GlobalRank && s.evidence.source != Evidence::Source::Constant) return nullptr;
+      reaching.push_back(&s);
+    }
+    if (reaching.empty()) return nullptr;
+    const Selection* quoted = reaching.front();
+    for (const Selection* s : reaching)
+      if (s->call->functionId == init.functionId && s->call->where.line < init.where.line) quoted = s;
+    return quoted;
+  }
+
   RuleInfo info_{
       .code = "NM102",
       .slug = "init-without-device-id",
-      .summary = "init_process_group with NCCL but no device_id, where the process does not pick its GPU by local rank",
+      .summary = "init_process_group with NCCL but no device_id, where the selected GPU is not the one torch 2.15 binds",
       .rationale = "Without device_id, torch 2.15's rewritten NCCL backend infers each process's device. TorchRec hit "
                    "\"Duplicate GPU detected: rank 2 and rank 0 both on CUDA device ...\" this way when its workers "
                    "selected GPUs by something other than LOCAL_RANK, and fixed it by passing each worker's selected "
-                   "device to init_process_group.",
-      .example = "torch.cuda.set_device(rank % 4)\ndist.init_process_group(\"nccl\")",
+                   "device to init_process_group. The rule follows the value given to torch.cuda.set_device through "
+                   "the file (assignments in the function and at module level, the file's own functions' returns, "
+                   "f-strings, \"%\" and .format, torch.device(\"cuda\", i), int() and os.environ/os.getenv reads) and "
+                   "compares it with the device torch 2.15's NCCL backend binds without device_id, cuda:(global rank % "
+                   "device_count()) (ProcessGroupNCCL::setBoundDeviceId). It reports a selection from the global rank "
+                   "(RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, dist.get_rank()) taken modulo something else or not at "
+                   "all, and a constant index (unless world_size=1), naming when the two devices agree. A selection "
+                   "of exactly that index, one from the local rank (LOCAL_RANK, SLURM_LOCALID, args.local_rank: the "
+                   "same device under the usual launch), or from anything it "
+                   "cannot read (a parameter, a config object, a function defined elsewhere) is not reported, nor is "
+                   "a file that never calls set_device: its trigger needs both words.",
+      .example = "rank = int(os.environ[\"RANK\"])\ntorch.cuda.set_device(rank % 4)\n"
+                 "dist.init_process_group(\"nccl\")",
       .fix = "Pass the device the process selected: init_process_group(\"nccl\", device_id=torch.device(\"cuda\", dev)). "
              "The fix (unsafe) adds device_id=torch.device(\"cuda\", torch.cuda.current_device()), the device the "
              "selection set, where the selection runs through `torch.` in the same function before the init on every "
@@ -96,6 +284,9 @@ class InitWithoutDeviceId final : public Rule {
       .languages = {Language::Python},
       .enabledByDefault = true,
       .triggers = {{.anyOf = {"init_process_group"}, .andAnyOf = {"set_device*"}, .module = "torch.distributed"}},
+      // The values a selection is made of, wherever the file computes them (a helper function).
+      .contextWords = {"LOCAL_RANK", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "get_rank", "local_rank",
+                       "device_count"},
   };
 };
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "nccl_migrate/lint/fixes.h"
 #include "nccl_migrate/lint/rule.h"
 #include "nccl_name_test.h"
 #include "registry.h"
@@ -42,15 +43,20 @@ std::string consequence(const TypeCheck& check) {
 }
 
 
-// A test of the cast's result for null becomes a test of the backend's name: true for every
-// backend that runs NCCL, the legacy one included, so the legacy path keeps its result.
-Fix nameTest(const TypeCheck& check) {
-  Fix fix{"Recognise every NCCL backend by getBackendName()", FixSafety::Unsafe, {}};
-  fix.edits.push_back({check.callee, (check.testNegated ? "!" : "") + cppRunsNcclLambda()});
-  if (check.nullTest.begin < check.callee.begin) fix.edits.push_back({{check.nullTest.begin, check.callee.begin}, ""});
-  size_t afterCast = check.operand.end + 1;  // past the cast's closing parenthesis
-  if (check.nullTest.end > afterCast) fix.edits.push_back({{afterCast, check.nullTest.end}, ""});
-  return fix;
+bool isHeader(const std::string& path) {
+  for (const char* ext : {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl"})
+    if (path.ends_with(ext)) return true;
+  return false;
+}
+
+// A cast whose result is only tested for null (`if (cast)`, `cast != nullptr`, a variable
+// holding it tested alone) becomes a call of the file's helper, which gives the backend where it
+// runs NCCL, the legacy one included, and null elsewhere: the test around it stays as written.
+Fix helperTest(const SourceModel& model, const TypeCheck& check) {
+  return Fix{"Recognise every NCCL backend by getBackendName(), in one helper",
+             FixSafety::Unsafe,
+             {{{check.callee.begin, check.operand.begin}, cppNcclBackendHelperName() + "("},
+              definitionEdit(cppNcclBackendHelper(isHeader(model.path)))}};
 }
 
 // An unchecked cast whose result is used: checked first against the legacy class, so the
@@ -72,12 +78,36 @@ std::optional<Fix> checkedCast(const TypeCheck& check) {
   return std::nullopt;
 }
 
-std::optional<Fix> fixFor(const TypeCheck& check) {
-  if (check.kind == TypeCheck::Kind::Isinstance) {
-    if (!check.callee.known()) return std::nullopt;
-    return Fix{"Recognise every NCCL backend, by class or by name()", FixSafety::Unsafe,
-               {{check.callee, pythonRunsNcclIsinstance()}}};
+// The isinstance call a check stands in: the one whose arguments end first after its operand.
+const Call* isinstanceCall(const SourceModel& model, const TypeCheck& check) {
+  const Call* found = nullptr;
+  for (const Call& call : model.calls) {
+    if (call.spelling != "isinstance" || !call.hasArgumentList || call.arguments.size() != 2) continue;
+    if (call.nextArgumentAt <= check.operand.end) continue;
+    if (!found || call.nextArgumentAt < found->nextArgumentAt) found = &call;
   }
+  return found;
+}
+
+// `isinstance(x, dist.ProcessGroupNCCL)` -> `_is_nccl_backend(x)`; with a tuple of classes,
+// `_is_nccl_backend(x, (A, dist.ProcessGroupNCCL))`, true for A too. The class goes only where
+// nothing but blanks can stand beside it: no comment between the two arguments.
+std::optional<Fix> helperCall(const SourceModel& model, const TypeCheck& check) {
+  if (!check.callee.known() || !check.operand.known()) return std::nullopt;
+  Fix fix{"Recognise every NCCL backend, by class or by name(), in one helper",
+          FixSafety::Unsafe,
+          {{check.callee, pythonNcclBackendHelperName()}, definitionEdit(pythonNcclBackendHelper())}};
+  const Call* call = isinstanceCall(model, check);
+  if (!call || call->arguments[1].isSequenceLiteral || !call->arguments[0].keyword.empty()) return fix;
+  int from = call->arguments[0].where.line, to = call->arguments[1].where.line;
+  for (const Comment& c : model.comments)
+    if (c.line >= from && c.line < to) return fix;
+  fix.edits.push_back({{check.operand.end, call->nextArgumentAt}, ""});
+  return fix;
+}
+
+std::optional<Fix> fixFor(const SourceModel& model, const TypeCheck& check) {
+  if (check.kind == TypeCheck::Kind::Isinstance) return helperCall(model, check);
   if (check.kind != TypeCheck::Kind::CheckedCast && check.kind != TypeCheck::Kind::UncheckedCast) return std::nullopt;
   if (!check.callee.known() || !check.operand.known()) return std::nullopt;
   // A test for a project's subclass asks about more than NCCL: no name answers it.
@@ -87,7 +117,7 @@ std::optional<Fix> fixFor(const TypeCheck& check) {
   if (check.kind == TypeCheck::Kind::UncheckedCast && check.toPointer && !check.operandIsObjectPointer) {
     return std::nullopt;
   }
-  if (check.nullTest.known() && check.downcastTo.empty()) return nameTest(check);
+  if (check.nullTest.known() && check.downcastTo.empty()) return helperTest(model, check);
   if (check.kind == TypeCheck::Kind::UncheckedCast) return checkedCast(check);
   return std::nullopt;  // a checked cast already gives null; what the code does then is its own
 }
@@ -105,7 +135,7 @@ class LegacyClassCheck final : public Rule {
                                   ", which the object is no longer under the rewritten backend: backend=\"nccl\" builds "
                                   "c10d::nccl2::ProcessGroupNCCL in torch 2.15, not " + check.downcastTo + ", so the cast " +
                                   consequence(check));
-        f.fix = fixFor(check);
+        f.fix = fixFor(model, check);
         out.push_back(std::move(f));
         continue;
       }
@@ -113,7 +143,7 @@ class LegacyClassCheck final : public Rule {
                           describe(check) + " " + consequence(check) +
                               ": backend=\"nccl\" builds ProcessGroupNCCL2 (c10d::nccl2::ProcessGroupNCCL) "
                               "in torch 2.15, which does not derive from ProcessGroupNCCL");
-      f.fix = fixFor(check);
+      f.fix = fixFor(model, check);
       out.push_back(std::move(f));
     }
   }
@@ -129,13 +159,18 @@ class LegacyClassCheck final : public Rule {
           "ProcessGroupNCCL. isinstance checks turn False and dynamic casts return null without any error.",
       .example = "if isinstance(pg._get_backend(torch.device(\"cuda\")), dist.ProcessGroupNCCL): ...",
       .fix = "Compare the backend's name() against (\"nccl\", \"nccl2\", \"nccl-lazy\"), or check both classes. "
-             "`--fix --unsafe-fixes` rewrites what is mechanical. Python: isinstance(x, ...ProcessGroupNCCL) becomes one "
-             "expression, true for torch's ProcessGroupNCCL, ProcessGroupNCCL2 and ProcessGroupNCCLLazy where torch has "
-             "them (looked up with getattr, so it runs on any torch) and for a Backend whose name() is \"nccl\", "
-             "\"nccl2\" or \"nccl-lazy\" (the toolkit's backends). C++: a cast whose result is only tested for null "
-             "(`if (dynamic_cast<c10d::ProcessGroupNCCL*>(b))`, `!cast`, `cast != nullptr`) becomes a test of "
-             "b->getBackendName() against the same names, which needs no nccl2 header and compiles against every torch; "
-             "an unchecked cast whose result is used (static_cast, static_pointer_cast, a C-style cast through void* "
+             "`--fix --unsafe-fixes` rewrites what is mechanical, through one helper per file, put once after its "
+             "imports or includes (named anew where the file uses the name for something else). Python: "
+             "isinstance(x, ...ProcessGroupNCCL) becomes _is_nccl_backend(x) (with a tuple of classes, "
+             "_is_nccl_backend(x, (A, ...)), true for A too), true for torch's ProcessGroupNCCL, ProcessGroupNCCL2 "
+             "and ProcessGroupNCCLLazy where torch has them (looked up with getattr when it runs, so the module "
+             "imports on any torch) and for a Backend whose name() is \"nccl\", \"nccl2\" or \"nccl-lazy\" (the "
+             "toolkit's backends); the lines it writes keep to the project's line length (ruff, black or flake8 "
+             "configuration, else 88) as ruff format writes them. C++: a cast whose result is only tested for null "
+             "(`if (dynamic_cast<c10d::ProcessGroupNCCL*>(b))`, `!cast`, `cast != nullptr`, or `auto* p = cast;` "
+             "with p only tested) becomes asNcclBackend(b), the backend where its getBackendName() is one of the "
+             "same names and null elsewhere, which needs no nccl2 header and compiles against every torch; an "
+             "unchecked cast whose result is used (static_cast, static_pointer_cast, a C-style cast through void* "
              "to a subclass) is checked first, so the rewritten backend's object gives null instead of being "
              "reinterpreted. The fixes are unsafe: code behind a test now runs for the rewritten backend, whose class "
              "lacks the legacy one's methods, and a cast that gave a pointer now gives null where the code may not "

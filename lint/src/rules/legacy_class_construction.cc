@@ -23,10 +23,10 @@ class LegacyClassConstruction final : public Rule {
     for (const Call& call : model.calls) {
       if (!kLegacyClass.contains(call.qualifiedName)) continue;
       out.push_back(finding(model, call.where,
-                            call.spelling + " builds the legacy ProcessGroupNCCL explicitly: torch 2.15 keeps it "
-                            "(as nccl-legacy) for this release only. Create the group with init_process_group/new_group "
-                            "and backend=\"nccl\" (the rewritten backend) and pass settings through "
-                            "ProcessGroupNCCL.Options"));
+                            call.spelling + " constructs the legacy ProcessGroupNCCL directly, whatever "
+                            "backend=\"nccl\" resolves to; torch 2.15 keeps that class as nccl-legacy, a rollback path. "
+                            "Create the group with init_process_group/new_group and backend=\"nccl\" and pass settings "
+                            "through ProcessGroupNCCL.Options"));
     }
   }
 

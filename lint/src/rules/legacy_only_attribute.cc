@@ -13,17 +13,14 @@ namespace {
 struct LegacyAttribute {
   std::string_view name;
   std::string_view consequence;
-  // A call the rewritten backend does not need, so skipping it where the attribute is missing
-  // keeps the program's meaning: a fix makes it a no-op there.
-  bool skippable = false;
 };
 
-// Only attributes with a confirmed difference; each consequence is what is known about it.
+// Only attributes with a confirmed difference; each consequence is what is known about it. None
+// has a fix: skipping a call where the attribute is missing is right only where torch shows the
+// call does nothing (or has an equivalent) on the rewritten backend, and nothing does that here
+// (the rule's fix text says why for each).
 constexpr std::array<LegacyAttribute, 4> kAttributes = {{
-    // A hint that pre-creates the communicator a later split reuses; the rewritten backend
-    // creates its communicator eagerly and has no such hint.
-    {"perform_nocolor_split", "raises AttributeError: 'ProcessGroupNCCL2' object has no attribute 'perform_nocolor_split'",
-     true},
+    {"perform_nocolor_split", "is missing from torch 2.15's default NCCL backend (\"AttributeError: 'ProcessGroupNCCL2' object has no attribute 'perform_nocolor_split'\")"},
     {"_group_start", "is legacy NCCL-only API (torch itself replaced it with _coalescing_manager, gated on supports_coalescing)"},
     {"_group_end", "is legacy NCCL-only API (torch itself replaced it with _coalescing_manager, gated on supports_coalescing)"},
     {"_comm_ptr", "is the legacy ProcessGroupNCCL's method; the rewritten backend exposes comm_ptr instead"},
@@ -39,32 +36,17 @@ class LegacyOnlyAttribute final : public Rule {
         if (use.name != attr.name || guarded(model, use.name)) continue;
         Finding f = finding(model, use.where,
                             use.objectText + "." + use.name + " " + std::string(attr.consequence) +
-                                " on torch 2.15's default NCCL backend; guard it with hasattr() or check the "
-                                "backend's name() first");
-        if (attr.skippable) f.fix = skipWhereMissing(use);
+                                ", unguarded in this file; guard it with hasattr() or check the backend's name() "
+                                "first");
         out.push_back(std::move(f));
       }
     }
   }
 
  private:
-  // `obj.name(args)` -> `getattr(obj, "name", lambda *args, **kwargs: None)(args)`: one
-  // expression, the object evaluated once, the call unchanged where the attribute exists. Only
-  // where `.name` follows the object directly: what stands between them otherwise (a line break,
-  // a comment) would go with the rewritten span.
-  static std::optional<Fix> skipWhereMissing(const AttributeUse& use) {
-    if (!use.called || use.object.end <= use.object.begin || use.dotName.begin != use.object.end ||
-        use.dotName.end - use.dotName.begin != use.name.size() + 1) {
-      return std::nullopt;
-    }
-    return Fix{"Skip the call where the backend has no " + use.name, FixSafety::Unsafe,
-               {{{use.object.begin, use.object.begin}, "getattr("},
-                {use.dotName, ", \"" + use.name + "\", " + std::string(kSkipped) + ")"}}};
-  }
-
   // hasattr(x, "name") / getattr(x, "name", default) anywhere in the file shows the code already
-  // copes with the attribute being absent; the getattr this rule's fix writes guards only the one
-  // call it replaced, so the file's other uses are still reported after a fix.
+  // copes with the attribute being absent; the getattr an earlier version of this rule's fix wrote
+  // guards only the one call it replaced, so the file's other uses are still reported.
   static bool guarded(const SourceModel& model, const std::string& name) {
     for (const Call& call : model.calls) {
       if (call.spelling != "hasattr" && call.spelling != "getattr") continue;
@@ -76,7 +58,7 @@ class LegacyOnlyAttribute final : public Rule {
     return false;
   }
 
-  static constexpr const char* kSkipped = "lambda *args, **kwargs: None";  // what the fix calls instead
+  static constexpr const char* kSkipped = "lambda *args, **kwargs: None";  // what that fix called instead
 
   RuleInfo info_{
       .code = "NM203",
@@ -87,13 +69,17 @@ class LegacyOnlyAttribute final : public Rule {
                    "'perform_nocolor_split'\"; _group_start/_group_end and _comm_ptr are legacy spellings too.",
       .example = "pg._get_backend(torch.device(\"cuda\")).perform_nocolor_split(device)",
       .fix = "Guard with hasattr(backend, \"...\") or branch on backend.name() in (\"nccl2\", \"nccl-lazy\"); read the "
-             "comm_ptr property where it exists. `--fix --unsafe-fixes` guards calls of perform_nocolor_split, a "
-             "hint the rewritten backend has no use for: `b.perform_nocolor_split(d)` becomes "
-             "`getattr(b, \"perform_nocolor_split\", lambda *args, **kwargs: None)(d)`, one expression that calls it "
-             "where it exists and does nothing elsewhere. Unsafe because code that caught the AttributeError no longer "
-             "sees it. _group_start/_group_end (grouping changes what the ops do) and _comm_ptr (a different value "
-             "on the rewritten backend) have no mechanical fix.",
-      .fixSafety = FixSafety::Unsafe,
+             "comm_ptr property where it exists. No fix is offered: skipping a call where the backend lacks the "
+             "method changes what the job does unless torch shows the call is a no-op there, and it does not. "
+             "perform_nocolor_split is the non-member side of a communicator split: torch's new_group calls it on "
+             "the ranks outside a new group because ncclCommSplit must run on every rank of the parent or the ranks "
+             "fall out of step (torch/distributed/distributed_c10d.py, _new_process_group_helper), and the rewritten "
+             "backend implements performNocolorSplit in C++ (torch 2.15's c10d::nccl2::ProcessGroupNCCL), so a rank "
+             "that skips it can hang the ones that split; call it where the backend has it and keep the call's "
+             "purpose where it does not. _group_start/_group_end: torch replaced them with _coalescing_manager, "
+             "gated on supports_coalescing (PR #189770), which changes what the ops do; _comm_ptr: comm_ptr gives "
+             "the communicator's value on the rewritten backend (0 until it is initialised).",
+      .fixSafety = FixSafety::None,
       .languages = {Language::Python},
       .enabledByDefault = true,
       .triggers = {{.anyOf = {"perform_nocolor_split", "_group_start", "_group_end", "_comm_ptr"}}},

@@ -1,4 +1,4 @@
-// The expressions behind NM201's fixes, written once, from one list of names.
+// The helpers behind NM201's fixes, written once, from one list of names.
 #include "nccl_name_test.h"
 
 #include <array>
@@ -10,27 +10,45 @@ namespace {
 // the toolkit's backends report the name of the behaviour they run.
 constexpr std::array<const char*, 3> kNames = {"nccl", "nccl2", "nccl-lazy"};
 
+std::string joined(const char* separator, const std::string& before, const std::string& after) {
+  std::string out;
+  for (const char* n : kNames) out += (out.empty() ? "" : separator) + before + n + after;
+  return out;
+}
+
 }  // namespace
 
-std::string cppRunsNcclLambda() {
-  std::string test;
-  for (const char* n : kNames) test += std::string(test.empty() ? "" : " || ") + "name == \"" + n + "\"";
-  return "[](const auto& backend) { if (!backend) return false; const std::string name = backend->getBackendName(); "
-         "return " + test + "; }";
+std::string pythonNcclBackendHelperName() { return "_is_nccl_backend"; }
+
+// Every line fits in 79 columns and is as `ruff format` writes it, so the helper reads the same
+// in any project's layout; the names are tuples of their own for that reason.
+std::string pythonNcclBackendHelper() {
+  return "def " + pythonNcclBackendHelperName() +
+         "(obj, classes=()):\n"
+         "    \"\"\"Whether obj is a backend that runs NCCL, on any torch, or of classes.\"\"\"\n"
+         "    from torch._C import _distributed_c10d as c10d\n"
+         "\n"
+         "    names = \"ProcessGroupNCCL\", \"ProcessGroupNCCL2\", \"ProcessGroupNCCLLazy\"\n"
+         "    if isinstance(obj, (classes, *(getattr(c10d, n, ()) for n in names))):\n"
+         "        return True\n"
+         "    # The toolkit's backends reach Python as a Backend named for what it runs.\n"
+         "    nccl_names = " + joined(", ", "\"", "\"") + "\n"
+         "    return isinstance(obj, c10d.Backend) and obj.name() in nccl_names\n";
 }
 
-std::string pythonNcclNames() {
-  std::string tuple;
-  for (const char* n : kNames) tuple += std::string(tuple.empty() ? "(" : ", ") + "\"" + n + "\"";
-  return tuple + ")";
-}
+std::string cppNcclBackendHelperName() { return "asNcclBackend"; }
 
-std::string pythonRunsNcclIsinstance() {
-  // The toolkit's backends reach Python as torch's Backend binding, their name() telling which
-  // behaviour they run; Gloo and other backends report other names.
-  return "(lambda obj, classes, c10d=__import__(\"torch\")._C._distributed_c10d: isinstance(obj, (classes, "
-         "getattr(c10d, \"ProcessGroupNCCL2\", ()), getattr(c10d, \"ProcessGroupNCCLLazy\", ()))) or "
-         "(isinstance(obj, c10d.Backend) and obj.name() in " + pythonNcclNames() + "))";
+std::string cppNcclBackendHelper(bool inHeader) {
+  return "// The backend where it runs NCCL (torch's legacy or rewritten backend, or the toolkit's), else\n"
+         "// null: what a dynamic_cast to the legacy c10d::ProcessGroupNCCL tested for null now asks.\n"
+         "template <typename BackendPointer>\n" +
+         std::string(inHeader ? "inline" : "static") + " BackendPointer " + cppNcclBackendHelperName() +
+         "(const BackendPointer& backend) {\n"
+         "  if (!backend) return BackendPointer();\n"
+         "  const std::string name = backend->getBackendName();\n"
+         "  if (" + joined(" || ", "name == \"", "\"") + ") return backend;\n"
+         "  return BackendPointer();\n"
+         "}\n";
 }
 
 }  // namespace nccl_migrate::lint

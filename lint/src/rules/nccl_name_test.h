@@ -1,24 +1,26 @@
 // How fixed code recognises a backend that runs NCCL: torch's legacy class, its rewritten ones
 // (ProcessGroupNCCL2, ProcessGroupNCCLLazy) and the toolkit's own backends, whatever torch is
 // installed. Each of these reports "nccl", "nccl2" or "nccl-lazy" as its name; nothing else does.
+// The test is one helper per file (the fix engine puts it after the imports or includes, once),
+// called where each check stood.
 #pragma once
 
 #include <string>
 
 namespace nccl_migrate::lint {
 
-// C++: a generic lambda to call on a backend pointer (raw, c10::intrusive_ptr or shared_ptr),
-// false for null. It needs only c10d::Backend::getBackendName, so it compiles against every
-// torch, with or without the nccl2 headers, and one expression stands wherever the test stood.
-std::string cppRunsNcclLambda();
+// Python: `_is_nccl_backend(obj, classes=())`, true for every NCCL backend and for instances of
+// `classes` (the other classes of an isinstance tuple). torch's classes are looked up when it
+// runs, with getattr, so the module imports on torch versions without the rewritten ones.
+std::string pythonNcclBackendHelperName();
+std::string pythonNcclBackendHelper();
 
-// Python: a callable taking (object, classes) to write in place of `isinstance`, so that
-// `isinstance(pg, dist.ProcessGroupNCCL)` keeps its arguments as written (comments and line
-// breaks included) and becomes one expression, safe inside any condition. torch's rewritten
-// classes are looked up with getattr, so it runs on torch versions without them.
-std::string pythonRunsNcclIsinstance();
-
-// ("nccl", "nccl2", "nccl-lazy") as a Python tuple.
-std::string pythonNcclNames();
+// C++: `asNcclBackend(b)`, the backend pointer (raw, c10::intrusive_ptr or shared_ptr) where it
+// runs NCCL, else null, so it stands where a dynamic cast to the legacy class was tested for
+// null, its result tested the same way. It needs only c10d::Backend::getBackendName, so it
+// compiles against every torch, with or without the nccl2 headers. `inHeader`: `inline` rather
+// than `static`, for a header included by several files.
+std::string cppNcclBackendHelperName();
+std::string cppNcclBackendHelper(bool inHeader);
 
 }  // namespace nccl_migrate::lint

@@ -26,10 +26,9 @@ class P2pOnEagerBackend final : public Rule {
     for (const Call& call : model.calls) {
       if (call.loopDepth == 0 || !isPointToPoint(call.qualifiedName)) continue;
       out.push_back(finding(model, call.where,
-                            call.spelling + "() in a loop: torch 2.15's rewritten NCCL backend runs send/recv on the "
-                            "group's single communicator, so traffic to different peers does not overlap; create the "
-                            "pipeline's process group with backend=\"nccl-lazy\" (per-peer communicators, created "
-                            "lazily)"));
+                            call.spelling + "() in a loop: torch 2.15's NCCL backend runs send/recv on the group's "
+                            "one communicator, so transfers to different peers do not overlap; for a pipeline's "
+                            "group, consider backend=\"nccl-lazy\" (per-peer communicators, created lazily)"));
       return;  // one finding per file: the advice is per process group, not per call
     }
   }

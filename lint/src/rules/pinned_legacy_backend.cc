@@ -26,7 +26,7 @@ class PinnedLegacyBackend final : public Rule {
         f.fix = removeSetting(s, "Remove TORCH_DIST_USE_NCCL2=0");
         out.push_back(std::move(f));
       } else if (!s.isEnvironment && namesLegacyBackend(s.value)) {
-        Finding f = finding(model, s.where, s.key + ": \"" + s.value + "\" pins the legacy NCCL backend; " + kAdvice);
+        Finding f = finding(model, s.where, s.key + ": \"" + s.value + "\" names the legacy NCCL backend; " + kAdvice);
         // "nccl" is the name without a pin: whatever TORCH_DIST_USE_NCCL2 and torch select.
         f.fix = replaceInValue(s, "nccl-legacy", "nccl", "Name the NCCL backend \"nccl\"");
         out.push_back(std::move(f));
@@ -34,7 +34,7 @@ class PinnedLegacyBackend final : public Rule {
     }
     for (const StringLiteral& str : model.strings) {
       if (!namesLegacyBackend(str.value)) continue;
-      out.push_back(finding(model, str.where, "\"" + str.value + "\" pins the legacy NCCL backend; " + kAdvice));
+      out.push_back(finding(model, str.where, "\"" + str.value + "\" names the legacy NCCL backend; " + kAdvice));
     }
   }
 

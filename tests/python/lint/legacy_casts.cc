@@ -16,6 +16,14 @@ bool runsNccl(c10d::Backend* b) {
   return false;
 }
 
+// A cast held only to be tested for null.
+bool held(c10d::Backend* b, std::shared_ptr<c10d::Backend> s) {
+  auto* p = dynamic_cast<c10d::ProcessGroupNCCL*>(b);
+  auto q = std::dynamic_pointer_cast<c10d::ProcessGroupNCCL>(s);
+  if (!q) return false;
+  return p != nullptr;
+}
+
 bool tests(c10d::Backend* b, c10::intrusive_ptr<c10d::Backend> p, std::shared_ptr<c10d::Backend> s) {
   bool x = dynamic_cast<c10d::ProcessGroupNCCL*>(b) != nullptr;
   bool y = nullptr == c10::dynamic_intrusive_pointer_cast<c10d::ProcessGroupNCCL>(p);

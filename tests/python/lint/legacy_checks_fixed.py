@@ -10,24 +10,36 @@ import torch.distributed as dist
 from torch.distributed import ProcessGroupNCCL
 
 
+def _is_nccl_backend(obj, classes=()):
+    """Whether obj is a backend that runs NCCL, on any torch, or of classes."""
+    from torch._C import _distributed_c10d as c10d
+
+    names = "ProcessGroupNCCL", "ProcessGroupNCCL2", "ProcessGroupNCCLLazy"
+    if isinstance(obj, (classes, *(getattr(c10d, n, ()) for n in names))):
+        return True
+    # The toolkit's backends reach Python as a Backend named for what it runs.
+    nccl_names = "nccl", "nccl2", "nccl-lazy"
+    return isinstance(obj, c10d.Backend) and obj.name() in nccl_names
+
+
 class Unrelated:
     pass
 
 
 def plain(backend):
-    return (lambda obj, classes, c10d=__import__("torch")._C._distributed_c10d: isinstance(obj, (classes, getattr(c10d, "ProcessGroupNCCL2", ()), getattr(c10d, "ProcessGroupNCCLLazy", ()))) or (isinstance(obj, c10d.Backend) and obj.name() in ("nccl", "nccl2", "nccl-lazy")))(backend, dist.ProcessGroupNCCL)
+    return _is_nccl_backend(backend)
 
 
 def bare_name(backend):
-    return (lambda obj, classes, c10d=__import__("torch")._C._distributed_c10d: isinstance(obj, (classes, getattr(c10d, "ProcessGroupNCCL2", ()), getattr(c10d, "ProcessGroupNCCLLazy", ()))) or (isinstance(obj, c10d.Backend) and obj.name() in ("nccl", "nccl2", "nccl-lazy")))(backend, ProcessGroupNCCL)
+    return _is_nccl_backend(backend)
 
 
 def in_tuple(backend):
-    return (lambda obj, classes, c10d=__import__("torch")._C._distributed_c10d: isinstance(obj, (classes, getattr(c10d, "ProcessGroupNCCL2", ()), getattr(c10d, "ProcessGroupNCCLLazy", ()))) or (isinstance(obj, c10d.Backend) and obj.name() in ("nccl", "nccl2", "nccl-lazy")))(backend, (Unrelated, torch.distributed.ProcessGroupNCCL))
+    return _is_nccl_backend(backend, (Unrelated, torch.distributed.ProcessGroupNCCL))
 
 
 def negated(backend):
-    if not (lambda obj, classes, c10d=__import__("torch")._C._distributed_c10d: isinstance(obj, (classes, getattr(c10d, "ProcessGroupNCCL2", ()), getattr(c10d, "ProcessGroupNCCLLazy", ()))) or (isinstance(obj, c10d.Backend) and obj.name() in ("nccl", "nccl2", "nccl-lazy")))(backend, dist.ProcessGroupNCCL):
+    if not _is_nccl_backend(backend):
         return False
     return True
 
@@ -35,7 +47,7 @@ def negated(backend):
 def multi_line(backend):
     return bool(
         backend is not None
-        and (lambda obj, classes, c10d=__import__("torch")._C._distributed_c10d: isinstance(obj, (classes, getattr(c10d, "ProcessGroupNCCL2", ()), getattr(c10d, "ProcessGroupNCCLLazy", ()))) or (isinstance(obj, c10d.Backend) and obj.name() in ("nccl", "nccl2", "nccl-lazy")))(
+        and _is_nccl_backend(
             backend,  # the group's CUDA backend
             dist.ProcessGroupNCCL,
         )

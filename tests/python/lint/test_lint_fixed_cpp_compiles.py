@@ -21,7 +21,12 @@ def fixed_source(tmp_path_factory):
     assert "Fixed" in done.stderr, done.stdout + done.stderr
     with open(path) as f:
         text = f.read()
-    # The rewritten test and the checked casts are there; a second --fix changes nothing.
+    # One helper after the includes, called by each test (a variable held only for its null
+    # test included); the checked casts are there; a second --fix changes nothing.
+    assert text.count("static BackendPointer asNcclBackend(const BackendPointer& backend) {") == 1, text
+    assert text.index("asNcclBackend(const") > text.rindex("#include"), text
+    assert "  auto* p = asNcclBackend(b);\n  auto q = asNcclBackend(s);\n" in text, text
+    assert "if (asNcclBackend(b)) return true;" in text, text
     assert "backend->getBackendName()" in text
     assert "(Hack*)(void*)dynamic_cast<::c10d::ProcessGroupNCCL*>(" in text
     lint("--fix", "--unsafe-fixes", "--select", "NM201", path)

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -61,3 +62,33 @@ def test_cli_fixes_isinstance_end_to_end(tmp_path):
     lint("--fix", "--unsafe-fixes", "--select", "NM201", path)
     with open(path) as f:
         assert f.read() == text, "a second --fix changed the file"
+
+
+def test_fixed_module_runs_where_torch_lacks_the_rewritten_classes(tmp_path):
+    """torch 2.11 has neither ProcessGroupNCCL2 nor ProcessGroupNCCLLazy: with both taken out of
+    this torch, the module the fix wrote still imports, and its checks still recognise the legacy
+    class and the toolkit's backends (by name()) and nothing else."""
+    path = str(tmp_path / "legacy_checks.py")
+    shutil.copy(ORIGINAL, path)
+    lint("--fix", "--unsafe-fixes", "--select", "NM201", path)
+    with open(path) as f:
+        assert "def _is_nccl_backend(" in f.read()
+    script = (
+        "import runpy, sys, torch, torch.distributed as dist\n"
+        "from torch._C import _distributed_c10d as c10d\n"
+        "for name in ('ProcessGroupNCCL2', 'ProcessGroupNCCLLazy'):\n"
+        "    for module in (c10d, dist):\n"
+        "        if hasattr(module, name):\n"
+        "            delattr(module, name)\n"
+        "sys.argv = ['check_backends.py', sys.argv[1]]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True, timeout=300,
+                          cwd=HERE, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    for check, by_kind in results["nccl"].items():
+        assert "torch ProcessGroupNCCL2" not in by_kind
+        assert all(by_kind.values()), f"{check} is False for {by_kind}"
+    for check, by_kind in results["other"].items():
+        assert not any(by_kind.values()), f"{check} is True for {by_kind}"

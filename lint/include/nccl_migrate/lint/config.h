@@ -33,6 +33,10 @@ struct LintConfig {
   std::map<std::string, std::string> equivalentModules = {{"deepspeed.comm", "torch.distributed"}};
   // Project functions that create process groups like torch.distributed.new_group.
   std::vector<std::string> groupWrappers;
+  // The interpreter whose sys.path resolves imports that leave the linted tree (empty: python3 on
+  // PATH), and whether they are resolved at all.
+  std::string python;
+  bool environment = true;
   // A file with at least this many group-creation calls is reported (NM401).
   int groupSitesThreshold = 4;
   // Files larger than this are skipped with a warning.

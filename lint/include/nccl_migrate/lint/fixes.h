@@ -1,7 +1,9 @@
 // Applying fixes and showing them as a diff; one engine for every rule's edits.
 #pragma once
 
+#include <cstddef>
 #include <iosfwd>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -9,7 +11,20 @@
 
 namespace nccl_migrate::lint {
 
-// The text with the given findings' fixes applied (overlapping edits: the first one wins).
+// A fix that calls a definition of its own (a helper function) carries it as one more edit, made
+// by definitionEdit: the engine puts it once per file where the file's language keeps such
+// definitions (after a Python module's imports, after a C/C++ file's includes), recognises it
+// where the file already has it, and where the file uses its name for something else gives it
+// another one, in the fix's calls too. Its name is the first identifier written with `(` right
+// after it, outside `//` comment lines (`def _is_nccl_backend(`, `asNcclBackend(`).
+inline constexpr size_t kDefinitionSite = std::numeric_limits<size_t>::max();
+inline Edit definitionEdit(std::string definition) {
+  return Edit{{kDefinitionSite, kDefinitionSite}, std::move(definition)};
+}
+
+// The text with the given findings' fixes applied (overlapping edits: the first one wins), the
+// definitions they call put in place and the lines they write laid out as the file's language
+// lays them out (engine/fix_layout.h).
 std::string applyFixes(const std::string& text, const std::vector<const Finding*>& findings);
 
 // A unified diff between two versions of a file.

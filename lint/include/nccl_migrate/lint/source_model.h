@@ -61,6 +61,32 @@ struct TypeCheck {
   bool operandIsObjectPointer = false;
 };
 
+// What an expression is made of, as far as the source shows it: one node per part that decides a
+// value, kept in SourceModel::values (operands by index there). Names stay names here;
+// traceValue() follows them to what was assigned. The Python frontend sees through parentheses
+// and the builtin conversions int() and str(), which keep which value it is.
+struct ValueNode {
+  enum class Kind {
+    Literal,      // a number, True/False/None, or a string with no interpolation: `text` is its value
+    Environment,  // os.environ["X"], os.environ.get("X", d), os.getenv("X", d): `text` is X, the operand d
+    Name,         // a plain name: `text`
+    Attribute,    // a dotted name (`args.local_rank`): `text` as written
+    Call,         // a call: `text` its callee, qualified where known ("torch.device"), else as written;
+                  // operands: its arguments, a keyword one with `keyword`
+    Operator,     // a binary operator: `text` ("%", "+", "//"), operands left and right
+    Format,       // an f-string, "..." % x or "...".format(x): `text` the literal parts with "{}" for each operand
+    Sequence,     // a list or tuple display: operands its elements
+    Comprehension,  // a list/generator comprehension: the operand is what its first `for` iterates over
+    OneOf,        // one of the operands: `a if c else b`, or (traceValue) the assignments that may reach a name
+    Unknown,      // anything else: `text` is a short piece of its source
+  };
+  Kind kind = Kind::Unknown;
+  std::string text;
+  std::string keyword;        // a call's keyword argument: its keyword
+  std::vector<int> operands;  // indices in the same vector
+  Location where;
+};
+
 // One argument of a call as written.
 struct Argument {
   std::string keyword;                     // empty for a positional argument
@@ -72,6 +98,7 @@ struct Argument {
   std::string assignedText;
   bool isSequenceLiteral = false;
   Location where;
+  int value = -1;  // what it is made of: its root in SourceModel::values (-1: not recorded)
 };
 
 // A call whose callee the frontend could name.
@@ -126,6 +153,30 @@ struct Call {
     if (const Argument* a = keyword(name)) return a;
     return positional(index);
   }
+};
+
+// A name bound in the file, for traceValue(): `x = value`, `args.gpu = value` (a dotted target as
+// written), and, with no value (-1), the bindings whose value is not read here: a function's
+// parameters, loop targets, tuple unpacking, `x += ...`, `with ... as x`.
+struct Binding {
+  std::string name;
+  int value = -1;  // root in SourceModel::values
+  int functionId = -1;
+  std::vector<Call::Arm> branches;  // as a call's
+  Location where;
+};
+
+// A value followed through the file (the Python frontend's value tracing): nodes as in
+// SourceModel::values, the root first, where each name or dotted name is replaced by the values
+// that may reach it where it is read (the bindings before it in its function that no other arm of
+// an `if` holds, back to one that always runs; in a function that binds it nowhere, the module's),
+// and each call of a function the file defines once by what that function returns, a few steps
+// deep. A name bound to no value here (a parameter, a loop target) or bound nowhere in the file
+// stays a Name or Attribute; so does anything past the depth.
+struct TracedValue {
+  std::vector<ValueNode> nodes;
+  const ValueNode* root() const { return nodes.empty() ? nullptr : &nodes.front(); }
+  const ValueNode& operand(const ValueNode& node, size_t i) const { return nodes[static_cast<size_t>(node.operands[i])]; }
 };
 
 // `<subject> == "literal"` and friends, where the subject is a call such as `pg.name()`.
@@ -192,6 +243,17 @@ struct SourceModel {
   std::vector<Setting> settings;
   std::vector<Comment> comments;
   bool hadSyntaxErrors = false;  // the tree was kept; findings still come
+  // For traceValue(): the parts of arguments, bindings and returns; each definition's bare name, by
+  // functionId; the names bound and the `return` statements (with the function's name), in
+  // source order.
+  std::vector<ValueNode> values;
+  std::vector<std::string> functions;
+  std::vector<Binding> bindings;
+  std::vector<Binding> returns;
 };
+
+// `argument` of `call` followed through `model` (see TracedValue); empty when the frontend
+// recorded no value for it (languages other than Python).
+TracedValue traceValue(const SourceModel& model, const Call& call, const Argument& argument);
 
 }  // namespace nccl_migrate::lint

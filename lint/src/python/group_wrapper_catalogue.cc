@@ -1,0 +1,32 @@
+// Reads the compiled-in catalogue (group_wrapper_catalogue.h) with toml++.
+#include "python/group_wrapper_catalogue.h"
+
+#include <string_view>
+
+#include "engine/toml.h"
+
+namespace nccl_migrate::lint {
+
+// lint/data/group_wrappers.toml, as CMake wrote it into the build (group_wrapper_catalogue_data.cc).
+extern const char* const kGroupWrapperCatalogue;
+
+const std::vector<KnownWrapper>& groupWrapperCatalogue() {
+  static const std::vector<KnownWrapper> rows = [] {
+    std::vector<KnownWrapper> out;
+    toml::parse_result parsed = toml::parse(std::string_view(kGroupWrapperCatalogue));
+    if (!parsed) return out;  // a build whose catalogue does not parse: its test says so
+    const toml::array* wrappers = parsed.table()["wrapper"].as_array();
+    if (!wrappers) return out;
+    for (const toml::node& node : *wrappers) {
+      const toml::table* row = node.as_table();
+      if (!row) continue;
+      KnownWrapper w{(*row)["module"].value_or(std::string()), (*row)["function"].value_or(std::string()),
+                     (*row)["creates"].value_or(std::string()), (*row)["source"].value_or(std::string())};
+      if (!w.module.empty() && !w.function.empty() && !w.creates.empty()) out.push_back(std::move(w));
+    }
+    return out;
+  }();
+  return rows;
+}
+
+}  // namespace nccl_migrate::lint
