@@ -4,8 +4,17 @@
 # precompiled, and the precompiled header costs 23 s once. One target of torch's own flags alone
 # precompiles them and every torch-side target reuses that file (REUSE_FROM), so it is built once
 # per build tree. GCC ignores a precompiled header whose flags do not match (-Winvalid-pch says
-# so) and parses the headers as usual, so this never changes what is built, only how fast.
-option(NCCL_MIGRATE_PRECOMPILE_TORCH_HEADERS "Precompile torch's headers for the torch-side targets" ON)
+# so) and parses the headers as usual, so with GCC this never changes what is built, only how
+# fast.
+# GCC only: Clang takes a precompiled header made with other -D's without a word, and stops the
+# build on other differences, so with Clang the headers are parsed as usual.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  set(_nccl_migrate_pch_default ON)
+else()
+  set(_nccl_migrate_pch_default OFF)
+endif()
+option(NCCL_MIGRATE_PRECOMPILE_TORCH_HEADERS "Precompile torch's headers for the torch-side targets (GCC)"
+       ${_nccl_migrate_pch_default})
 
 # The headers nearly every torch-side file includes (counted over backends/, python/src and
 # tests/backends); a header only some files include stays out, as each file pays for the whole.

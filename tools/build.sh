@@ -13,4 +13,4 @@ if [[ ! -f build/build.ninja ]]; then
 fi
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
-cmake --build build -j "$jobs" "${targets[@]}"
+cmake --build build -j "$jobs" ${targets[@]+"${targets[@]}"}  # an empty array is unset to bash < 4.4

@@ -3,9 +3,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <ctime>
 #include <fstream>
 
+#include <fcntl.h>
 #include <ftw.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,23 +88,34 @@ TEST(FlightRecorderDump, ADumpRemovesThePartialDumpsOfWritersThatDied) {
   fs::create_directories(dir);
   std::string host = thisHost();
   pid_t gone = goneProcess();
-  auto partial = [&](const std::string& writer) {
-    fs::path p = dir / (".nccl-migrate-dump-" + writer + "-0.partial");
+  auto partial = [&](const std::string& writer, int count = 0) {
+    fs::path p = dir / (".nccl-migrate-dump-" + writer + "-" + std::to_string(count) + ".partial");
     std::ofstream(p) << "half a dump";
     return p;
   };
-  fs::path deadHere = partial(host + "-" + std::to_string(gone));
-  fs::path liveHere = partial(host + "-" + std::to_string(::getppid()));
-  fs::path deadElsewhere = partial("another-host-" + std::to_string(gone));
-  fs::path unnamedRecent = partial(std::to_string(gone));  // the name before hosts were in it
+  auto age = [](const fs::path& p) {  // untouched for an hour
+    struct timespec times[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+    ::utimensat(AT_FDCWD, p.c_str(), times, 0);
+    return p;
+  };
+  fs::path deadHere = age(partial(host + "-" + std::to_string(gone)));
+  fs::path deadHereRecent = partial(host + "-" + std::to_string(gone), 1);  // may be another PID namespace's
+  fs::path liveHere = age(partial(host + "-" + std::to_string(::getppid())));
+  fs::path deadElsewhere = age(partial("another-host-" + std::to_string(gone)));
+  fs::path unnamedOld = age(partial(std::to_string(gone)));  // the name before hosts were in it
+  fs::path unnamedRecent = partial(std::to_string(gone), 2);
+  fs::path hugePid = age(partial(host + "-99999999999999999999"));  // read as no writer, never thrown on
   setenv("TORCH_FR_DUMP_TEMP_FILE", (dir / "fr_").string().c_str(), 1);
   FlightRecorder recorder(16);
   recorder.dumpToFile(0);
   unsetenv("TORCH_FR_DUMP_TEMP_FILE");
   EXPECT_FALSE(fs::exists(deadHere));
+  EXPECT_FALSE(fs::exists(unnamedOld));
+  EXPECT_TRUE(fs::exists(deadHereRecent));
   EXPECT_TRUE(fs::exists(liveHere));
   EXPECT_TRUE(fs::exists(deadElsewhere));
-  EXPECT_TRUE(fs::exists(unnamedRecent));  // may still be another host's: kept until it is old
+  EXPECT_TRUE(fs::exists(unnamedRecent));
+  EXPECT_TRUE(fs::exists(hugePid));
   EXPECT_TRUE(fs::exists(dir / "fr_0"));
   removeTree(dir);
 }

@@ -3,6 +3,8 @@
 #include "nccl_migrate/backends/flight_recorder.h"
 
 #include <algorithm>
+#include <charconv>
+#include <climits>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -305,7 +307,10 @@ std::optional<PartialWriter> writerOf(std::string_view name) {
   std::string_view pidText = pidDash == std::string_view::npos ? head : head.substr(pidDash + 1);
   if (pidText.empty() || pidText.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
   PartialWriter writer;
-  writer.pid = static_cast<pid_t>(std::stol(std::string(pidText)));
+  long pid = 0;
+  auto [end, error] = std::from_chars(pidText.data(), pidText.data() + pidText.size(), pid);
+  if (error != std::errc() || end != pidText.data() + pidText.size() || pid <= 0 || pid > INT_MAX) return std::nullopt;
+  writer.pid = static_cast<pid_t>(pid);
   if (pidDash != std::string_view::npos) writer.host = std::string(head.substr(0, pidDash));
   return writer;
 }
@@ -336,15 +341,12 @@ void removeAbandonedDumps(const std::filesystem::path& dir) {
   while (const dirent* entry = ::readdir(entries)) {
     std::optional<PartialWriter> writer = writerOf(entry->d_name);
     if (!writer || writer->pid == ::getpid() || !processIsGone(writer->pid)) continue;
+    if (!writer->host.empty() && writer->host != host) continue;  // another host's: its pid means nothing here
+    // A pid is only known within this PID namespace: a container that shares the host name may
+    // still be writing. A dump is written in seconds, so a file untouched this long is no one's.
     std::string path = (dir / entry->d_name).string();
-    if (writer->host.empty()) {
-      // Named before the host was part of the name: this host's only when it is old enough
-      // that no writer on another host sharing the folder can still be at it.
-      struct stat info {};
-      if (::stat(path.c_str(), &info) != 0 || now - info.st_mtime < kAbandonedUnnamedSeconds) continue;
-    } else if (writer->host != host) {
-      continue;  // another host's writer: its pid means nothing here
-    }
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0 || now - info.st_mtime < kAbandonedDumpSeconds) continue;
     ::unlink(path.c_str());
   }
   ::closedir(entries);

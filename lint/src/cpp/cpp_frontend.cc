@@ -456,11 +456,29 @@ class CppScanner {
     for (size_t k = from; k < toks_.size() && k < from + 4 * kMaxLookahead; ++k) {
       if (isPunct(k, "(") || isPunct(k, "[")) ++depth;
       else if (isPunct(k, ")") || isPunct(k, "]")) --depth;
-      else if ((isPunct(k, ";") || isPunct(k, "{") || isPunct(k, "}")) && depth <= 0) return false;
-      else if (toks_[k].kind == clang::tok::raw_identifier &&
-               (toks_[k].text == className || toks_[k].text.ends_with("_cast"))) return true;
+      // `if (cast) { static_cast<...>(b)->legacyOnly(); }`: the block the test guards counts too.
+      else if (isPunct(k, "{") && depth <= 0) return castInBlock(k, className);
+      else if ((isPunct(k, ";") || isPunct(k, "}")) && depth <= 0) return false;
+      else if (namesCast(k, className)) return true;
     }
     return false;
+  }
+
+  bool namesCast(size_t k, std::string_view className) const {
+    return toks_[k].kind == clang::tok::raw_identifier && (toks_[k].text == className || toks_[k].text.ends_with("_cast"));
+  }
+
+  // Whether the block opened at `open` casts again or names the class; a block too long to read
+  // whole counts as one that does, so its guard is left as it is.
+  bool castInBlock(size_t open, std::string_view className) const {
+    int depth = 0;
+    for (size_t k = open; k < toks_.size(); ++k) {
+      if (k >= open + 64 * kMaxLookahead) return true;
+      if (isPunct(k, "{")) ++depth;
+      else if (isPunct(k, "}") && --depth == 0) return false;
+      else if (namesCast(k, className)) return true;
+    }
+    return true;
   }
 
   // A cast whose result is only tested for null (`if (cast)`, `!cast`, `cast && x`,

@@ -38,8 +38,11 @@ std::optional<int> fromToml(const fs::path& path, bool pyproject) {
   toml::parse_result parsed = toml::parse(*text);
   if (!parsed) return std::nullopt;
   const toml::table& table = parsed.table();
-  if (!pyproject) return positive(table["line-length"].value<int64_t>());
-  if (auto ruff = positive(table["tool"]["ruff"]["line-length"].value<int64_t>())) return ruff;
+  // ruff takes the nearest file that configures it, with its default where that file sets no
+  // line length: the search ends there.
+  if (!pyproject) return positive(table["line-length"].value<int64_t>()).value_or(kDefaultLineLength);
+  if (table["tool"]["ruff"].is_table())
+    return positive(table["tool"]["ruff"]["line-length"].value<int64_t>()).value_or(kDefaultLineLength);
   // black reads its keys with `-` and `_` alike (`line_length` in many projects).
   if (auto black = positive(table["tool"]["black"]["line-length"].value<int64_t>())) return black;
   return positive(table["tool"]["black"]["line_length"].value<int64_t>());

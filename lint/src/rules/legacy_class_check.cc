@@ -42,13 +42,6 @@ std::string consequence(const TypeCheck& check) {
   return "";
 }
 
-
-bool isHeader(const std::string& path) {
-  for (const char* ext : {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl"})
-    if (path.ends_with(ext)) return true;
-  return false;
-}
-
 // A cast whose result is only tested for null (`if (cast)`, `cast != nullptr`, a variable
 // holding it tested alone) becomes a call of the file's helper, which gives the backend where it
 // runs NCCL, the legacy one included, and null elsewhere: the test around it stays as written.
@@ -56,7 +49,7 @@ Fix helperTest(const SourceModel& model, const TypeCheck& check) {
   return Fix{"Recognise every NCCL backend by getBackendName(), in one helper",
              FixSafety::Unsafe,
              {{{check.callee.begin, check.operand.begin}, cppNcclBackendHelperName() + "("},
-              definitionEdit(cppNcclBackendHelper(isHeader(model.path)))}};
+              definitionEdit(cppNcclBackendHelper())}};
 }
 
 // An unchecked cast whose result is used: checked first against the legacy class, so the

@@ -31,24 +31,38 @@ std::string pythonNcclBackendHelper() {
          "    names = \"ProcessGroupNCCL\", \"ProcessGroupNCCL2\", \"ProcessGroupNCCLLazy\"\n"
          "    if isinstance(obj, (classes, *(getattr(c10d, n, ()) for n in names))):\n"
          "        return True\n"
+         "    if not isinstance(obj, c10d.Backend):\n"
+         "        return False\n"
          "    # The toolkit's backends reach Python as a Backend named for what it runs.\n"
          "    nccl_names = " + joined(", ", "\"", "\"") + "\n"
-         "    return isinstance(obj, c10d.Backend) and obj.name() in nccl_names\n";
+         "    try:\n"
+         "        return obj.name() in nccl_names\n"
+         "    except RuntimeError:  # a Backend subclass that does not name itself\n"
+         "        return False\n";
 }
 
 std::string cppNcclBackendHelperName() { return "asNcclBackend"; }
 
-std::string cppNcclBackendHelper(bool inHeader) {
-  return "// The backend where it runs NCCL (torch's legacy or rewritten backend, or the toolkit's), else\n"
+// Inline and guarded by one macro: a fixed header and a fixed source that includes it each carry
+// the helper, and a translation unit must see one definition.
+std::string cppNcclBackendHelper() {
+  return "#ifndef NCCL_MIGRATE_AS_NCCL_BACKEND\n"
+         "#define NCCL_MIGRATE_AS_NCCL_BACKEND\n"
+         "// The backend where it runs NCCL (torch's legacy or rewritten backend, or the toolkit's), else\n"
          "// null: what a dynamic_cast to the legacy c10d::ProcessGroupNCCL tested for null now asks.\n"
-         "template <typename BackendPointer>\n" +
-         std::string(inHeader ? "inline" : "static") + " BackendPointer " + cppNcclBackendHelperName() +
-         "(const BackendPointer& backend) {\n"
+         "template <typename BackendPointer>\n"
+         "inline BackendPointer " + cppNcclBackendHelperName() + "(const BackendPointer& backend) {\n"
          "  if (!backend) return BackendPointer();\n"
-         "  const std::string name = backend->getBackendName();\n"
+         "  std::string name;\n"
+         "  try {\n"
+         "    name = backend->getBackendName();\n"
+         "  } catch (const std::exception&) {  // a Backend that does not name itself: not NCCL's\n"
+         "    return BackendPointer();\n"
+         "  }\n"
          "  if (" + joined(" || ", "name == \"", "\"") + ") return backend;\n"
          "  return BackendPointer();\n"
-         "}\n";
+         "}\n"
+         "#endif  // NCCL_MIGRATE_AS_NCCL_BACKEND\n";
 }
 
 }  // namespace nccl_migrate::lint

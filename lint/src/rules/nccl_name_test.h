@@ -18,9 +18,9 @@ std::string pythonNcclBackendHelper();
 // C++: `asNcclBackend(b)`, the backend pointer (raw, c10::intrusive_ptr or shared_ptr) where it
 // runs NCCL, else null, so it stands where a dynamic cast to the legacy class was tested for
 // null, its result tested the same way. It needs only c10d::Backend::getBackendName, so it
-// compiles against every torch, with or without the nccl2 headers. `inHeader`: `inline` rather
-// than `static`, for a header included by several files.
+// compiles against every torch, with or without the nccl2 headers; inline, under an include
+// guard of its own, so a fixed header and a fixed source that includes it never define it twice.
 std::string cppNcclBackendHelperName();
-std::string cppNcclBackendHelper(bool inHeader);
+std::string cppNcclBackendHelper();
 
 }  // namespace nccl_migrate::lint

@@ -17,9 +17,14 @@ def _is_nccl_backend(obj, classes=()):
     names = "ProcessGroupNCCL", "ProcessGroupNCCL2", "ProcessGroupNCCLLazy"
     if isinstance(obj, (classes, *(getattr(c10d, n, ()) for n in names))):
         return True
+    if not isinstance(obj, c10d.Backend):
+        return False
     # The toolkit's backends reach Python as a Backend named for what it runs.
     nccl_names = "nccl", "nccl2", "nccl-lazy"
-    return isinstance(obj, c10d.Backend) and obj.name() in nccl_names
+    try:
+        return obj.name() in nccl_names
+    except RuntimeError:  # a Backend subclass that does not name itself
+        return False
 
 
 class Unrelated:

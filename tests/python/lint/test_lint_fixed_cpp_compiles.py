@@ -23,7 +23,7 @@ def fixed_source(tmp_path_factory):
         text = f.read()
     # One helper after the includes, called by each test (a variable held only for its null
     # test included); the checked casts are there; a second --fix changes nothing.
-    assert text.count("static BackendPointer asNcclBackend(const BackendPointer& backend) {") == 1, text
+    assert text.count("inline BackendPointer asNcclBackend(const BackendPointer& backend) {") == 1, text
     assert text.index("asNcclBackend(const") > text.rindex("#include"), text
     assert "  auto* p = asNcclBackend(b);\n  auto q = asNcclBackend(s);\n" in text, text
     assert "if (asNcclBackend(b)) return true;" in text, text

@@ -92,3 +92,20 @@ def test_the_line_length_comes_from_the_nearest_configuration(tmp_path):
     lint("--fix", "--unsafe-fixes", "--select", "NM201", str(job))
     assert "    return _is_nccl_backend(\n        group.backend_of_this_group_for_cuda_device\n    )\n" in job.read_text()
     assert all(len(line) <= 60 for line in job.read_text().splitlines()[-3:])
+
+
+def test_a_ruff_file_without_a_line_length_ends_the_search_at_ruffs_default(tmp_path):
+    """ruff takes the nearest file that configures it and its default (88) where that file sets
+    no line length; a parent's longer or shorter setting does not apply below it."""
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 60\n")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "ruff.toml").write_text("[lint]\nselect = ['E']\n")
+    job = sub / "job.py"
+    job.write_text(
+        "import torch.distributed as dist\n\n\n"
+        "def f(group):\n"
+        "    return isinstance(group.backend_of_this_group_for_cuda_device, dist.ProcessGroupNCCL)\n"
+    )
+    lint("--fix", "--unsafe-fixes", "--select", "NM201", str(job))
+    assert "    return _is_nccl_backend(group.backend_of_this_group_for_cuda_device)\n" in job.read_text()

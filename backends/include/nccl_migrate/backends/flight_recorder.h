@@ -78,10 +78,11 @@ int64_t nowNs();
 std::filesystem::path dumpTemporaryPath(const std::filesystem::path& target);
 
 // Removes from `dir` the partial dumps whose writer died before it renamed them (a process
-// killed mid-dump): those of this host whose pid is gone, and unnamed-host ones older than
-// kAbandonedUnnamedSeconds. Every dump runs it first, so a later run cleans what an earlier one
-// left; fr and torchfrtrace never read them meanwhile (dumpTemporaryPath's names).
+// killed mid-dump): this host's (or, in names from before hosts were in them, any host's) whose
+// pid is gone and that nobody touched for kAbandonedDumpSeconds. Every dump runs it first, so a
+// later run cleans what an earlier one left; fr and torchfrtrace never read them meanwhile
+// (dumpTemporaryPath's names).
 void removeAbandonedDumps(const std::filesystem::path& dir);
-inline constexpr long kAbandonedUnnamedSeconds = 600;
+inline constexpr long kAbandonedDumpSeconds = 600;
 
 }  // namespace nccl_migrate::backends
