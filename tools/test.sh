@@ -17,18 +17,25 @@ echo "== pytest"
 # Tests run in parallel workers (pytest-xdist), each test whole in one worker; most tests
 # spend their time waiting on the processes they start (ranks, jobs, torchrun), so one worker
 # more than the machine has cores keeps the cores busy. NCCL_MIGRATE_TEST_WORKERS=1 runs them
-# one at a time.
+# one at a time. The files whose assertions bound real processes' time (the `timing` mark,
+# tests/python/conftest.py) run after, alone.
 workers=${NCCL_MIGRATE_TEST_WORKERS:-$(( $(nproc) + 1 ))}
-set +e
-.venv/bin/python -m pytest tests/python -q -rs -p no:cacheprovider --timeout=300 \
-  -n "$workers" --dist worksteal --durations=15
-status=$?
-set -e
-if [[ $status -eq 5 ]]; then
-  echo "tools/test.sh: pytest collected no tests" >&2
-  exit 1
-fi
-[[ $status -eq 0 ]] || exit $status
+run_pytest() {  # run_pytest PHASE ARGS...: fails the script when a phase fails or ran no test
+  local phase=$1 status
+  shift
+  set +e
+  .venv/bin/python -m pytest tests/python -q -rs -p no:cacheprovider --timeout=300 --durations=10 "$@"
+  status=$?
+  set -e
+  if [[ $status -eq 5 ]]; then
+    echo "tools/test.sh: pytest collected no tests ($phase)" >&2
+    exit 1
+  fi
+  [[ $status -eq 0 ]] || exit $status
+}
+run_pytest "in parallel" -n "$workers" --dist worksteal -m "not timing"
+echo "== pytest: the timing-bound files, alone"
+run_pytest "alone" -m timing
 
 echo "== wheel"
 bash tools/wheel.sh
