@@ -468,10 +468,13 @@ class PythonWalker {
   int valueOf(TSNode node, int depth = 0) const {
     using Kind = ValueNode::Kind;
     constexpr int kMaxDepth = 8;
+    // Parentheses are seen through in a loop, not by recursion: a file may nest 100,000 of them.
+    while (typeOf(node) == "parenthesized_expression" && ts_node_named_child_count(node) == 1) {
+      node = ts_node_named_child(node, 0);
+    }
     std::string_view type = typeOf(node);
     Location where = locationOf(node);
     if (depth > kMaxDepth) return addValue({Kind::Unknown, clipped(node), "", {}, where});
-    if (type == "parenthesized_expression" && ts_node_named_child_count(node) == 1) return valueOf(ts_node_named_child(node, 0), depth);
     if (type == "integer" || type == "float" || type == "true" || type == "false" || type == "none")
       return addValue({Kind::Literal, textOf(node), "", {}, where});
     if (type == "identifier") return addValue({Kind::Name, textOf(node), "", {}, where});
@@ -616,7 +619,7 @@ class PythonWalker {
       if (type != "comment" && type != "keyword_argument") positional.push_back(a);
     });
     std::string dotted = dottedOf(function);
-    if ((dotted == "int" || dotted == "str") && names_.isBuiltin(dotted) && !positional.empty()) return valueOf(positional.front(), depth);
+    if ((dotted == "int" || dotted == "str") && names_.isBuiltin(dotted) && !positional.empty()) return valueOf(positional.front(), depth + 1);
     if (typeOf(function) == "attribute") {
       std::string method = textOf(field(function, kField.attribute));
       TSNode object = field(function, kField.object);
