@@ -77,6 +77,14 @@ def test_fixed_lines_keep_the_line_length_and_ruff_format(tmp_path, config):
     assert job.read_text() == after, "a second --fix changed the file"
 
 
+# A check whose fixed call is 72 columns: one line within 88, split within 60.
+LONG_CHECK = (
+    "import torch.distributed as dist\n\n\n"
+    "def f(group):\n"
+    "    return isinstance(group.backend_of_this_group_for_cuda_device, dist.ProcessGroupNCCL)\n"
+)
+
+
 def test_the_line_length_comes_from_the_nearest_configuration(tmp_path):
     """A folder's own configuration wins over its parent's: a subproject with its own length."""
     (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 200\n")
@@ -84,11 +92,7 @@ def test_the_line_length_comes_from_the_nearest_configuration(tmp_path):
     sub.mkdir()
     (sub / ".flake8").write_text("[flake8]\nmax-line-length = 60\n")
     job = sub / "job.py"
-    job.write_text(
-        "import torch.distributed as dist\n\n\n"
-        "def f(group):\n"
-        "    return isinstance(group.backend_of_this_group_for_cuda_device, dist.ProcessGroupNCCL)\n"
-    )
+    job.write_text(LONG_CHECK)
     lint("--fix", "--unsafe-fixes", "--select", "NM201", str(job))
     assert "    return _is_nccl_backend(\n        group.backend_of_this_group_for_cuda_device\n    )\n" in job.read_text()
     assert all(len(line) <= 60 for line in job.read_text().splitlines()[-3:])
@@ -102,10 +106,6 @@ def test_a_ruff_file_without_a_line_length_ends_the_search_at_ruffs_default(tmp_
     sub.mkdir()
     (sub / "ruff.toml").write_text("[lint]\nselect = ['E']\n")
     job = sub / "job.py"
-    job.write_text(
-        "import torch.distributed as dist\n\n\n"
-        "def f(group):\n"
-        "    return isinstance(group.backend_of_this_group_for_cuda_device, dist.ProcessGroupNCCL)\n"
-    )
+    job.write_text(LONG_CHECK)
     lint("--fix", "--unsafe-fixes", "--select", "NM201", str(job))
     assert "    return _is_nccl_backend(group.backend_of_this_group_for_cuda_device)\n" in job.read_text()
