@@ -105,10 +105,15 @@ TEST(FlightRecorderDump, ADumpRemovesThePartialDumpsOfWritersThatDied) {
   fs::path unnamedOld = age(partial(std::to_string(gone)));  // the name before hosts were in it
   fs::path unnamedRecent = partial(std::to_string(gone), 2);
   fs::path hugePid = age(partial(host + "-99999999999999999999"));  // read as no writer, never thrown on
+  // A user's file that only ends like a partial dump (same length of start, this host, a gone pid).
+  fs::path notOurs = dir / (std::string(19, 'x') + host + "-" + std::to_string(gone) + "-0.partial");
+  std::ofstream(notOurs) << "the user's";
+  age(notOurs);
   setenv("TORCH_FR_DUMP_TEMP_FILE", (dir / "fr_").string().c_str(), 1);
   FlightRecorder recorder(16);
   recorder.dumpToFile(0);
   unsetenv("TORCH_FR_DUMP_TEMP_FILE");
+  EXPECT_TRUE(fs::exists(notOurs));
   EXPECT_FALSE(fs::exists(deadHere));
   EXPECT_FALSE(fs::exists(unnamedOld));
   EXPECT_TRUE(fs::exists(deadHereRecent));
