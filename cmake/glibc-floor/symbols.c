@@ -40,6 +40,11 @@ NM_PIN(pthread_detach, "GLIBC_2.2.5");
 NM_PIN(pthread_join, "GLIBC_2.2.5");
 NM_PIN(pthread_once, "GLIBC_2.2.5");
 NM_PIN(__pthread_key_create, "GLIBC_2.2.5");
+/* libstdc++'s condition_variable.o (std::notify_all_at_thread_exit's per-thread list) */
+NM_PIN(pthread_key_create, "GLIBC_2.2.5");
+NM_PIN(pthread_key_delete, "GLIBC_2.2.5");
+NM_PIN(pthread_getspecific, "GLIBC_2.2.5");
+NM_PIN(pthread_setspecific, "GLIBC_2.2.5");
 NM_PIN(pthread_attr_setstacksize, "GLIBC_2.2.5");
 NM_PIN(pthread_rwlock_rdlock, "GLIBC_2.2.5");
 NM_PIN(pthread_rwlock_wrlock, "GLIBC_2.2.5");

@@ -161,6 +161,11 @@ static void check_pinned(void) {
   CHECK(dlopen("libnccl-migrate-no-such-library.so", RTLD_NOW) == NULL && strstr(dlerror(), "no-such-library") != NULL,
         "dlopen of a missing library: dlerror names it");
   if (libm) dlclose(libm);
+  pthread_key_t key;
+  static char value;
+  CHECK(pthread_key_create(&key, NULL) == 0 && pthread_getspecific(key) == NULL && pthread_setspecific(key, &value) == 0 &&
+            pthread_getspecific(key) == &value && pthread_key_delete(key) == 0,
+        "pthread_key_create/setspecific/getspecific/key_delete");
   CHECK(__libc_single_threaded == 0, "__libc_single_threaded is %d, wanted 0", __libc_single_threaded);
 }
 
