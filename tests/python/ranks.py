@@ -57,8 +57,12 @@ def run_ranks(fn: Callable[[int, int, Any], Any], world_size: int = 2, timeout: 
     except queue.Empty:
         errors.append(f"ranks {sorted(set(expected) - set(collected))} did not finish within {timeout} s")
     finally:
-        for rank, p in enumerate(procs):
-            p.join(timeout=EXIT_GRACE)
+        # The reporting ranks first, each given EXIT_GRACE to exit on its own; a rank left out
+        # of `reporting` is not waited for (it dies on purpose, or sleeps to stay silent): once
+        # the reporting ranks are gone it has nothing left to show, and is killed.
+        for rank in sorted(range(world_size), key=lambda r: r not in expected):
+            p = procs[rank]
+            p.join(timeout=EXIT_GRACE if rank in expected else 0)
             if p.is_alive():
                 p.kill()
                 p.join()
