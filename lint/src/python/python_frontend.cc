@@ -7,10 +7,13 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <tree_sitter/api.h>
@@ -187,8 +190,34 @@ class PythonWalker {
       ++formatStringDepth_;  // for the children just scheduled; their restore step undoes it
       return;
     }
-    visitChildren(node, loopDepth_ + isLoop(type), steps, [](std::string_view) { return true; });
+    // A loop's iterable is evaluated once, before the loop: `for req in dist.batch_isend_irecv(ops)`
+    // and a comprehension's first `for` call it once. (A later `for` of a comprehension runs once
+    // per item of the one before, in the loop.)
+    if (type == "for_statement") visitLoop(node, field(node, kField.right), loopDepth_ + 1, loopDepth_, steps);
+    else if (type == "for_in_clause" && isFirstClause(node)) visitLoop(node, field(node, kField.right), loopDepth_, loopDepth_ - 1, steps);
+    else visitChildren(node, loopDepth_ + isLoop(type), steps, [](std::string_view) { return true; });
     inDocumentation_ = inDocumentation;
+  }
+
+  static bool isFirstClause(TSNode clause) {
+    for (TSNode before = ts_node_prev_named_sibling(clause); !ts_node_is_null(before); before = ts_node_prev_named_sibling(before))
+      if (typeOf(before) == "for_in_clause") return false;
+    return true;
+  }
+
+  // Schedules a loop's children at `bodyDepth`, its iterable at `iterableDepth`, and the return to
+  // the current depth after them.
+  void visitLoop(TSNode node, TSNode iterable, int bodyDepth, int iterableDepth, std::vector<Step>& steps) {
+    steps.push_back({node, loopDepth_, inDocumentation_, true, function_, arm_, formatStringDepth_});
+    size_t first = steps.size();
+    forEachNamedChild(node, [&](TSNode child) {
+      if (!ts_node_eq(child, iterable)) return steps.push_back({child, 0, false, false});
+      steps.push_back({child, iterableDepth, inDocumentation_, true, function_, arm_, formatStringDepth_});
+      steps.push_back({child, 0, false, false});
+      steps.push_back({child, bodyDepth, inDocumentation_, true, function_, arm_, formatStringDepth_});
+    });
+    std::reverse(steps.begin() + static_cast<std::ptrdiff_t>(first), steps.end());
+    loopDepth_ = bodyDepth;
   }
 
   bool isDocumentingCall(TSNode call) const {
@@ -302,7 +331,12 @@ class PythonWalker {
         forEachNamedChild(piece, [&](TSNode child) { pending.push_back(child); });
         std::reverse(pending.begin() + static_cast<std::ptrdiff_t>(first), pending.end());
       } else if (type == "identifier") {
-        if (auto it = constants_.find(textOf(piece)); it != constants_.end()) {
+        if (auto parameter = parameterValue(textOf(piece))) {
+          if (parameter->has_value()) {
+            value += **parameter;
+            known = true;
+          }
+        } else if (auto it = constants_.find(textOf(piece)); it != constants_.end()) {
           value += it->second;
           known = true;
         }
@@ -376,15 +410,33 @@ class PythonWalker {
     bindParameters(field(node, kField.parameters));
   }
 
-  // A function's parameters are bound to values its callers choose: not read here.
+  // A function's parameters are bound to values its callers choose: not read here. A string
+  // literal default is kept as the parameter's string (`backend: str = "gloo"`): the value the
+  // function works with unless a caller passes another, as a default backend is read.
   void bindParameters(TSNode parameters) {
     forEachNamedChild(parameters, [&](TSNode p) {
       std::string_view type = typeOf(p);
-      if (type == "identifier") return bind(textOf(p), -1, p);
+      if (type == "identifier") {
+        parameters_[{function_, textOf(p)}] = std::nullopt;
+        return bind(textOf(p), -1, p);
+      }
       TSNode name = field(p, kField.name);
       if (ts_node_is_null(name) && ts_node_named_child_count(p) > 0) name = ts_node_named_child(p, 0);
-      if (typeOf(name) == "identifier") bind(textOf(name), -1, name);
+      if (typeOf(name) != "identifier") return;
+      bind(textOf(name), -1, name);
+      TSNode byDefault = field(p, kField.value);
+      bool literal = typeOf(byDefault) == "string" || typeOf(byDefault) == "concatenated_string";
+      parameters_[{function_, textOf(name)}] = literal ? stringValueOf(byDefault) : std::nullopt;
     });
+  }
+
+  // A parameter of the function being read: its string default, or an empty optional inside when
+  // it has none (its value is the caller's); nothing when the name is no parameter here.
+  std::optional<std::optional<std::string>> parameterValue(const std::string& name) const {
+    if (function_ < 0) return std::nullopt;
+    auto it = parameters_.find({function_, name});
+    if (it == parameters_.end()) return std::nullopt;
+    return it->second;
   }
 
   // Each arm is entered by its first step; the condition and comments stay where they are.
@@ -433,6 +485,7 @@ class PythonWalker {
     if (!ts_node_is_null(right)) assigned_[name] = snippetOf(right);
     if (auto value = ts_node_is_null(right) ? std::nullopt : stringValueOf(right)) constants_[name] = *value;
     else constants_.erase(name);
+    parameters_.erase({function_, name});  // the name now holds what was assigned, as constants_ tells
   }
 
   void bind(std::string name, int value, TSNode where) {
@@ -904,6 +957,8 @@ class PythonWalker {
   std::unordered_map<std::string, std::string> relativeImports_;  // name -> ".module.name"
   PythonNames names_;
   std::unordered_map<std::string, std::string> constants_;  // name -> string value known so far
+  // (function, parameter) -> its string default; an empty optional when it has none.
+  std::map<std::pair<int, std::string>, std::optional<std::string>> parameters_;
   std::unordered_map<std::string, std::string> assigned_;   // name -> its last assigned value's text
   const std::vector<ParseRegion>& leftOut_;
   size_t nextLeftOut_ = 0;

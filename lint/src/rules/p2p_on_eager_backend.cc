@@ -1,5 +1,6 @@
 // NM502 p2p-on-eager-backend: point-to-point loops (pipeline stages) on the default NCCL backend.
 #include <string>
+#include <string_view>
 
 #include "nccl_migrate/lint/rule.h"
 #include "registry.h"
@@ -14,6 +15,58 @@ bool isPointToPoint(const std::string& q) {
   return false;
 }
 
+// The argument holding the tensor a call sends or receives: `dist.send(t, dst)`, `P2POp(op, t, peer)`.
+const Argument* transferredTensor(const Call& call) {
+  if (isDistributed(call.qualifiedName, "P2POp")) return call.argument("tensor", 1);
+  if (isDistributed(call.qualifiedName, "batch_isend_irecv")) return nullptr;
+  return call.argument("tensor", 0);
+}
+
+// torch's factories that make a tensor on the default device unless given `device=`.
+bool isDefaultDeviceFactory(const std::string& callee) {
+  for (const char* name : {"ones", "zeros", "empty", "full", "rand", "randn", "randint", "arange"})
+    if (callee == std::string("torch.") + name) return true;
+  return false;
+}
+
+std::string_view lastName(std::string_view dotted) {
+  size_t dot = dotted.rfind('.');
+  return dot == std::string_view::npos ? dotted : dotted.substr(dot + 1);
+}
+
+// Whether the traced value is a tensor on the CPU on every path the file shows: `t.cpu()`,
+// `t.to("cpu")`, or a factory of torch's given no device in a file that does not change the default
+// device. NCCL takes CUDA tensors only, so such a transfer runs on a CPU backend (gloo), whatever
+// the group.
+bool onCpu(const TracedValue& value, const ValueNode& n, bool defaultDeviceIsCpu, int depth = 0) {
+  using Kind = ValueNode::Kind;
+  if (depth > 8) return false;
+  if (n.kind == Kind::OneOf) {
+    for (size_t i = 0; i < n.operands.size(); ++i)
+      if (!onCpu(value, value.operand(n, i), defaultDeviceIsCpu, depth + 1)) return false;
+    return !n.operands.empty();
+  }
+  if (n.kind != Kind::Call) return false;
+  bool method = n.text.find('.') != std::string::npos;
+  if (method && lastName(n.text) == "cpu" && n.operands.empty()) return true;
+  if (method && lastName(n.text) == "to" && !n.operands.empty()) {
+    const ValueNode& target = value.operand(n, 0);
+    return target.kind == Kind::Literal && target.text == "cpu" && (target.keyword.empty() || target.keyword == "device");
+  }
+  if (!defaultDeviceIsCpu || !isDefaultDeviceFactory(n.text)) return false;
+  for (size_t i = 0; i < n.operands.size(); ++i)
+    if (value.operand(n, i).keyword == "device") return false;
+  return true;
+}
+
+// `torch.set_default_device("cuda")` (or the older default tensor type) makes factories' tensors
+// CUDA tensors: a file that calls either is not read as making CPU tensors.
+bool changesDefaultDevice(const SourceModel& model) {
+  for (const Call& call : model.calls)
+    if (call.qualifiedName == "torch.set_default_device" || call.qualifiedName == "torch.set_default_tensor_type") return true;
+  return false;
+}
+
 class P2pOnEagerBackend final : public Rule {
  public:
   const RuleInfo& info() const override { return info_; }
@@ -23,8 +76,13 @@ class P2pOnEagerBackend final : public Rule {
     for (const StringLiteral& s : model.strings) {
       if (s.value.find("nccl-lazy") != std::string::npos || s.value == "gloo") return;
     }
+    bool defaultDeviceIsCpu = !changesDefaultDevice(model);
     for (const Call& call : model.calls) {
       if (call.loopDepth == 0 || !isPointToPoint(call.qualifiedName)) continue;
+      if (const Argument* tensor = transferredTensor(call)) {
+        TracedValue value = traceValue(model, call, *tensor);
+        if (value.root() && onCpu(value, *value.root(), defaultDeviceIsCpu)) continue;  // not NCCL's transfer
+      }
       out.push_back(finding(model, call.where,
                             call.spelling + "() in a loop: torch 2.15's NCCL backend runs send/recv on the group's "
                             "one communicator, so transfers to different peers do not overlap; for a pipeline's "
