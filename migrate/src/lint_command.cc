@@ -26,14 +26,22 @@ paths skipped). Settings come from [tool.nccl-migrate] in pyproject.toml or .ncc
 found upward from the first PATH; options below override them.
 
 options:
-  --format FORMAT           text (default: path:line:col: CODE message), json, sarif, or
-                            gitlab (GitLab Code Quality JSON)
+  --output-format FORMAT    how findings are written (--format is the same option):
+                              full     the default, as in ruff: path:line:col: CODE message with
+                                       the whole message, the source line with a caret and the
+                                       fix on offer; only a finding's message says what its code
+                                       does under torch 2.15 and what to do, so it is shown where
+                                       you first meet it
+                              concise  one line a finding, the message cut to 100 characters
+                                       (first clause): for long lists, editors and CI logs
+                              json, sarif, gitlab (GitLab Code Quality JSON)
+                            (text is the older name of full)
   --select CODES            only these rules (codes, prefixes such as NM2, or slugs; comma-separated)
   --extend-select CODES     add rules to the selection (e.g. rules that are off by default)
   --ignore CODES            leave these rules out
   --exclude GLOB            skip matching paths (repeatable)
   --config FILE             read settings from FILE instead of searching for one
-  --baseline FILE           report only findings not in FILE (a saved --format json report)
+  --baseline FILE           report only findings not in FILE (a saved --output-format json report)
   --fix                     apply safe fixes to the files, then report what is left
   --unsafe-fixes            with --fix or --diff, also apply unsafe fixes
   --diff                    print the fixes as a unified diff; change nothing
@@ -64,8 +72,11 @@ std::vector<std::string> splitList(const std::string& list) {
   return out;
 }
 
+// The output formats, by the names --output-format (and its older spelling --format) takes.
+enum class OutputFormat { Full, Concise, Json, Sarif, Gitlab };
+
 struct LintArgs {
-  std::string format = "text";
+  OutputFormat format = OutputFormat::Full;
   std::vector<std::filesystem::path> paths;
   std::optional<std::vector<std::string>> select;
   std::vector<std::string> extendSelect, ignore, exclude;
@@ -93,6 +104,18 @@ std::string valueOf(const std::vector<std::string>& args, size_t& i, const std::
 
 bool isOption(const std::string& a, const std::string& name) { return a == name || a.starts_with(name + "="); }
 
+OutputFormat formatNamed(const std::string& value, const std::string& option) {
+  static const std::vector<std::pair<std::string, OutputFormat>> names = {
+      {"full", OutputFormat::Full},   {"text", OutputFormat::Full},   {"concise", OutputFormat::Concise},
+      {"json", OutputFormat::Json},   {"sarif", OutputFormat::Sarif}, {"gitlab", OutputFormat::Gitlab},
+  };
+  for (const auto& [name, format] : names) {
+    if (name == value) return format;
+  }
+  throw UsageError("unknown format '" + value + "' for " + option +
+                   "; use full (the default), concise, json, sarif or gitlab");
+}
+
 LintArgs parseArgs(const std::vector<std::string>& args) {
   LintArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -102,11 +125,9 @@ LintArgs parseArgs(const std::vector<std::string>& args) {
       if (out.cppAst.extraFlags.empty()) out.cppAst.extraFlags.push_back("-std=c++17");
       break;
     }
-    if (isOption(a, "--format")) {
-      out.format = valueOf(args, i, "--format");
-      if (out.format != "text" && out.format != "json" && out.format != "sarif" && out.format != "gitlab") {
-        throw UsageError("unknown format '" + out.format + "'; use text, json, sarif or gitlab");
-      }
+    if (isOption(a, "--output-format") || isOption(a, "--format")) {
+      std::string name = isOption(a, "--format") ? "--format" : "--output-format";
+      out.format = formatNamed(valueOf(args, i, name), name);
     } else if (isOption(a, "--select")) out.select = splitList(valueOf(args, i, "--select"));
     else if (isOption(a, "--extend-select")) out.extendSelect = splitList(valueOf(args, i, "--extend-select"));
     else if (isOption(a, "--ignore")) {
@@ -218,7 +239,7 @@ int runLint(const std::vector<std::string>& args) {
   auto most = parsed.unsafeFixes ? lint::FixSafety::Unsafe : lint::FixSafety::Safe;
   if (parsed.diff) {
     int shown = lint::diffFiles(lint::applicableFixes(report, most), std::cout, &options, most);
-    std::cerr << (shown ? std::to_string(shown) + " fix(es) shown; run with --fix to apply them.\n" : "No fixes available.\n");
+    lint::writeDiffSummary(report, shown, most, std::cerr);
     return shown && !parsed.exitZero ? 1 : 0;
   }
   if (parsed.fix) {
@@ -234,10 +255,13 @@ int runLint(const std::vector<std::string>& args) {
     }
     if (fixed) std::cerr << "Fixed " << fixed << (fixed == 1 ? " finding.\n" : " findings.\n");
   }
-  if (parsed.format == "json") lint::writeJson(report, std::cout);
-  else if (parsed.format == "sarif") lint::writeSarif(report, NCCL_MIGRATE_VERSION, std::cout);
-  else if (parsed.format == "gitlab") lint::writeGitlab(report, std::cout);
-  else lint::writeText(report, isatty(STDOUT_FILENO), std::cout, std::cerr);
+  switch (parsed.format) {
+    case OutputFormat::Full: lint::writeText(report, true, std::cout, std::cerr); break;
+    case OutputFormat::Concise: lint::writeConcise(report, std::cout, std::cerr); break;
+    case OutputFormat::Json: lint::writeJson(report, std::cout); break;
+    case OutputFormat::Sarif: lint::writeSarif(report, NCCL_MIGRATE_VERSION, std::cout); break;
+    case OutputFormat::Gitlab: lint::writeGitlab(report, std::cout); break;
+  }
   return report.findings.empty() || parsed.exitZero ? 0 : 1;
 }
 
