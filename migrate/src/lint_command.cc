@@ -76,7 +76,7 @@ std::vector<std::string> splitList(const std::string& list) {
 enum class OutputFormat { Full, Concise, Json, Sarif, Gitlab };
 
 struct LintArgs {
-  OutputFormat format = OutputFormat::Full;
+  std::optional<OutputFormat> format;  // unset: the configuration's, else full
   std::vector<std::filesystem::path> paths;
   std::optional<std::vector<std::string>> select;
   std::vector<std::string> extendSelect, ignore, exclude;
@@ -221,6 +221,15 @@ int runLint(const std::vector<std::string>& args) {
   try {
     parsed = parseArgs(args);
     options.config = configFor(parsed);
+    if (!parsed.format) {
+      try {  // a bad value in a file is the file's error, not the command line's: no usage text
+        parsed.format = options.config.outputFormat.empty()
+                            ? OutputFormat::Full
+                            : formatNamed(options.config.outputFormat, "output-format at " + options.config.outputFormatSource);
+      } catch (const UsageError& e) {
+        throw lint::ConfigError(e.what());
+      }
+    }
     options.cppAst = parsed.cppAst;
     options.jobs = parsed.jobs;
     if (parsed.fileTimeoutSeconds) {
@@ -255,7 +264,7 @@ int runLint(const std::vector<std::string>& args) {
     }
     if (fixed) std::cerr << "Fixed " << fixed << (fixed == 1 ? " finding.\n" : " findings.\n");
   }
-  switch (parsed.format) {
+  switch (*parsed.format) {
     case OutputFormat::Full: lint::writeText(report, true, std::cout, std::cerr); break;
     case OutputFormat::Concise: lint::writeConcise(report, std::cout, std::cerr); break;
     case OutputFormat::Json: lint::writeJson(report, std::cout); break;

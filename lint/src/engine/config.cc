@@ -33,6 +33,10 @@ void readTable(const fs::path& file, const toml::table& table, LintConfig& confi
     else if (key == "exclude") config.exclude = stringList(file, key, node);
     else if (key == "group-wrappers") config.groupWrappers = stringList(file, key, node);
     else if (key == "respect-gitignore" && node.is_boolean()) config.respectGitignore = node.as_boolean()->get();
+    else if (key == "output-format" && node.is_string()) {
+      config.outputFormat = node.as_string()->get();
+      config.outputFormatSource = where(file, node);
+    }
     else if (key == "environment" && node.is_boolean()) config.environment = node.as_boolean()->get();
     else if (key == "python") {
       // A configuration file usually comes with the code being linted (a pull request's, under
@@ -57,7 +61,7 @@ void readTable(const fs::path& file, const toml::table& table, LintConfig& confi
     } else {
       throw ConfigError(where(file, node) + ": unknown or mistyped key '" + key +
                         "'; known keys: select, extend-select, ignore, exclude, per-file-ignores, equivalent-modules, "
-                        "group-wrappers, group-sites-threshold (integer), max-file-size-kb (integer), "
+                        "group-wrappers, output-format (full, concise, json, sarif or gitlab), group-sites-threshold (integer), max-file-size-kb (integer), "
                         "respect-gitignore (boolean), environment (boolean)");
     }
   }

@@ -139,3 +139,22 @@ def test_an_unknown_output_format_is_a_usage_error(tmp_path):
         ), done.stderr
     done = lint("--output-format", root)
     assert done.returncode == 2 and "unknown format" in done.stderr, done.stderr
+
+
+def test_a_configuration_file_chooses_the_format_and_the_command_line_overrides_it(tmp_path):
+    job = write_job(tmp_path)
+    (tmp_path / ".nccl-migrate.toml").write_text('output-format = "concise"\n')
+    concise = lint(job)
+    assert concise.returncode == 1, concise.stderr
+    assert all(FINDING_LINE.match(line) for line in concise.stdout.splitlines()), concise.stdout
+    overridden = lint("--output-format", "json", job)
+    assert json.loads(overridden.stdout)["findings"], overridden.stdout
+
+
+def test_a_format_the_configuration_file_misnames_is_its_error(tmp_path):
+    job = write_job(tmp_path)
+    (tmp_path / ".nccl-migrate.toml").write_text('output-format = "short"\n')
+    done = lint(job)
+    assert done.returncode == 2
+    assert "unknown format 'short' for output-format at" in done.stderr and ".nccl-migrate.toml:1" in done.stderr, done.stderr
+    assert "usage:" not in done.stderr.lower(), done.stderr  # the file is wrong, not the command line

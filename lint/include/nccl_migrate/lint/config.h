@@ -42,6 +42,10 @@ struct LintConfig {
   // Files larger than this are skipped with a warning.
   std::uint64_t maxFileBytes = 8u << 20;
   bool respectGitignore = true;
+  // The output format a file asks for (`output-format`, as ruff's setting); empty: the command
+  // line's, else full. Checked by the command, which knows the formats.
+  std::string outputFormat;
+  std::string outputFormatSource;  // file:line of `output-format`, for its error
   // Where the settings came from, for messages; empty when no file was found.
   std::filesystem::path source;
 };
