@@ -1,23 +1,26 @@
 """The NCCL path on the GPU, against torch's own NCCL backends on the same machine.
 
 Each probe (gpu_probe_table.py) runs once per backend: our migrate-legacy, migrate-nccl2
-and migrate-lazy, and torch's backends of the same behaviours (torch 2.13 and older: `nccl`, the
-legacy backend; 2.14 and later: `nccl-legacy`, `nccl2`, `nccl-lazy`). Ranks are bound with
-device_id, as jobs run. Probes that can share a world run in one (one process start, CUDA
-context and NCCL init per backend for all of them); a probe that changes its process for good
-gets a world of its own, and the teardown probes fresh interpreters.
+and migrate-lazy first, then torch's backends of the same behaviours as the reference, in the
+time ours leave (torch 2.13 and older: `nccl`, the legacy backend; 2.14 and later:
+`nccl-legacy`, `nccl2`, `nccl-lazy`). Ranks are bound with device_id, as jobs run. Probes that
+can share a world run in one (one process start, CUDA context and NCCL init per backend for all
+of them); a probe that changes its process for good gets a world of its own, and the teardown
+probes fresh interpreters. The worlds of one stage run side by side, except the timings.
 
-Two ranks share the GPU where its NCCL has NCCL_MULTI_RANK_GPU_ENABLE (looked up in the libnccl
-torch loads, then confirmed by the two_ranks probe under torch's backend), or run one per GPU on
-two GPUs. Otherwise every probe runs on one rank, where NCCL copies, scales or does nothing in
-place of a collective: a probe whose every check could not have failed there says so in its
-cell ("cannot fail at 1 rank: why") instead of passing.
+Two ranks share the GPU only where the NCCL torch loaded is 2.30 or later (checked at run time;
+2.28 refuses two ranks on one GPU), confirmed by the two_ranks probe under torch's backend, or
+run one per GPU on two GPUs. Otherwise every probe runs on one rank, where NCCL copies, scales or
+does nothing in place of a collective: a probe whose every check could not have failed there
+says so in its cell ("cannot fail at 1 rank: why") instead of passing. The table's first line
+says how many ranks ran, whether they shared a GPU, and what that cannot show.
 
-Each probe has its own limit, and the whole check a deadline (--deadline seconds from the start):
-a probe starts only with twice its expected time left ("not run: deadline" otherwise), and one
-the deadline ends is "cut", never passed. gpu_check.json and gpu_check.md (the table, ready for
-docs/backends.md) in --out are rewritten after every probe, and gpu_check_logs.txt gathers the
-logs of what did not pass; the table is printed at the end.
+Each probe has its own limit, and the whole check a deadline (--deadline seconds from the start)
+less a margin (--margin, 2 minutes): a probe starts only if its estimate ends before the margin
+("not run: deadline: ..." otherwise, with the seconds it needed), and one the deadline ends is
+"cut", never passed. --list prints the plan at the estimates. gpu_check.json and gpu_check.md
+(the table, ready for docs/backends.md) in --out are rewritten after every probe, and
+gpu_check_logs.txt gathers the logs of what did not pass; the table is printed at the end.
 
     python3 tests/gpu/gpu_check.py [--probe NAME]... [--backend NAME]... [--deadline S] [--out DIR]
     python3 tests/gpu/gpu_check.py --list
@@ -66,7 +69,8 @@ TORCH_NCCL_NAMES = {"nccl-legacy": "legacy", "nccl2": "rewritten", "nccl-lazy": 
 MULTI_RANK_SWITCH = "NCCL_MULTI_RANK_GPU_ENABLE"
 TEARDOWN_CHILD = os.path.join(HERE, "gpu_teardown_child.py")
 
-DEFAULT_DEADLINE_S = 420.0
+# Run alone, the check has what tools/gpu-check.sh leaves it after the build at its estimate.
+DEFAULT_DEADLINE_S = plan.CHECK_DEADLINE_S - plan.BUILD_S
 RESERVE_S = 5.0  # kept back at the deadline to write the report
 LOG_TAIL_BYTES = 32 << 10  # of each rank log of a run that did not pass
 
@@ -224,12 +228,14 @@ class Check:
         """`started`: where the deadline counts from (the process's start, for the check itself)."""
         self.args, self.env, self.backends, self.selected = args, env, backends, selected
         self.started = started
-        self.deadline = started + args.deadline - RESERVE_S
+        self.deadline = started + args.deadline - RESERVE_S  # when a world still running is ended
+        # After the horizon nothing starts (plan.MARGIN_S); never later than the deadline itself.
+        self.horizon = started + args.deadline - max(args.margin, RESERVE_S)
         self.work_dir = tempfile.mkdtemp(prefix="gpu_check.")
         self.out_dir = args.out
         self.results: list[dict] = []
         self.world_checks: list[dict] = []  # destroy_process_group and exits, per world
-        self.world, self.world_reason = 1, ""
+        self.world, self.shares_gpu, self.world_reason = 1, False, ""
         self.lock = threading.RLock()  # concurrent worlds report from their own threads
         self.ctx = mp.get_context(args.start_method)
         if args.start_method == "forkserver":
@@ -241,34 +247,33 @@ class Check:
             warm_up.join()
 
     def remaining(self) -> float:
-        return self.deadline - time.monotonic()
+        """Seconds left before the plan's margin: what a probe's estimate must fit in to start."""
+        return self.horizon - time.monotonic()
+
+    @property
+    def ours(self) -> list[str]:
+        return [b for b in self.backends if b in OUR_BACKENDS]
+
+    @property
+    def theirs(self) -> list[str]:
+        return [b for b in self.backends if b not in OUR_BACKENDS]
 
     # -- the plan
     def decide_world(self) -> None:
-        """Two ranks on two GPUs, or on one where NCCL allows it (confirmed by the two_ranks
-        probe under torch's backend: ours are what is being tested); else one rank."""
-        env, choice = self.env, self.args.world
-        library = f"{os.path.basename(env['libnccl'] or 'libnccl (not found)')} (NCCL {env['nccl']})"
-        need = (f"two ranks need two GPUs, or an NCCL (2.30 and later) with {MULTI_RANK_SWITCH}=1 to put two "
-                "on one GPU")
-        if choice == "1":
-            self.world, self.world_reason = 1, f"one rank (--world 1); {need}"
+        """Two ranks on two GPUs, or on one where this NCCL is 2.30 or later (confirmed by the
+        two_ranks probe under torch's backend: ours are what is being tested); else one rank."""
+        env = self.env
+        self.world, self.shares_gpu, self.world_reason = plan.ranks_decision(
+            env["nccl"], env["gpus"], env["multi_rank_switch"], self.args.world)
+        if not self.shares_gpu:
             return
-        if env["gpus"] >= 2:
-            self.world, self.world_reason = 2, f"two ranks, one on each of 2 of the {env['gpus']} GPUs"
-            return
-        if choice != "2" and not env["multi_rank_switch"]:
-            self.world, self.world_reason = 1, f"one rank: one GPU, and {library} has no {MULTI_RANK_SWITCH}; {need}"
-            return
-        why = "--world 2" if choice == "2" else f"{library} has {MULTI_RANK_SWITCH}"
-        reference = next((b for b in self.backends if b not in OUR_BACKENDS), self.backends[0])
-        result = self.run_session(plan.Session(reference, ["two_ranks"]), 2)
+        reference = next(iter(self.theirs), self.backends[0])
+        result = self.run_session(plan.Session(reference, ["two_ranks"]), 2, sharing=2)
         if result.get("two_ranks", {}).get("verdict") == plan.PASS:
-            self.world = 2
-            self.world_reason = f"two ranks on one GPU, {MULTI_RANK_SWITCH}=1 ({why}; works under {reference})"
+            self.world_reason += f" (works under {reference})"
         else:
             outcome = result.get("two_ranks", {})
-            self.world = 1
+            self.world, self.shares_gpu = 1, False
             self.world_reason = (f"one rank: two ranks on one GPU failed under {reference} "
                                  f"({outcome.get('verdict')}: {outcome.get('detail')})")
 
@@ -279,46 +284,42 @@ class Check:
                 self.record({"probe": spec.name, "backend": backend, "world": self.world, "verdict": plan.NOT_RUN,
                              "detail": "needs two ranks (see the ranks line)", "seconds": 0.0})
         runnable = [s for s in self.selected if self.world >= 2 or not s.two_ranks]
-        done = {(r["probe"], r["backend"]) for r in self.results}  # two_ranks under the reference, if it ran
-        queue = [s for s in plan.plan_sessions(runnable, self.backends)
-                 if not all((name, s.backend) in done for name in s.probes)]
-        children = [s for s in runnable if s.children]
-        # The teardown interpreters run where the table puts them: before the first world of a
-        # probe listed after them.
-        order = {spec.name: i for i, spec in enumerate(self.selected)}
-        children_at = min((order[s.name] for s in children), default=None)
-        while queue or children:
-            if children and (not queue or order[queue[0].probes[0]] > children_at):
-                self.run_children(children)
-                children = []
+        done = frozenset((r["probe"], r["backend"]) for r in self.results)  # two_ranks under the reference
+        steps = plan.schedule(runnable, self.ours, self.theirs, done)
+        while steps:
+            step = steps.pop(0)
+            if step.children:
+                self.run_children(step.children, step.backends)
                 continue
-            batch = plan.take_batch(queue, table.PROBES)
-            if not plan.fits(self.remaining(), table.PROBES[batch[0].probes[0]], in_new_world=True):
-                for session in batch:
+            sharing = plan.ranks_on_gpu(step, self.world, self.shares_gpu)
+            why = plan.why_not_start(self.remaining(), table.PROBES[step.sessions[0].probes[0]], sharing,
+                                     self.world, in_new_world=True)
+            if why:
+                for session in step.sessions:
                     for name in session.probes:
                         self.record({"probe": name, "backend": session.backend, "world": self._world_of(session),
-                                     "verdict": plan.NOT_RUN, "detail": "deadline", "seconds": 0.0,
+                                     "verdict": plan.NOT_RUN, "detail": why, "seconds": 0.0,
                                      "session": session.label})
                 continue
             retries: list[plan.Session] = []
 
-            def run_one(session: plan.Session, retries: list = retries) -> None:
-                unreached = self.run_session(session, self._world_of(session))
+            def run_one(session: plan.Session, retries: list = retries, sharing: int = sharing) -> None:
+                unreached = self.run_session(session, self._world_of(session), sharing)
                 retry = plan.retry_session(session, unreached.get("", []))
                 if retry:
                     retries.append(retry)
 
-            threads = [threading.Thread(target=run_one, args=(session,)) for session in batch]
+            threads = [threading.Thread(target=run_one, args=(session,)) for session in step.sessions]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
-            queue[:0] = retries
+            steps[:0] = [plan.Step(sessions=batch) for batch in plan.batches(retries, table.PROBES)]
 
     def _world_of(self, session: plan.Session) -> int:
         return self.world if session.backend else 1
 
-    def run_session(self, session: plan.Session, world: int) -> dict:
+    def run_session(self, session: plan.Session, world: int, sharing: int = 1) -> dict:
         """Runs one world; returns its results by probe, and under "" the probes it never reached
         (the caller may give them a fresh world)."""
         run_dir = tempfile.mkdtemp(prefix=session.label + ".", dir=self.work_dir)
@@ -335,7 +336,7 @@ class Check:
             self.record(result)
 
         run = sessions.SessionRun(self.ctx, table.rank_main, table.PROBES, session, world, self.deadline, run_dir,
-                                  rank_spec, on_result)
+                                  rank_spec, on_result, horizon=self.horizon, sharing=sharing)
         unreached = run.run()
         if run.session_checks:
             with self.lock:
@@ -347,19 +348,21 @@ class Check:
         settled[""] = unreached
         return settled
 
-    def run_children(self, specs: list[plan.ProbeSpec]) -> None:
-        """The teardown probes: every backend's fresh interpreters at once (nothing in them is
-        timed), each judged on how its interpreter ends."""
-        if not plan.fits(self.remaining(), max(specs, key=lambda s: s.expected_s), in_new_world=True):
+    def run_children(self, specs: list[plan.ProbeSpec], backends: list[str]) -> None:
+        """The teardown probes: the fresh interpreters of every backend given at once (nothing in
+        them is timed), each judged on how its interpreter ends."""
+        why = plan.why_not_start(self.remaining(), max(specs, key=lambda s: s.expected_s), 1, self.world,
+                                 in_new_world=True)
+        if why:
             for spec in specs:
-                for backend in self.backends:
+                for backend in backends:
                     self.record({"probe": spec.name, "backend": backend, "world": self.world,
-                                 "verdict": plan.NOT_RUN, "detail": "deadline", "seconds": 0.0})
+                                 "verdict": plan.NOT_RUN, "detail": why, "seconds": 0.0})
             return
-        limit = plan.probe_limit(max(specs, key=lambda s: s.limit_s), self.remaining())
+        limit = plan.probe_limit(max(specs, key=lambda s: s.limit_s), self.deadline - time.monotonic())
         jobs = []
         for spec in specs:
-            for backend in self.backends:
+            for backend in backends:
                 run_dir = tempfile.mkdtemp(prefix=f"{spec.name}.{backend}.", dir=self.work_dir)
                 port = free_port()
                 base = {**os.environ, "PYTHONPATH": child_pythonpath()}
@@ -429,7 +432,7 @@ class Check:
         title = (f"### The GPU check on {env['gpu'] or 'a GPU'}\n\n"
                  f"torch {env['torch']} (CUDA {env['cuda']}, NCCL {env['nccl']}, Python {env['python']}); "
                  + (f"build {spent:.0f} s, " if spent else "") + f"probes {took:.0f} s of {self.args.deadline:.0f} s.")
-        ranks = f"Ranks per world: {self.world}, {self.world_reason}."
+        ranks = plan.ranks_line(self.world, self.shares_gpu, self.world_reason)
         text = plan.markdown(title, ranks, self.selected, self.backends, set(OUR_BACKENDS), self.results,
                              self.comparisons(), self.peers())
         broken = [w for w in self.world_checks if any(not c["ok"] for c in w["checks"])]
@@ -447,7 +450,8 @@ class Check:
 
     def _write_report(self) -> None:
         os.makedirs(self.out_dir, exist_ok=True)
-        report = {"environment": self.env, "world": self.world, "world_reason": self.world_reason,
+        report = {"environment": self.env, "world": self.world, "shares_gpu": self.shares_gpu,
+                  "world_reason": self.world_reason, "margin_s": self.args.margin,
                   "deadline_s": self.args.deadline, "spent_before_s": self.args.spent,
                   "elapsed_s": round(time.monotonic() - self.started, 1), "backends": self.backends,
                   "runs": self.results, "worlds": self.world_checks,
@@ -482,6 +486,9 @@ def parse_args(argv):
     parser.add_argument("--deadline", type=positive_seconds, default=DEFAULT_DEADLINE_S, metavar="S",
                         help="seconds for the whole check from its start; a probe starts only with twice its expected "
                              f"time left, and the deadline ends one still running (default {DEFAULT_DEADLINE_S:.0f})")
+    parser.add_argument("--margin", type=float, default=plan.MARGIN_S, metavar="S",
+                        help="seconds of the deadline the plan keeps spare: no probe starts whose estimate would "
+                             f"end inside them (default {plan.MARGIN_S:.0f}; 0 to plan up to the deadline)")
     parser.add_argument("--spent", type=float, default=0.0, metavar="S",
                         help="seconds spent before this check (the build), shown in the table's title")
     parser.add_argument("--out", default=os.environ.get("OUT") or None, metavar="DIR",
@@ -493,7 +500,11 @@ def parse_args(argv):
                         help="subgroups the subgroups probe creates (default 4)")
     parser.add_argument("--start-method", choices=("forkserver", "spawn"), default="forkserver",
                         help="how rank processes start (default forkserver: torch imported once)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not 0 <= args.margin < args.deadline:
+        parser.error(f"--margin {args.margin:g} must be at least 0 and less than --deadline {args.deadline:g}, "
+                     "or no probe could start; give a smaller --margin (0 plans up to the deadline)")
+    return args
 
 
 def positive_seconds(text: str) -> float:
@@ -527,12 +538,8 @@ def print_list(env: dict, selected: list[plan.ProbeSpec], backends: list[str], a
     print(f"torch {env['torch']}, CUDA {env['cuda']}, NCCL {env['nccl']}, GPUs: {env['gpus']}"
           + ("" if env["gpus"] else " (no CUDA device here: a run would stop at once)"))
     print(f"libnccl: {env['libnccl']}; {MULTI_RANK_SWITCH} in it: {env['multi_rank_switch']}")
-    if args.world != "auto":
-        print(f"ranks per world: {args.world} (--world)")
-    elif env["multi_rank_switch"] or env["gpus"] >= 2:
-        print("ranks per world: two (on one GPU: if two_ranks passes under torch's backend), else one")
-    else:
-        print("ranks per world: one (this NCCL cannot put two ranks on one GPU)")
+    world, shares_gpu, why = plan.ranks_decision(env["nccl"], max(1, env["gpus"]), env["multi_rank_switch"], args.world)
+    print(f"ranks per world: {why}" + (" (if two_ranks passes under torch's backend)" if shares_gpu else ""))
     print(f"our backends built: {env['ours_built']}\n\nbackends:")
     torch_names = {b: env["torch_backends"][b] for b in backends if b in env["torch_backends"]}
     for backend in backends:
@@ -543,14 +550,21 @@ def print_list(env: dict, selected: list[plan.ProbeSpec], backends: list[str], a
             print(f"  {backend:<16}ours, {OUR_BACKENDS[backend]}; {against}")
         else:
             print(f"  {backend:<16}torch's, {env['torch_backends'][backend]}")
-    worlds = plan.plan_sessions([p for p in selected if not p.two_ranks], backends)
-    children = [p for p in selected if p.children]
-    print(f"\n{len(worlds)} worlds" + (f" and {len(children)} teardown runs per backend" if children else "")
-          + f"; probes (deadline {args.deadline:.0f} s for all; expected seconds at one rank, limit):")
+    print("\nprobes (expected seconds at one rank, of them on the GPU, limit):")
     for spec in selected:
         where = ("2 ranks" if spec.two_ranks else "children" if spec.children else "no group" if not spec.group
-                 else "own world" if spec.alone else f"stage {spec.stage}")
-        print(f"  {spec.name:<22}{where:<10}{spec.expected_s:>5.1f} s {spec.limit_s:>4.0f} s  {spec.asserts}")
+                 else "own world" if spec.alone else "shared")
+        print(f"  {spec.name:<22}stage {spec.stage} {where:<10}{spec.expected_s:>5.1f} s {spec.gpu_s:>4.1f} s "
+              f"{spec.limit_s:>4.0f} s  {spec.asserts}")
+    ours = [b for b in backends if b in OUR_BACKENDS]
+    runs = plan.simulate(selected, ours, [b for b in backends if b not in OUR_BACKENDS], world, shares_gpu,
+                         plan.DRIVER_START_S, args.deadline, args.margin)
+    print(f"\nthe plan at the estimates (deadline {args.deadline:.0f} s, nothing starts in its last "
+          f"{args.margin:.0f} s; seconds from the check's start):")
+    for run in runs:
+        when = f"{run['start_s']:5.0f}-{run['end_s']:<5.0f}" if run["verdict"] != plan.NOT_RUN else " " * 11
+        print(f"  {when} {run['probe']:<22}{run['backend'] or '(no group)':<16}"
+              + (f"not run: {run['detail']}" if run["verdict"] == plan.NOT_RUN else ""))
 
 
 def clean_environment() -> list[str]:

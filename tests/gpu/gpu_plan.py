@@ -1,7 +1,10 @@
-"""What the GPU check decides without touching a GPU: which probes share one world of rank
-processes, whether a probe still fits before the deadline, each probe's verdict from what its
-ranks reported, the exit status, and the Markdown table. No torch here: gpu_check.py runs the
-plan on the GPU, tests/python/gpu/ check these decisions with made-up reports.
+"""What the GPU check decides without touching a GPU: the order of the run (which probes share one
+world of rank processes, which worlds run side by side, ours before torch's), how many ranks a
+world gets, whether a probe still fits before the plan's margin, each probe's verdict from what
+its ranks reported, the exit status, and the Markdown table; and the whole run on the estimates
+(simulate), which tests/python/gpu/test_gpu_check_fit.py holds to the deadline. No torch here:
+gpu_check.py runs the plan on the GPU, tests/python/gpu/ check these decisions with made-up
+reports.
 """
 
 from __future__ import annotations
@@ -17,10 +20,31 @@ PASS, WEAK, FAIL, TIMEOUT, CRASH, CUT, NOT_RUN = (
 FAILED = (FAIL, TIMEOUT, CRASH)
 UNFINISHED = (CUT, NOT_RUN)
 
-SETUP_S = 5.0  # a world's start: processes, CUDA context, NCCL init (estimate; see tests/gpu/README.md)
+# -- The time the check plans with. Every figure is an upper estimate for one H100 or H200 (the
+# GPU machines: 16 cores; the probes are bound by GPU sleeps and host work, not by memory speed,
+# so the two cards plan alike). Where each comes from is said beside it; tests/gpu/README.md
+# works the totals through.
+
+CHECK_DEADLINE_S = 480.0  # tools/gpu-check.sh's default: the whole check, build included, by 8 minutes
+MARGIN_S = 120.0  # the plan keeps this much of the deadline spare: nothing starts that its
+#                   estimate would end inside it, so estimates 2 minutes short still end in time
+# The build of the three targets the probes need (tools/gpu-check.sh) for one architecture on 16
+# cores. Configure about 30 s (torch's CMake and the CUDA compiler checks). Compiling: the torch
+# precompiled header (23 s, cmake/TorchPrecompiledHeaders.cmake), then the heaviest translation
+# unit (about 26 s, the heaviest in the GPU-fidelity review's build log) and two links, about
+# 60 s on the critical path; the rest, about 40 units of 10-26 s, spreads over 16 cores inside
+# it. About 90 s, the low end of the 1.5-3 minutes the earlier build of every target and seven
+# architectures was estimated at; 120 s here as the upper estimate.
+BUILD_S = 120.0
+DRIVER_START_S = 10.0  # gpu_check.py before its first world: torch imported twice, NCCL located (review of the budget)
+SETUP_S = 5.0  # a one-rank world's start: fork from the warm server, CUDA context, NCCL init, our module
+SETUP_TWO_RANKS_S = 10.0  # the same at two ranks: NCCL's two-rank init is slower than one rank's
+#                           (estimate: twice the one-rank figure; never measured)
 SETUP_LIMIT_S = 90.0  # a world that has not begun its first probe by then is ended
-START_MARGIN = 2.0  # a probe starts only with this many times its expected time left
+START_MARGIN = 1.0  # a probe starts when its estimate ends before the margin (MARGIN_S is the slack)
 REQUEUES = 1  # probes a failed world never reached get one fresh world more
+MIN_NCCL_FOR_SHARED_GPU = (2, 30)  # NCCL_MULTI_RANK_GPU_ENABLE: src/init.cc 68 / 1057 at v2.30.7-1;
+#                                    v2.28.9-1 refuses two ranks on one GPU ("Duplicate GPU detected", src/init.cc 904)
 
 
 @dataclass(frozen=True)
@@ -29,13 +53,16 @@ class ProbeSpec:
 
     name: str
     limit_s: float  # the run is ended this long after the probe began
-    expected_s: float  # what it takes on one H200 at one rank (estimate; the deadline plans with it)
-    stage: int = 1  # 1: correctness in a shared world, 2: correctness in worlds of their own, 3: timings
+    expected_s: float  # what it takes at one rank with the GPU to itself (upper estimate; the plan uses it)
+    stage: int = 1  # the order of the run: gpu_probe_table.py says what each stage is
     alone: bool = False  # a world of its own (it changes the process or the group for good)
     group: bool = True  # runs in a process group (else one process, no backend)
     two_ranks: bool = False  # means nothing on one rank
     children: bool = False  # the driver starts fresh interpreters for it (tests/gpu/gpu_teardown_child.py)
-    concurrent: bool = False  # nothing in it is timed: its worlds (alone) for every backend run at once
+    concurrent: bool = False  # nothing in it is timed against the GPU's speed: its worlds run beside the
+    #                           other worlds of its stage (sharing the GPU can only lengthen its GPU sleeps)
+    gpu_s: float = 0.0  # of expected_s, the seconds the GPU is busy (its sleeps and kernels): processes
+    #                     sharing the GPU take turns on it, so the plan counts these once per process
     env: tuple[tuple[str, str], ...] = ()  # set in the rank processes before anything runs
     group_timeout_s: float | None = None
     asserts: str = ""
@@ -58,6 +85,16 @@ class Session:
                f"{self.backend or 'none'}" + (f".retry{self.attempt}" if self.attempt else "")
 
 
+@dataclass
+class Step:
+    """What the driver starts at once: worlds (one per session, side by side), or the fresh
+    interpreters of the probes that must see a whole process exit, for ``backends``."""
+
+    sessions: list[Session] = field(default_factory=list)
+    children: list[ProbeSpec] = field(default_factory=list)
+    backends: list[str] = field(default_factory=list)
+
+
 def plan_sessions(specs: list[ProbeSpec], backends: list[str]) -> list[Session]:
     """The worlds to start, in order: stage by stage; within a stage, probes that can share a
     world share one per backend (one process start, CUDA context and NCCL init for all of them),
@@ -78,15 +115,73 @@ def plan_sessions(specs: list[ProbeSpec], backends: list[str]) -> list[Session]:
     return sessions
 
 
-def take_batch(queue: list[Session], specs: dict[str, ProbeSpec]) -> list[Session]:
-    """Removes and returns the sessions to run now: the first in the queue, with every session
-    after it of the same probe where that probe is concurrent (one world per backend, at once)."""
-    first = queue.pop(0)
-    batch = [first]
-    if len(first.probes) == 1 and specs[first.probes[0]].concurrent:
-        while queue and queue[0].probes == first.probes and queue[0].attempt == first.attempt:
-            batch.append(queue.pop(0))
-    return batch
+def batches(sessions: list[Session], specs: dict[str, ProbeSpec]) -> list[list[Session]]:
+    """Consecutive sessions of one stage whose every probe is concurrent run side by side; any
+    other session runs alone."""
+    out: list[list[Session]] = []
+    for session in sessions:
+        shares = all(specs[name].concurrent for name in session.probes)
+        last = out[-1] if out else None
+        if shares and last and last[0].stage == session.stage and last[0].attempt == session.attempt \
+                and all(specs[name].concurrent for s in last for name in s.probes):
+            last.append(session)
+        else:
+            out.append([session])
+    return out
+
+
+def schedule(specs: list[ProbeSpec], ours: list[str], theirs: list[str],
+             done: frozenset = frozenset()) -> list[Step]:
+    """The whole run, in order: every stage for our backends first, then torch's backends as the
+    reference, in the time ours leave. A phase's teardown interpreters run where the table puts
+    them: before its first world of a later stage. ``done``: (probe, backend) pairs already run."""
+    by_name = {s.name: s for s in specs}
+    steps: list[Step] = []
+    for backends in (ours, theirs):
+        if not backends:
+            continue
+        children = [s for s in specs if s.children]
+        sessions = [s for s in plan_sessions(specs, backends)
+                    if not all((name, s.backend) in done for name in s.probes)]
+        if steps:  # a probe without a group runs once, with ours
+            sessions = [s for s in sessions if s.backend is not None]
+        grouped = [Step(sessions=batch) for batch in batches(sessions, by_name)]
+        if children:
+            at = next((i for i, step in enumerate(grouped) if step.sessions[0].stage > children[0].stage),
+                      len(grouped))
+            grouped.insert(at, Step(children=children, backends=list(backends)))
+        steps += grouped
+    return steps
+
+
+def ranks_on_gpu(step: Step, world: int, shares_gpu: bool) -> int:
+    """How many rank processes the step puts on one GPU at once."""
+    return sum(world if shares_gpu and s.backend else 1 for s in step.sessions) or 1
+
+
+def world_start_s(world: int) -> float:
+    return SETUP_S if world == 1 else SETUP_TWO_RANKS_S
+
+
+def probe_cost(spec: ProbeSpec, sharing: int = 1) -> float:
+    """A probe's estimate with ``sharing`` rank processes on its GPU: its host part as it is, its
+    GPU part once per process (they take turns on the GPU)."""
+    return spec.expected_s - spec.gpu_s + spec.gpu_s * max(1, sharing)
+
+
+def why_not_start(remaining_s: float, spec: ProbeSpec, sharing: int = 1, world: int = 1,
+                  in_new_world: bool = False) -> str:
+    """Empty when a probe may start with ``remaining_s`` left before the plan's margin, else why
+    not (the cell's reason)."""
+    need = probe_cost(spec, sharing) * START_MARGIN + (world_start_s(world) if in_new_world else 0.0)
+    if remaining_s >= need:
+        return ""
+    return f"deadline: needs about {need:.0f} s, {max(0.0, remaining_s):.0f} s were left before the margin"
+
+
+def fits(remaining_s: float, spec: ProbeSpec, in_new_world: bool = False, sharing: int = 1, world: int = 1) -> bool:
+    """Whether a probe may start with ``remaining_s`` left before the plan's margin."""
+    return not why_not_start(remaining_s, spec, sharing, world, in_new_world)
 
 
 def retry_session(session: Session, unreached: list[str]) -> Session | None:
@@ -97,15 +192,131 @@ def retry_session(session: Session, unreached: list[str]) -> Session | None:
                    session.attempt + 1)
 
 
-def fits(remaining_s: float, spec: ProbeSpec, in_new_world: bool = False) -> bool:
-    """Whether a probe may start with ``remaining_s`` left before the deadline."""
-    return remaining_s >= spec.expected_s * START_MARGIN + (SETUP_S if in_new_world else 0.0)
-
-
 def probe_limit(spec: ProbeSpec, remaining_s: float) -> float:
     """How long a probe may run: its own limit, or what is left of the check, whichever is less
     (a probe the deadline ends is "cut", never passed)."""
     return max(0.0, min(spec.limit_s, remaining_s))
+
+
+# ---------------------------------------------------------------------------------------------
+# Ranks
+
+
+def parse_version(text: str | None) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(part) for part in str(text).split(".")[:3]) if text else None
+    except ValueError:
+        return None
+
+
+def ranks_decision(nccl: str | None, gpus: int, switch_in_library: bool | None, choice: str = "auto") \
+        -> tuple[int, bool, str]:
+    """Ranks per world before any is started: (ranks, whether they would share one GPU, why).
+    Two ranks on one GPU are only tried (the two_ranks probe under torch's backend confirms
+    them) where this NCCL, checked at run time, is 2.30 or later."""
+    need = "two ranks need two GPUs, or NCCL 2.30 or later (NCCL_MULTI_RANK_GPU_ENABLE=1) to share one"
+    if choice == "1":
+        return 1, False, f"one rank (--world 1); {need}"
+    if gpus >= 2:
+        return 2, False, f"two ranks, one on each of 2 of the {gpus} GPUs"
+    version = parse_version(nccl)
+    if version is not None and version[:2] < MIN_NCCL_FOR_SHARED_GPU:
+        return 1, False, (f"one rank: one GPU, and NCCL {nccl} is older than 2.30, which refuses two ranks on "
+                          f"one GPU (\"Duplicate GPU detected\"); {need}")
+    if version is None and not switch_in_library and choice != "2":
+        return 1, False, f"one rank: one GPU, and this NCCL's version is unknown and has no switch for it; {need}"
+    return 2, True, "two ranks on one GPU, NCCL_MULTI_RANK_GPU_ENABLE=1" + (" (--world 2)" if choice == "2" else "")
+
+
+# What a run at this many ranks cannot show, whatever its cells say.
+CANNOT_SHOW = {
+    (1, False): ("no peer: NCCL copies, scales or does nothing in place of each collective, so no collective "
+                 "kernel, connect or transport runs; device binding across ranks is not exercised; a stalled "
+                 "peer cannot be made (the timeout probe stalls the rank's own stream)"),
+    (2, True): ("device binding (both ranks are bound to cuda:0, so a rank that picks the wrong device still "
+                "finds the right one); the two ranks' GPU work takes turns on one GPU, so timings are not a job's"),
+    (2, False): "more than two ranks (rings and trees of more members)",
+}
+
+
+def ranks_line(world: int, shares_gpu: bool, reason: str) -> str:
+    where = ("both on one GPU" if shares_gpu else "one GPU each") if world > 1 else "no device shared"
+    return (f"Ranks per world: {world} ({where}): {reason}. What this cannot show: "
+            f"{CANNOT_SHOW[(world, shares_gpu and world > 1)]}.")
+
+
+# ---------------------------------------------------------------------------------------------
+# The run on the estimates
+
+
+def simulate(specs: list[ProbeSpec], ours: list[str], theirs: list[str], world: int, shares_gpu: bool,
+             start_s: float, deadline_s: float = CHECK_DEADLINE_S, margin_s: float = MARGIN_S) -> list[dict]:
+    """The driver's run (schedule, why_not_start, the ranks' own start checks) with every probe
+    taking its estimate: one entry per probe and backend, in the order they start, with
+    ``start_s`` and ``end_s`` counted from the check's start, or NOT_RUN and why. ``start_s``:
+    where the first world starts (after the build and the driver's start).
+
+    Worlds of one step run side by side. A step takes its worlds' start, then the longest host
+    part of any world, then the GPU parts of all of them one after another: the GPU time-slices
+    between processes, so their GPU work is counted as if it never overlapped."""
+    by_name = {s.name: s for s in specs}
+    horizon = deadline_s - margin_s
+    runs: list[dict] = []
+    now = start_s
+    done: set = set()
+    pair = next((s for s in specs if s.two_ranks), None)
+    reference = next(iter(theirs), None) or next(iter(ours), None)
+    if pair and reference and world == 2 and shares_gpu:  # gpu_check.decide_world: it decides the world
+        end = now + world_start_s(2) + probe_cost(pair, 2)
+        runs.append({"probe": pair.name, "backend": reference, "verdict": PASS, "detail": "", "start_s": now,
+                     "end_s": end})
+        done.add((pair.name, reference))
+        now = end
+    elif pair:
+        for backend in ours + theirs:
+            runs.append({"probe": pair.name, "backend": backend, "verdict": NOT_RUN, "detail": "needs two ranks",
+                         "start_s": now, "end_s": now})
+    runnable = [s for s in specs if world == 2 or not s.two_ranks]
+    for step in schedule(runnable, ours, theirs, frozenset(done)):
+        if step.children:
+            longest = max(step.children, key=lambda s: s.expected_s)
+            why = why_not_start(horizon - now, longest, 1, world, in_new_world=True)
+            end = now + world_start_s(world) + probe_cost(longest)
+            for spec in step.children:
+                for backend in step.backends:
+                    runs.append({"probe": spec.name, "backend": backend, "verdict": NOT_RUN if why else PASS,
+                                 "detail": why, "start_s": now, "end_s": now if why else end})
+            now = now if why else end
+            continue
+        sharing = ranks_on_gpu(step, world, shares_gpu)
+        why = why_not_start(horizon - now, by_name[step.sessions[0].probes[0]], sharing, world, in_new_world=True)
+        sessions, host, gpu = [], [0.0], 0.0
+        start = max(world_start_s(world if s.backend else 1) for s in step.sessions)
+        for session in step.sessions:
+            ranks = world if session.backend else 1
+            # The ranks' own start checks see each probe at its estimate with the whole step on the GPU.
+            clock, on_host, entries = now + start, 0.0, []
+            for name in session.probes:
+                spec = by_name[name]
+                reason = why or why_not_start(horizon - clock, spec, sharing, ranks)
+                entries.append({"probe": name, "backend": session.backend, "verdict": NOT_RUN if reason else PASS,
+                                "detail": reason, "start_s": clock, "end_s": clock})
+                if not reason:
+                    clock += probe_cost(spec, sharing)
+                    entries[-1]["end_s"] = clock
+                    on_host += spec.expected_s - spec.gpu_s
+                    gpu += spec.gpu_s * (ranks if shares_gpu else 1)
+            host.append(on_host)
+            sessions.append((entries, clock))
+        end = now if why else now + start + max(host) + gpu
+        for entries, clock in sessions:  # a world whose own count runs past the step's end is drawn to it
+            scale = min(1.0, (end - now) / (clock - now)) if clock > now else 1.0
+            for entry in entries:
+                entry["start_s"] = now + (entry["start_s"] - now) * scale
+                entry["end_s"] = now + (entry["end_s"] - now) * scale
+            runs += entries
+        now = end
+    return sorted(runs, key=lambda r: (r["verdict"] == NOT_RUN, r["start_s"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,7 +456,7 @@ def exit_status(results: list[dict], ours: set[str]) -> int:
     mine = [r for r in results if r["backend"] in ours or r["backend"] is None]
     if any(r["verdict"] in FAILED for r in mine):
         return 1
-    if any(r["verdict"] == CUT or (r["verdict"] == NOT_RUN and r["detail"] == "deadline") for r in mine):
+    if any(r["verdict"] == CUT or (r["verdict"] == NOT_RUN and r["detail"].startswith("deadline")) for r in mine):
         return 3
     return 0
 

@@ -35,9 +35,14 @@ class SessionRun:
 
     def __init__(self, ctx, target: Callable[[dict], None], specs: dict[str, plan.ProbeSpec], session: plan.Session,
                  world: int, deadline: float, run_dir: str, rank_spec: Callable[[int], dict],
-                 on_result: Callable[[dict], None]) -> None:
+                 on_result: Callable[[dict], None], horizon: float | None = None, sharing: int = 1) -> None:
+        """``deadline``: when the world is ended whatever it does; ``horizon``: after it no probe
+        may start whose estimate, with ``sharing`` rank processes on the GPU, would end later (the
+        plan's margin before the deadline; default the deadline)."""
         self.ctx, self.target, self.specs, self.session = ctx, target, specs, session
         self.world, self.deadline, self.run_dir = world, deadline, run_dir
+        self.horizon = deadline if horizon is None else horizon
+        self.sharing = sharing
         self.rank_spec, self.on_result = rank_spec, on_result
         self.paths = [os.path.join(run_dir, f"rank{rank}.jsonl") for rank in range(world)]
         self.reported: dict[str, dict] = {}
@@ -48,10 +53,12 @@ class SessionRun:
     def run(self) -> list[str]:
         """Runs the world to its end; returns the probes it never reached (for a fresh world)."""
         deadline_epoch = time.time() + (self.deadline - time.monotonic())
+        horizon_epoch = time.time() + (self.horizon - time.monotonic())
         procs = []
         for rank in range(self.world):
             spec = {**self.rank_spec(rank), "probes": list(self.session.probes), "rank": rank, "world": self.world,
                     "backend": self.session.backend, "result": self.paths[rank], "deadline_epoch": deadline_epoch,
+                    "horizon_epoch": horizon_epoch, "sharing": self.sharing,
                     "log": os.path.join(self.run_dir, f"rank{rank}.log"), "run_dir": self.run_dir,
                     "group_timeout_s": self.session.group_timeout_s}
             proc = self.ctx.Process(target=self.target, args=(spec,), name=f"{self.session.label}:{rank}")

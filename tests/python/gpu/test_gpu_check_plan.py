@@ -53,6 +53,29 @@ def test_probes_of_different_settings_never_share_a_world():
     assert [s.probes for s in plan.plan_sessions(specs, ["nccl"])] == [["a"], ["b"], ["c"]]
 
 
+def test_concurrent_worlds_of_a_stage_run_side_by_side_and_the_others_one_at_a_time():
+    specs = {s.name: s for s in [_spec("a", concurrent=True), _spec("b", concurrent=True),
+                                 _spec("t", stage=2, alone=True, concurrent=True),
+                                 _spec("timed", stage=3), _spec("x", stage=3, alone=True, concurrent=True)]}
+    sessions = plan.plan_sessions(list(specs.values()), ["x1", "x2"])
+    assert [[(s.backend, s.probes) for s in batch] for batch in plan.batches(sessions, specs)] == [
+        [("x1", ["a", "b"]), ("x2", ["a", "b"])], [("x1", ["t"]), ("x2", ["t"])],
+        [("x1", ["timed"])], [("x2", ["timed"])], [("x1", ["x"]), ("x2", ["x"])]]
+
+
+def test_ours_run_every_stage_before_torchs_reference_and_teardowns_come_before_a_later_stage():
+    specs = [_spec("a", concurrent=True), _spec("exit", stage=2, children=True),
+             _spec("late", stage=3), _spec("digest", stage=3, group=False)]
+    steps = plan.schedule(specs, ["ours1", "ours2"], ["torch"])
+    shown = [("children", tuple(s.backends)) if s.children else tuple((x.backend, x.probes[0]) for x in s.sessions)
+             for s in steps]
+    assert shown == [(("ours1", "a"), ("ours2", "a")), ("children", ("ours1", "ours2")), (("ours1", "late"),),
+                     (("ours2", "late"),), ((None, "digest"),),
+                     (("torch", "a"),), ("children", ("torch",)), (("torch", "late"),)]
+    done = plan.schedule(specs, ["ours1"], [], frozenset({("a", "ours1")}))
+    assert all(s.children or s.sessions[0].probes != ["a"] for s in done)
+
+
 def test_probes_a_world_never_reached_get_one_fresh_world_and_no_more():
     first = plan.Session("nccl", ["a", "b", "c"], {"X": "1"}, 5.0)
     retry = plan.retry_session(first, ["b", "c"])
@@ -64,11 +87,21 @@ def test_probes_a_world_never_reached_get_one_fresh_world_and_no_more():
 # -- the deadline
 
 
-def test_a_probe_starts_only_with_twice_its_expected_time_left_and_a_new_world_costs_its_start():
+def test_a_probe_starts_only_if_its_estimate_ends_before_the_margin_and_a_new_world_costs_its_start():
     spec = _spec("a", expected_s=10)
-    assert plan.fits(20.0, spec) and not plan.fits(19.9, spec)
-    assert not plan.fits(20.0, spec, in_new_world=True)
-    assert plan.fits(20.0 + plan.SETUP_S, spec, in_new_world=True)
+    assert plan.fits(10.0, spec) and not plan.fits(9.9, spec)
+    assert not plan.fits(10.0, spec, in_new_world=True)
+    assert plan.fits(10.0 + plan.SETUP_S, spec, in_new_world=True)
+    assert plan.fits(10.0 + plan.SETUP_TWO_RANKS_S, spec, in_new_world=True, world=2)
+    assert not plan.fits(10.0 + plan.SETUP_S, spec, in_new_world=True, world=2)
+    assert plan.why_not_start(4.0, spec) == "deadline: needs about 10 s, 4 s were left before the margin"
+
+
+def test_processes_sharing_the_gpu_take_turns_on_its_part_of_a_probe():
+    spec = _spec("a", expected_s=10, gpu_s=4)
+    assert plan.probe_cost(spec) == 10
+    assert plan.probe_cost(spec, sharing=3) == 6 + 3 * 4
+    assert not plan.fits(17.9, spec, sharing=3) and plan.fits(18.0, spec, sharing=3)
 
 
 def test_a_probe_runs_for_its_limit_or_what_is_left_of_the_check_whichever_is_less():
@@ -157,6 +190,8 @@ def _result(backend, verdict, detail=""):
     ([_result("migrate-nccl2", plan.TIMEOUT), _result("migrate-legacy", plan.CUT)], 1),
     ([_result(None, plan.CRASH)], 1),
     ([_result("migrate-legacy", plan.PASS), _result("migrate-nccl2", plan.NOT_RUN, "deadline")], 3),
+    ([_result("migrate-nccl2", plan.NOT_RUN, "deadline: needs about 9 s, 4 s were left before the margin")], 3),
+    ([_result("nccl", plan.NOT_RUN, "deadline: needs about 9 s, 4 s were left before the margin")], 0),
     ([_result("migrate-legacy", plan.CUT, "deadline, rank 0 after x")], 3),
 ])
 def test_the_exit_status_is_ours_alone_and_the_deadline_is_never_success(results, status):

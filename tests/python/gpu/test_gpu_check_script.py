@@ -14,6 +14,9 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SCRIPT = os.path.join(ROOT, "tools", "gpu-check.sh")
 CHECK = os.path.join(ROOT, "tests", "gpu", "gpu_check.py")
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+
+import gpu_plan as plan
 
 needs_no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="asserts what a machine without a GPU does")
 
@@ -56,6 +59,7 @@ def test_without_a_gpu_the_check_runs_nothing_and_exits_2(tmp_path):
     (["--deadline", "0"], "0 s leaves no time for any probe"),
     (["--deadline", "soon"], "'soon' is not a number of seconds"),
     (["--probe", "coalesce"], "unknown probe or backend: coalesce"),
+    (["--deadline", "100", "--margin", "120"], "--margin 120 must be at least 0 and less than --deadline 100"),
 ])
 def test_the_check_refuses_bad_arguments_naming_them(args, words):
     done = subprocess.run([sys.executable, CHECK, *args], capture_output=True, text=True, timeout=120, check=False)
@@ -107,6 +111,7 @@ if [[ $1 == --version ]]; then echo "cmake version 3.30.0"; exit 0; fi
 if [[ $1 == -S ]]; then
   echo "arch list $TORCH_CUDA_ARCH_LIST"; sleep {configure_s}; echo "$@" > {tmp_path}/configure-args
 fi
+if [[ $1 == --build ]]; then echo "$@" > {tmp_path}/build-args; fi
 exit 0
 """)
     for tool in (python, cmake):
@@ -128,12 +133,24 @@ def test_the_probes_get_what_the_build_left_and_the_other_arguments(tmp_path):
     configure = (tmp_path / "configure-args").read_text()
     assert "-DNCCL_MIGRATE_GPU_CHECK_ARCH=90" in configure and "-DNCCL_MIGRATE_BUILD_TESTS=OFF" in configure
     assert "arch list 9.0" in (tmp_path / "build" / "configure.log").read_text()  # torch's CMake: sm_90 alone
+    # Only what the probes import, with every core.
+    build = (tmp_path / "build-args").read_text().split()
+    assert build[build.index("--target") + 1:] == ["nccl_migrate_python", "nccl_migrate_package_links"]
+    assert build[build.index("-j") + 1] == str(len(os.sched_getaffinity(0)))
+
+
+def test_the_scripts_default_deadline_is_the_one_the_plan_is_held_to():
+    with open(SCRIPT) as script:
+        text = script.read()
+    assert f"\ndeadline={plan.CHECK_DEADLINE_S:.0f}\n" in text
+    probes_min = int(text.split("\nPROBES_MIN_S=")[1].split()[0])
+    assert probes_min > plan.MARGIN_S  # the probes always get some time before the plan's margin
 
 
 def test_a_configure_that_outlives_the_builds_share_of_the_deadline_is_stopped(tmp_path):
     env = _stand_ins(tmp_path, configure_s=30)
     started = time.monotonic()
-    done = _script("--deadline", "63", "--out", str(tmp_path / "out"), **env)
-    assert time.monotonic() - started < 15  # 63 s less the probes' 60: about 3 s for the configure
+    done = _script("--deadline", "183", "--out", str(tmp_path / "out"), **env)
+    assert time.monotonic() - started < 15  # 183 s less the probes' 180: about 3 s for the configure
     assert done.returncode == 2 and "configuring failed or overran its budget" in done.stderr
     assert not (tmp_path / "check-args").exists()
