@@ -21,7 +21,7 @@ from .divergences import ScratchError
 from .html import render_html
 from .op_map import OpMap
 from .progress import Progress
-from .runner import SideRun, run_shadowed, run_side
+from .runner import SideRun, run_shadowed, run_side, unrunnable
 from .side_failure import compare_up_to_failure, explain
 from .side_stats import SideStats
 from .sides import (
@@ -32,14 +32,35 @@ from .sides import (
     shadow_sides,
     unrecorded_message,
 )
-from .spec import SpecError, parse
+from .spec import SPEC_HELP, SpecError, parse
 
 EXIT_IDENTICAL, EXIT_DIVERGENT, EXIT_FAILED = 0, 1, 2
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's own layout, but a paragraph of a description or epilog whose lines are indented
+    keeps its lines (a list laid out by hand); every other paragraph is wrapped as usual."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join("\n".join(indent + line for line in paragraph.splitlines())
+                            if any(line.startswith(" ") for line in paragraph.splitlines())
+                            else super(_HelpFormatter, self)._fill_text(paragraph, width, indent)
+                            for paragraph in text.split("\n\n"))
+
+
+# argparse writes a remainder of arguments as "...": these say what goes there.
+USAGE = ("%(prog)s [OPTIONS] [--a SPEC] [--b SPEC] [--shadow] -- COMMAND [ARGS...]\n"
+         "       %(prog)s record --side SPEC --dir DIR [OPTIONS] -- COMMAND [ARGS...]\n"
+         "       %(prog)s compare DIR_A DIR_B [OPTIONS]")
+COMMAND_HELP = ("after --, the job: a .py script (run as --nproc ranks through torch's launcher, with this "
+                "Python), a program run as each rank, or a launch command that starts the ranks itself "
+                "(torchrun ...)")
+
+
 def add_parser(sub) -> None:
     ab = sub.add_parser(
-        "ab", help="compare a job's collectives under two backends",
+        "ab", help="compare a job's collectives under two backends", usage=USAGE, epilog=SPEC_HELP,
+        formatter_class=_HelpFormatter,
         description="Runs COMMAND once per side, changing only environment variables, records every "
                     "collective and p2p op on every rank (those DDP issues from C++ included), and compares the "
                     "runs op by op; with --shadow, runs it once and executes every op on both backends. Writes "
@@ -48,10 +69,11 @@ def add_parser(sub) -> None:
                     "of a multi-node job; `ab record --help`), `nccl-migrate ab compare DIR_A DIR_B` compares two "
                     "recorded sides (`ab compare --help`). "
                     "Exit 0 identical, 1 divergent or missing ops, 2 a side failed or could not be compared.")
-    ab.add_argument("--a", default="legacy", metavar="SPEC", help="side a (default: legacy); with --shadow, the "
-                                                                   "primary, whose outputs the job sees")
-    ab.add_argument("--b", default="rewritten", metavar="SPEC", help="side b (default: rewritten); with --shadow, "
-                                                                     "the shadow: a behaviour or backend=NAME only")
+    ab.add_argument("--a", default="legacy", metavar="SPEC", help="side a (SPEC below; default: legacy); with "
+                                                                   "--shadow, the primary, whose outputs the job sees")
+    ab.add_argument("--b", default="rewritten", metavar="SPEC", help="side b (SPEC below; default: rewritten); with "
+                                                                     "--shadow, the shadow: a behaviour or backend=NAME "
+                                                                     "only")
     ab.add_argument("--shadow", action="store_true",
                     help="one run: every op the job issues (from Python, and DDP's from C++) also runs on a shadow "
                          "group with side b's backend, on clones of its tensors, and is compared live (for jobs too "
@@ -67,12 +89,13 @@ def add_parser(sub) -> None:
                     help="exit 0 when every divergence traces back to inputs the job itself made differ between "
                          "runs (per-run ids in object collectives, unseeded randomness) and no backend computed "
                          "differently from identical inputs")
-    ab.add_argument("--format", choices=["text", "json"], default="text")
+    ab.add_argument("--format", choices=["text", "json"], default="text",
+                    help="the report on stdout: text for a person (default), or json (report.json's content)")
     ab.add_argument("--quiet", action="store_true", help="no progress lines on stderr while a long comparison runs")
     ab.add_argument("--html", metavar="PATH", help="also write the HTML report (plots included) to PATH; it is "
                                                    "always written to the run directory as report.html")
-    ab.add_argument("--run-dir", help="where records and the job's output go (default: a new temporary folder)")
-    ab.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...] (a .py file runs with this Python)")
+    ab.add_argument("--run-dir", metavar="DIR", help="where records and the job's output go (default: a new temporary folder)")
+    ab.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND", help=COMMAND_HELP)
     ab.set_defaults(handler=main)
 
 
@@ -99,6 +122,17 @@ def _tail(path: str, lines: int = 15) -> str:
         return "".join(f.readlines()[-lines:])
 
 
+def _failed_output(run: SideRun, fault: dict | None, whose: str) -> str:
+    """What a failed side's job printed that says why: its failed rank's own output (side_failure),
+    or, where no rank is known to have caused it (a hang, the launcher), the log's last lines.
+    ``whose``: the job's name in the text ("side b", or "the job" for `ab record`'s one side)."""
+    own = (fault or {}).get("own_output")
+    if own and own["shows"] != "nothing":
+        return (f"--- rank {own['rank']} of {whose}, its own output ({own['shows']}, from "
+                f"{' or '.join(own['logs'])}):\n" + "\n".join(own["lines"]))
+    return f"--- last lines of {whose}'s output ({run.log}):\n{_tail(run.log)}"
+
+
 def _shadow_runs(run: SideRun, shadow_side) -> list[SideRun]:
     """A shadow run seen as its two sides: one job, one directory."""
     return [run, dataclasses.replace(run, side=shadow_side)]
@@ -122,6 +156,9 @@ def main(args: argparse.Namespace) -> int:
         sides = [parse("a", args.a), parse("b", args.b)]
     except SpecError as error:
         return _fail(str(error))
+    problem = unrunnable(command)
+    if problem:
+        return _fail(f"{problem}; no side was run")
     run_dir = args.run_dir or tempfile.mkdtemp(prefix="nccl-migrate-ab-")
     problem = unwritable(run_dir, "--run-dir")
     if problem:
@@ -146,7 +183,8 @@ def _record_parser() -> argparse.ArgumentParser:
     from ..launch_options import add_launcher_options
 
     parser = argparse.ArgumentParser(
-        prog="nccl-migrate ab record",
+        prog="nccl-migrate ab record", usage="%(prog)s --side SPEC --dir DIR [OPTIONS] -- COMMAND [ARGS...]",
+        epilog=SPEC_HELP, formatter_class=_HelpFormatter,
         description="Runs COMMAND as one side of an A/B run, recording every rank's ops into DIR (a folder all "
                     "nodes share); run it on every node of the side, then `nccl-migrate ab compare DIR_A DIR_B`. "
                     "A .py COMMAND (job.py ARGS) runs through torch's launcher (--nproc per node, --nnodes and "
@@ -155,17 +193,19 @@ def _record_parser() -> argparse.ArgumentParser:
                     "launcher options do not apply. With --print-env, prints the environment that "
                     "records a job instead, for jobs started by SLURM or Kubernetes. Exit 0 when the job "
                     "succeeded, 2 otherwise.")
-    parser.add_argument("--side", required=True, metavar="SPEC", help="the side: legacy, rewritten, backend=NAME, "
-                                                                       "KEY=VALUE, ... (as --a/--b)")
+    parser.add_argument("--side", required=True, metavar="SPEC", help="the side recorded (SPEC below)")
     parser.add_argument("--dir", required=True, help="where this side's records go (empty, or this run's own)")
     parser.add_argument("--nproc", type=int, help="ranks per node for a .py COMMAND (default 2)")
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds the job may run before it is ended (default: no limit, as for any training job)")
-    parser.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES")
+    parser.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES",
+                        help="keep whole tensors of ops up to MAX_BYTES so a comparison measures errors (default 0)")
     parser.add_argument("--print-env", action="store_true",
                         help="print the job's environment (shell exports) instead of running anything")
     add_launcher_options(parser)
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND",
+                        help="after --, the job: a .py script (run through torch's launcher, --nproc ranks per node) "
+                             "or a launch command, run once as given (torchrun ..., srun ..., a shell script)")
     return parser
 
 
@@ -200,6 +240,9 @@ def record(argv: list[str]) -> int:
         return EXIT_IDENTICAL
     if not command:
         return _fail("ab record: no command given; usage: nccl-migrate ab record --side SPEC --dir DIR -- COMMAND")
+    problem = unrunnable(command)
+    if problem:
+        return _fail(f"ab record: {problem}; nothing was run")
     problem = unwritable(directory, "--dir")
     if problem:
         return _fail(f"ab record: {problem}")
@@ -216,7 +259,7 @@ def record(argv: list[str]) -> int:
     if run.failure:
         fault = explain(run, name_side=False)
         where = f"\nnccl-migrate ab record: {fault['text']}" if fault and fault["text"] != run.failure else ""
-        print(f"nccl-migrate ab record: {run.failure}{where}\n--- last lines:\n{_tail(run.log)}", file=sys.stderr)
+        print(f"nccl-migrate ab record: {run.failure}{where}\n{_failed_output(run, fault, 'the job')}", file=sys.stderr)
         return EXIT_FAILED
     incomplete = _incomplete(directory)
     if incomplete:
@@ -313,11 +356,12 @@ def _compare_parser(outer: argparse.Namespace) -> argparse.ArgumentParser:
                                                         "tensors (default 0: bitwise)")
     parser.add_argument("--allow-job-nondeterminism", action="store_true", default=None,
                         help="exit 0 when every divergence traces back to inputs the job itself made differ")
-    parser.add_argument("--format", choices=["text", "json"])
+    parser.add_argument("--format", choices=["text", "json"],
+                        help="the report on stdout: text for a person (default), or json (report.json's content)")
     parser.add_argument("--quiet", action="store_true", default=None,
                         help="no progress lines on stderr while a long comparison runs (they never go to stdout)")
     parser.add_argument("--html", metavar="PATH", help="also write the HTML report to PATH")
-    parser.add_argument("--run-dir", help="where report.json and report.html go (default: not written)")
+    parser.add_argument("--run-dir", metavar="DIR", help="where report.json and report.html go (default: not written)")
     # `ab [OPTIONS] compare ...` gave them before the word: they stand unless given again after it.
     parser.set_defaults(**{name: getattr(outer, name) for name in
                            ("tolerance", "allow_job_nondeterminism", "format", "quiet", "html", "run_dir")})
@@ -421,9 +465,10 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
                   file=sys.stderr)
             exit_code = result["exit_code"] = EXIT_FAILED
             break
-    for run in jobs:
-        if run.failure and run.log:
-            print(f"--- last lines of side {run.side.label}'s output ({run.log}):\n{_tail(run.log)}", file=sys.stderr)
+    for run in jobs:  # the text report quotes a failed rank's own output; stderr has it for --format json
+        fault = faults.get(run.side.label)
+        if run.failure and run.log and (args.format == "json" or not (fault and fault.get("own_output"))):
+            print(_failed_output(run, fault, f"side {run.side.label}"), file=sys.stderr)
     print(json.dumps(result, indent=1) if args.format == "json" else report.render_text(result))
     if report_dir:
         print(f"nccl-migrate ab: records, the job's output and report.html are in {report_dir}", file=sys.stderr)

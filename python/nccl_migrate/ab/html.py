@@ -8,7 +8,13 @@ import html
 import math
 
 from .op_map import COLOUR, LEGEND, SEVERITY
-from .report import outcome
+from .report import (
+    cost_rows,
+    milliseconds_text,
+    nothing_recorded_because,
+    recorded_nothing,
+)
+from .side_stats import MIN_SAMPLES
 from .sides import SideData
 
 COLOURS = {"a": "#1f77b4", "b": "#ff7f0e"}
@@ -23,6 +29,7 @@ text-align: left; vertical-align: top; } th { background: #f4f4f4; }
 .verdict-0 { color: #137333; } .verdict-1 { color: #b06000; } .verdict-2 { color: #c5221f; }
 svg { background: #fcfcfc; border: 1px solid #e4e4e4; margin: .4em 0; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
+pre { background: #f6f6f6; padding: .5em; white-space: pre-wrap; overflow-wrap: anywhere; }
 .legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: middle; }
 """
 
@@ -72,7 +79,7 @@ def latency_bars(report: dict) -> str:
     ops = sorted(set(sides["a"].get("latency_ms") or {}) | set(sides["b"].get("latency_ms") or {}))
     if not ops:
         return "<p>No op latencies recorded.</p>"
-    values = [sides[s].get("latency_ms", {}).get(op, {}).get(q, 0) for s in "ab" for op in ops for q in QUANTILES]
+    values = [((sides[s].get("latency_ms") or {}).get(op) or {}).get(q, 0) for s in "ab" for op in ops for q in QUANTILES]
     top = max(values) or 1.0
     label_w = 8 + 7 * max(len(op) for op in ops)  # 7 px per character of the 11 px labels
     bar, row = 7, 6 * 7 + 12
@@ -88,18 +95,26 @@ def latency_bars(report: dict) -> str:
         y0 = head + i * row
         parts.append(f"<text x='{left - 6}' y='{y0 + row / 2:.1f}' text-anchor='end'>{_e(op)}</text>")
         for j, side in enumerate("ab"):
-            lat = sides[side].get("latency_ms", {}).get(op)
+            lat = (sides[side].get("latency_ms") or {}).get(op)
+            if lat is None:  # this side never ran it
+                continue
             for k, q in enumerate(QUANTILES):
-                value = lat[q] if lat else 0
+                if q not in lat:  # too few ops for it: no bar, rather than one that means something else
+                    continue
                 y = y0 + (j * 3 + k) * bar + (4 if j else 0)
-                parts.append(f"<rect x='{left}' y='{y}' width='{value / top * plot_w:.1f}' height='{bar - 1}' "
+                parts.append(f"<rect x='{left}' y='{y}' width='{lat[q] / top * plot_w:.1f}' height='{bar - 1}' "
                              f"fill='{COLOURS[side]}' fill-opacity='{(0.45, 0.7, 1.0)[k]}'><title>{_e(op)} side "
-                             f"{side} {q}: {value} ms</title></rect>")
-            p99 = lat["p99"] if lat else 0
-            parts.append(f"<text x='{left + p99 / top * plot_w + 4:.1f}' y='{y0 + j * 3 * bar + 2.5 * bar + (4 if j else 0):.1f}'"
-                         f">{p99:g}</text>")
+                             f"{side} {q}: {milliseconds_text(lat[q])} ms</title></rect>")
+            given = [q for q in QUANTILES if q in lat]
+            end = lat[given[-1]] if given else 0
+            label = (f"{given[-1]} {milliseconds_text(end)}" if given else
+                     f"{lat.get('count', 0)} op{'' if lat.get('count') == 1 else 's'}: too few for a percentile")
+            parts.append(f"<text x='{left + end / top * plot_w + 4:.1f}' y='{y0 + j * 3 * bar + 2.5 * bar + (4 if j else 0):.1f}'"
+                         f">{_e(label)}</text>")
+    fewest = ", ".join(f"{q} from {MIN_SAMPLES[q]}" for q in QUANTILES)
     return (f"<svg data-plot='latency-by-op' width='{width}' height='{height}' viewBox='0 0 {width} {height}' "
-            f"role='img'>{''.join(parts)}</svg>")
+            f"role='img'>{''.join(parts)}</svg><p>A percentile is drawn only from enough ops ({fewest}): below "
+            "that, the sample holds nothing of the tail it would describe.</p>")
 
 
 def op_map(grid: dict[int, list[str]], steps: dict[int, int], counts: dict[int, int]) -> str:
@@ -229,26 +244,26 @@ def _fault_rows(fault: dict) -> list[list]:
              _op_name(fault.get("last_record"))]]
 
 
-def _cost_rows(report: dict) -> list[list]:
-    a, b = report["sides"]["a"], report["sides"]["b"]
-    rows = [["outcome", outcome(a), outcome(b)]]
-    for label, key in (("backend", "backend"), ("wall time (s)", "wall_seconds"), ("init time (s)", "init_seconds"),
-                       ("peak RSS per rank (MiB)", "peak_rss_mib")):
-        value_a, value_b = a.get(key), b.get(key)
-        if key == "init_seconds":
-            value_a, value_b = (None if v is None else round(v, 3) for v in (value_a, value_b))
-        rows.append([label, value_a, value_b])
-    for rank in sorted(set(a.get("communicators") or {}) | set(b.get("communicators") or {})):
-        rows.append([f"communicators rank {rank}", *(len(side["communicators"][rank]) if rank in
-                                                     (side.get("communicators") or {}) else "-" for side in (a, b))])
-    for op in sorted(set(a.get("op_counts") or {}) | set(b.get("op_counts") or {})):
-        cells = []
-        for side in (a, b):
-            lat = (side.get("latency_ms") or {}).get(op)
-            cells.append(f"{(side.get('op_counts') or {}).get(op, 0)} ops"
-                         + (f", p50/p90/p99 {lat['p50']}/{lat['p90']}/{lat['p99']} ms" if lat else ""))
-        rows.append([op, *cells])
-    return rows
+def _own_output(fault: dict) -> str:
+    """The failed rank's own words (side_failure.own_output), as printed."""
+    own = fault.get("own_output")
+    if not own:
+        return ""
+    where = " or ".join(own["logs"]) or "no job log"
+    if own["shows"] == "nothing":
+        return f"<p>Rank {own['rank']} printed nothing ({_e(where)}).</p>"
+    return (f"<p>Rank {own['rank']}'s own output ({_e(own['shows'])}, from {_e(where)}):</p>"
+            f"<pre>{_e(chr(10).join(own['lines']))}</pre>")
+
+
+def _side_by_side(report: dict) -> str:
+    """The cost table, or why there is none: a side that recorded nothing has nothing to set beside
+    the other's."""
+    sides = report["sides"]
+    empty = [label for label in ("a", "b") if recorded_nothing(sides[label])]
+    if empty:
+        return "".join(f"<p>{_e(nothing_recorded_because(label, sides[label]))}</p>" for label in empty)
+    return _table(cost_rows(report), ["", "a: " + sides["a"]["spec"], "b: " + sides["b"]["spec"]])
 
 
 def render_html(report: dict, data: dict[str, SideData | None], stats=None, ops=None) -> str:
@@ -273,7 +288,8 @@ def render_html(report: dict, data: dict[str, SideData | None], stats=None, ops=
         if fault:
             rows = _fault_rows(fault)
             body.append(f"<h2>Side {label} failed</h2><p>{_e(fault['text'])}</p>"
-                        + (_table(rows, ["rank", "how", "inside", "last record"]) if rows else ""))
+                        + (_table(rows, ["rank", "how", "inside", "last record"]) if rows else "")
+                        + _own_output(fault))
     called, first = report.get("first_different_call"), report.get("first_divergence")
     if called and not (first and "calls" in first):  # the job's other path, before what followed from it
         body.append("<h2>First different call</h2>" + _table(_op_rows(called)))
@@ -283,8 +299,7 @@ def render_html(report: dict, data: dict[str, SideData | None], stats=None, ops=
         body.append("<h2>First missing op</h2>" + _table(_op_rows(report["first_missing"])))
     if ops is not None and "ops_compared" in report:
         body.append("<h2>Ranks by op sequence</h2>" + op_map(ops.grid(), ops.steps(), ops.counts()))
-    body.append("<h2>Side by side</h2>" + _table(_cost_rows(report), ["", "a: " + report["sides"]["a"]["spec"],
-                                                                    "b: " + report["sides"]["b"]["spec"]]))
+    body.append("<h2>Side by side</h2>" + _side_by_side(report))
     body.append("<h2>Latency per op type</h2>" + _legend(report) + latency_bars(report))
     body.append("<h2>Latency by op, in issue order</h2>" + _legend(report) + latency_by_issue(stats))
     body.append("<h2>Memory over time</h2>" + _legend(report) + memory_over_time(data)

@@ -1,6 +1,7 @@
 """The A/B report: verdict, op comparison, first divergence, and the two sides side by side
-(communicators, memory, init time, per-op latency, wall time), as a dict (--format json) or
-text."""
+(communicators, memory, init time, per-op latency, wall time), as a dict (--format json: numbers
+stay numbers) or text; the side-by-side rows, in the units a person writes, are the text's and the
+HTML page's alike."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ def side_summary(run: SideRun, data: SideData | None, stats: SideStats | None) -
         communicators={rank: [f"{c['key']} ({c['purpose']})" for c in r["communicators_created"]]
                        for rank, r in sorted(data.reports.items())} if data.reports else None,
         restarts=getattr(data, "attempt", 0),  # the records read are the last attempt's
+        ranks_recorded=len(set(data.ranks()) | set(data.metas)),
     )
     if stats is not None:
         label = run.side.label
@@ -73,10 +75,95 @@ def outcome(side: dict) -> str:
     return {"ended": "ended by a signal"}.get(fault["kind"], "failed")
 
 
-def _row(label: str, a, b) -> str:
-    return f"  {label:<24} {a!s:<46} {b}"
+def recorded_nothing(side: dict) -> bool:
+    """A side with nothing to show side by side: its records could not be read, or no rank of it
+    wrote any (no op, no meta)."""
+    return not side.get("ranks_recorded")
 
 
+def nothing_recorded_because(label: str, side: dict) -> str:
+    """What the report says instead of the table for a side that recorded nothing, and why."""
+    if "ranks_recorded" not in side:
+        why = "its records could not be read (see the verdict)"
+    elif side.get("fault") or side.get("failure"):
+        why = "its job failed before any rank recorded (see its failure)"
+    else:
+        why = ("no rank joined a process group (does COMMAND run the job's Python, and does the job call "
+               "init_process_group?)")
+    return f"side {label} ({side['spec']}) recorded nothing: {why}"
+
+
+def seconds_text(seconds: float | None) -> str:
+    """A duration as a person writes it: "850 ms" below a second, "12.3 s" from there."""
+    if seconds is None:
+        return "-"
+    return f"{milliseconds_text(seconds * 1000)} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+def milliseconds_text(ms: float) -> str:
+    """Milliseconds to three significant digits, never in exponent form."""
+    if ms >= 100:
+        return f"{ms:,.0f}"
+    return f"{ms:.3g}" if ms >= 0.001 else f"{ms:.3f}"
+
+
+def backend_text(backends: list[str] | None) -> str:
+    return "; ".join(backends) if backends else "-"
+
+
+def peak_rss_text(per_rank: dict | None) -> str:
+    """Each rank's peak RSS, or, past a few ranks, the largest and smallest with their ranks."""
+    if not per_rank:
+        return "-"
+    if len(per_rank) <= 4:
+        return ", ".join(f"rank {rank} {mib:,.1f} MiB" for rank, mib in sorted(per_rank.items()))
+    top = max(per_rank, key=lambda rank: (per_rank[rank], -int(rank)))
+    low = min(per_rank, key=lambda rank: (per_rank[rank], int(rank)))
+    return (f"max {per_rank[top]:,.1f} MiB (rank {top}), min {per_rank[low]:,.1f} MiB (rank {low}), "
+            f"{len(per_rank)} ranks")
+
+
+def ops_text(count: int, latency: dict | None) -> str:
+    """An op type's count and the latency percentiles its count gives (side_stats.MIN_SAMPLES)."""
+    text = f"{count:,} op" + ("" if count == 1 else "s")
+    given = [f"{q} {milliseconds_text(latency[q])} ms" for q in ("p50", "p90", "p99") if q in (latency or {})]
+    return text + (": " + ", ".join(given) if given else "")
+
+
+def cost_rows(report: dict) -> list[list[str]]:
+    """The sides side by side, a row per fact: [what, side a, side b]."""
+    a, b = report["sides"]["a"], report["sides"]["b"]
+    rows = [["outcome", outcome(a), outcome(b)],
+            ["backend", backend_text(a.get("backend")), backend_text(b.get("backend"))],
+            ["wall time", seconds_text(a.get("wall_seconds")), seconds_text(b.get("wall_seconds"))],
+            ["init time", seconds_text(a.get("init_seconds")), seconds_text(b.get("init_seconds"))],
+            ["peak RSS", peak_rss_text(a.get("peak_rss_mib")), peak_rss_text(b.get("peak_rss_mib"))]]
+    for rank in sorted(set(a.get("communicators") or {}) | set(b.get("communicators") or {})):
+        # "-": no report from that rank (not the toolkit's backend, or a rank killed before its exit)
+        rows.append([f"communicators rank {rank}", *(str(len(side["communicators"][rank])) if rank in
+                                                     (side.get("communicators") or {}) else "-" for side in (a, b))])
+    for op in sorted(set(a.get("op_counts") or {}) | set(b.get("op_counts") or {})):
+        rows.append([op, *(ops_text((side.get("op_counts") or {}).get(op, 0), (side.get("latency_ms") or {}).get(op))
+                           for side in (a, b))])
+    return rows
+
+
+def own_output_lines(label: str, fault: dict | None) -> list[str]:
+    """The failed rank's own words (side_failure.own_output), as the text report quotes them."""
+    own = (fault or {}).get("own_output")
+    if not own:
+        return []
+    where = " or ".join(own["logs"]) or "no job log"
+    if own["shows"] == "nothing":
+        return [f"  rank {own['rank']} of side {label} printed nothing ({where})"]
+    return ([f"  rank {own['rank']} of side {label}, its own output ({own['shows']}, from {where}):"]
+            + [f"    {line}" for line in own["lines"]])
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    """Rows in columns as wide as their widest cell, two spaces apart."""
+    widths = [max(len(row[column]) for row in rows) for column in range(2)]
+    return [f"  {row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]}".rstrip() for row in rows]
 def render_text(report: dict) -> str:
     lines = [f"nccl-migrate ab: {report['verdict']}"]
     if report.get("mode") == "shadow":
@@ -119,26 +206,13 @@ def render_text(report: dict) -> str:
         missing = report["first_missing"]
         lines.append(f"  first op missing on side {missing['missing_on']}: {_op_line(missing)}")
     a, b = report["sides"]["a"], report["sides"]["b"]
-    lines += ["", _row("", f"a: {a['spec']}", f"b: {b['spec']}")]
-    for label, key in (("outcome", "failure"), ("backend", "backend"), ("wall time (s)", "wall_seconds"),
-                       ("init time (s)", "init_seconds"), ("peak RSS per rank (MiB)", "peak_rss_mib")):
-        value_a, value_b = a.get(key), b.get(key)
-        if key == "failure":
-            value_a, value_b = outcome(a), outcome(b)
-        if key == "init_seconds":
-            value_a, value_b = (None if v is None else round(v, 3) for v in (value_a, value_b))
-        lines.append(_row(label, value_a, value_b))
-    for rank in sorted(set(a.get("communicators") or {}) | set(b.get("communicators") or {})):
-        # "-": no report from that rank (not the toolkit's backend, or a rank killed before its exit)
-        lines.append(_row(f"communicators rank {rank}", *(len(side["communicators"][rank]) if rank in
-                                                          (side.get("communicators") or {}) else "-" for side in (a, b))))
-    for op in sorted(set(a.get("op_counts", {})) | set(b.get("op_counts", {}))):
-        cell = {}
-        for name, side in (("a", a), ("b", b)):
-            count, lat = side.get("op_counts", {}).get(op, 0), side.get("latency_ms", {}).get(op)
-            cell[name] = f"{count} ops" + (f", p50/p90/p99 {lat['p50']}/{lat['p90']}/{lat['p99']} ms" if lat else "")
-        lines.append(_row(op, cell["a"], cell["b"]))
-    for side in (a, b):
+    empty = [label for label, side in (("a", a), ("b", b)) if recorded_nothing(side)]
+    if empty:  # a table of dashes would say nothing; why there is none does
+        lines += [""] + [f"  {nothing_recorded_because(label, report['sides'][label])}" for label in empty]
+    else:
+        lines += [""] + _table([["", f"a: {a['spec']}", f"b: {b['spec']}"], *cost_rows(report)])
+    for label, side in (("a", a), ("b", b)):
         if side["failure"]:
             lines.append(f"  {side['failure']}")
+        lines += own_output_lines(label, side.get("fault"))
     return "\n".join(lines)

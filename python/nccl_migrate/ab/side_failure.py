@@ -5,20 +5,42 @@ what the launcher saw (the failed ranks' exit codes, the cause first; the ranks 
 deadline) and what the ranks left behind: each rank's last record, and the meta a rank ended by
 SIGTERM writes (the signal and the ops it was inside, termination.py).
 
+The rank that failed is quoted in its own words: from the side's job logs, the lines its launcher
+prefixed with its rank, the traceback that ended it (or, killed by a signal, its last lines), not
+the follow-on errors of the peers it left behind, which the log shows last.
+
 Also what the comparison of a failed side leaves out: the records of ops that failed or never
 finished on it (its collectives failed with the rank that died, "Connection closed by peer"),
 which would otherwise compare as divergent; they count as missing there, as ops it never reached."""
 
 from __future__ import annotations
 
+import collections
 import glob
 import json
 import os
+import re
 import signal
+from collections.abc import Iterable, Iterator
 
+from ..launch import PREFIX_TEMPLATE
 from ..record_files import last_attempt
 
 TAIL_BYTES = 1 << 16  # read a rank's record file from its end, this much at a time
+
+# Whose line a job log's line is: torchrun's prefix (ours, PREFIX_TEMPLATE: the global rank), and
+# torch's own, which its excepthook puts before each line of an uncaught exception's traceback
+# ("[rank1]: ") and its C++ logging before each message ("[rank1]:[E...") once the process joined
+# a group. A torchrun without a prefix template (torch 2.11) prefixes its local rank
+# ("[default0]:"), which names no global rank and is only removed.
+LAUNCHER_PREFIX = re.compile("^" + re.escape(PREFIX_TEMPLATE).replace(re.escape("${rank}"), r"(\d+)"))
+TORCH_PREFIX = re.compile(r"^\[rank(\d+)\]:( ?)")
+LOCAL_PREFIX = re.compile(r"^\[(?!rank\d+\])[A-Za-z_]+\d+\]:")
+TRACEBACK = "Traceback (most recent call last):"
+CHAINED = ("During handling of the above exception, another exception occurred:",
+           "The above exception was the direct cause of the following exception:")
+OWN_LINES = 20  # the last lines of a rank killed by a signal
+TRACEBACK_LINES = 60  # a longer traceback keeps its first lines and its end, where the exception is
 
 
 def _op_text(record: dict) -> str:
@@ -137,6 +159,117 @@ def _ranks_text(ranks: list[int]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
 
 
+def _owner(line: str) -> tuple[int | None, str, bool]:
+    """(the rank a log line is from, or None; the line without prefixes; whether torch's
+    excepthook wrote it)."""
+    rank = None
+    launcher = LAUNCHER_PREFIX.match(line)
+    if launcher:
+        rank, line = int(launcher.group(1)), line[launcher.end():]
+    else:
+        local = LOCAL_PREFIX.match(line)
+        line = line[local.end():] if local else line
+    torch_prefix = TORCH_PREFIX.match(line)
+    if torch_prefix:
+        rank = int(torch_prefix.group(1)) if rank is None else rank
+        return rank, line[torch_prefix.end():], bool(torch_prefix.group(2))
+    return rank, line, False
+
+
+def _job_logs(run) -> list[str]:
+    """The side's job logs: the one its run names, and every launching process's (``ab record``
+    writes one per node into the side's directory)."""
+    found = [run.log] if run.log and os.path.isfile(run.log) else []
+    if os.path.isdir(run.directory):
+        found += [p for p in sorted(glob.glob(os.path.join(run.directory, "job*.log"))) if p not in found]
+    return found
+
+
+def _tracebacks(lines: Iterable[tuple[str, bool]]) -> Iterator[tuple[list[str], bool]]:
+    """The tracebacks among a rank's lines (each with whether torch's excepthook wrote it), chained
+    exceptions kept together, as they end: (its lines, whether the excepthook wrote it: the
+    uncaught exception that ended the process)."""
+    block, state, hooked, held = [], None, False, []
+    for text, by_hook in lines:
+        if state == "frames" and (text.startswith((" ", "\t")) or text == TRACEBACK):
+            block.append(text)
+            continue
+        if state == "frames":  # the exception's line ends the frames
+            block.append(text)
+            state = "after"
+            continue
+        if state == "after" and text == "":
+            held.append(text)
+            continue
+        if state in ("after", "chain") and text in CHAINED:
+            block += held + [text]
+            held, state = [], "chain"
+            continue
+        if state == "chain" and text in ("", TRACEBACK):
+            block.append(text)
+            state = "frames" if text == TRACEBACK else state
+            continue
+        if state == "after" and not held and by_hook and hooked:  # a message of several lines
+            block.append(text)
+            continue
+        if state is not None:
+            yield block, hooked
+            block, state, held = [], None, []
+        if text == TRACEBACK:
+            block, state, hooked = [text], "frames", by_hook
+    if state is not None:
+        yield block, hooked
+
+
+def _shortened(block: list[str]) -> list[str]:
+    """A traceback of at most TRACEBACK_LINES: its start (where it began) and its end (the frames
+    nearest the error, and the error)."""
+    if len(block) <= TRACEBACK_LINES:
+        return block
+    head = 5
+    tail = TRACEBACK_LINES - head - 1
+    return block[:head] + [f"... ({len(block) - head - tail} lines left out)"] + block[-tail:]
+
+
+def _rank_lines(logs: list[str], rank: int) -> Iterator[tuple[str, bool]]:
+    """Rank ``rank``'s lines in the job logs, prefixes removed, each with whether torch's
+    excepthook wrote it; read as a stream (a job's log may be large)."""
+    for path in logs:
+        with open(path, errors="replace") as f:
+            previous = None
+            for line in f:
+                owner, text, by_hook = _owner(line.rstrip("\n"))
+                # torch's excepthook leaves a traceback's empty lines without its prefix: one
+                # belongs with the line before it
+                owner = previous if owner is None and text == "" else owner
+                previous = owner
+                if owner == rank:
+                    yield text, by_hook
+
+
+def own_output(run, rank: int, by_signal: bool) -> dict:
+    """What rank ``rank`` itself printed before it failed, from the side's job logs: the traceback
+    that ended it (torch's excepthook wrote it; else the last one it printed), or, when a signal
+    ended it or it printed no traceback, its last lines. ``shows``: "traceback", "last lines",
+    or "nothing" (no line of it in the logs). Holds the last lines and two tracebacks at most."""
+    logs = _job_logs(run)
+    last: collections.deque[str] = collections.deque(maxlen=OWN_LINES)
+
+    def remembered() -> Iterator[tuple[str, bool]]:
+        for text, by_hook in _rank_lines(logs, rank):
+            last.append(text)
+            yield text, by_hook
+
+    uncaught, latest = None, None
+    for block, hooked in _tracebacks(remembered()):
+        latest = block
+        uncaught = block if hooked and uncaught is None else uncaught
+    chosen = uncaught or latest
+    if chosen and not by_signal:
+        return {"rank": rank, "shows": "traceback", "lines": _shortened(chosen), "logs": logs}
+    return {"rank": rank, "shows": "last lines" if last else "nothing", "lines": list(last), "logs": logs}
+
+
 def _died(run, ranks: _Ranks) -> dict:
     cause, *others = run.ranks
     rank, code = cause["rank"], cause["returncode"]
@@ -153,7 +286,7 @@ def _died(run, ranks: _Ranks) -> dict:
     if ended:
         text += f"; {_ranks_text(ended)} {'was' if len(ended) == 1 else 'were'} ended by the launcher"
     return dict({"kind": "died" if code < 0 else "exited", "rank": rank, "exit_code": code, "signal": name,
-                 "ended_by_launcher": ended, "text": text}, **facts)
+                 "ended_by_launcher": ended, "text": text}, **facts, own_output=own_output(run, rank, code < 0))
 
 
 def _running_text(rank: int | None, stopped: bool, ranks: _Ranks, pid: int | None) -> tuple[str, dict]:

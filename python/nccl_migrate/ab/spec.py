@@ -1,14 +1,6 @@
 """What one side of an A/B run means: a SPEC becomes the environment variables the job runs with.
-
-    legacy | rewritten | lazy [:toolkit|:torch|:auto]   a behaviour, through the shim (default :toolkit)
-    backend=NAME                                       force init_process_group's backend (gloo,
-                                                       nccl-legacy, migrate-nccl2, ...)
-    KEY=VALUE                                          any environment assignment; KEY= sets it empty
-
-Items are joined with commas and applied left to right, so later ones win
-(``rewritten,NCCL_MIGRATE_EAGER_SUBGROUPS=1``). Quote an item that holds a comma, CSV style:
-``"backend=cpu:gloo,cuda:nccl"``.
-"""
+Its forms are SPEC_HELP's, which `ab --help` prints: a behaviour (legacy, rewritten, lazy, with
+:toolkit, :torch or :auto), backend=NAME or KEY=VALUE, comma-separated, later items winning."""
 
 from __future__ import annotations
 
@@ -27,6 +19,29 @@ BEHAVIOURS = {
     "rewritten": {"TORCH_DIST_USE_NCCL2": None},
     "lazy": {"TORCH_DIST_USE_NCCL2": None, BACKEND_VARIABLE: "nccl-lazy"},
 }
+
+
+# What `nccl-migrate ab --help` says a SPEC is: its paragraphs are wrapped, its indented lines kept
+# (each under 80 columns).
+SPEC_HELP = f"""\
+SPEC, one side: items joined by commas, applied left to right (later ones win):
+
+  {'|'.join(BEHAVIOURS)}[:{'|:'.join(IMPLEMENTATIONS)}]
+      a behaviour, as an unmodified job gets it (backend "nccl", and torch
+      2.15's TORCH_DIST_USE_NCCL2; lazy also forces nccl-lazy), served by the
+      toolkit's backends (:toolkit, the default), torch's own (:torch), or
+      torch's where this torch and machine can run it, else the toolkit's (:auto)
+  backend=NAME
+      the backend init_process_group gets instead of the job's (gloo,
+      nccl-legacy, migrate-nccl2, ...); torch's NCCL names run torch's own
+  KEY=VALUE
+      any environment variable of the job (KEY= sets it empty)
+
+Quote an item that holds a comma, CSV style. Examples:
+
+  --b 'rewritten,NCCL_MIGRATE_EAGER_SUBGROUPS=1'
+  --a backend=gloo --b backend=migrate-nccl2
+  --a '"backend=cpu:gloo,cuda:nccl"'"""
 
 
 class SpecError(ValueError):

@@ -171,6 +171,7 @@ def sides_run(monkeypatch):
     monkeypatch.setattr(command, "run_side", run_side)
     monkeypatch.setattr(command, "run_shadowed", run_shadowed)
     monkeypatch.setattr(command, "conclude", conclude)
+    monkeypatch.setattr(command, "unrunnable", lambda cmd: None)  # the job stood in for is never there
     return calls
 
 
@@ -256,6 +257,7 @@ def recorded(monkeypatch):
 
     calls = type("Calls", (list,), {"failure": None})()
     monkeypatch.setattr(runner, "record_side", record_side)
+    monkeypatch.setattr(command, "unrunnable", lambda cmd: None)  # the job stood in for is never there
     monkeypatch.delenv("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", raising=False)
     return calls
 
@@ -296,8 +298,8 @@ def test_a_failed_recording_names_the_fault_and_the_jobs_last_lines(tmp_path, re
     recorded.failure = "side side (legacy): rank 0 exited with status 1"
     assert command.record(["--side", "legacy", "--dir", str(tmp_path), "--", "job.py"]) == 2
     err = capsys.readouterr().err.split("\n", 2)[2]
-    assert err == ("nccl-migrate ab record: side side (legacy): rank 0 exited with status 1\n--- last lines:\n"
-                   + "".join(f"line {n}\n" for n in range(5, 19)) + "line \ufffd\n\n")
+    assert err == ("nccl-migrate ab record: side side (legacy): rank 0 exited with status 1\n--- last lines of the "
+                   f"job's output ({recorded[0][7]}):\n" + "".join(f"line {n}\n" for n in range(5, 19)) + "line \ufffd\n\n")
 
 
 def test_a_recording_whose_ranks_say_more_than_the_launcher_names_them(tmp_path, recorded, capsys):
@@ -307,7 +309,7 @@ def test_a_recording_whose_ranks_say_more_than_the_launcher_names_them(tmp_path,
     err = capsys.readouterr().err
     assert ("nccl-migrate ab record: the launcher failed\nnccl-migrate ab record: rank 0 ended without writing its "
             "meta (killed by a signal it could not handle, such as SIGKILL, or crashed) after barrier #3 of group 0 "
-            "(its last record)\n--- last lines:\n") in err
+            f"(its last record)\n--- last lines of the job's output ({recorded[0][7]}):\n") in err
 
 
 def test_a_recording_whose_records_are_not_whole_fails(tmp_path, recorded, capsys):

@@ -9,7 +9,6 @@ from nccl_migrate.ab.html import (
     COLOURS,
     PLOT_WIDTH,
     _axes,
-    _cost_rows,
     _e,
     _fault_rows,
     _legend,
@@ -171,19 +170,19 @@ def test_latency_bars_are_proportional_with_the_longest_reaching_the_plots_right
     left = 8 + 7 * len("all_reduce")  # the longest label's room
     plot_w = PLOT_WIDTH - left - 70
     rects = elements(text, "rect")
-    assert len(rects) == 12  # two op types, two sides, three quantiles
+    assert len(rects) == 9  # three quantiles of each side's op types (side b ran no broadcast)
     assert all(number(r, "x") == left for r in rects)
     widths = [number(r, "width") for r in rects]
-    expected = [v / 8 * plot_w for v in (1, 2, 4, 2, 3, 8, 0.5, 1, 2, 0, 0, 0)]
+    expected = [v / 8 * plot_w for v in (1, 2, 4, 2, 3, 8, 0.5, 1, 2)]
     assert widths == pytest.approx(expected, abs=0.051)
-    assert [r["attrs"]["fill"] for r in rects] == ([COLOURS["a"]] * 3 + [COLOURS["b"]] * 3) * 2
-    assert [r["attrs"]["fill-opacity"] for r in rects] == ["0.45", "0.7", "1.0"] * 4
-    assert [r["attrs"]["height"] for r in rects] == ["6"] * 12
+    assert [r["attrs"]["fill"] for r in rects] == [COLOURS["a"]] * 3 + [COLOURS["b"]] * 3 + [COLOURS["a"]] * 3
+    assert [r["attrs"]["fill-opacity"] for r in rects] == ["0.45", "0.7", "1.0"] * 3
+    assert [r["attrs"]["height"] for r in rects] == ["6"] * 9
     assert rects[5]["title"] == "all_reduce side b p99: 8 ms"
-    assert rects[9]["title"] == "broadcast side b p50: 0 ms"
+    assert rects[6]["title"] == "broadcast side a p50: 0.5 ms"
     # Bars 7 px apart, side b 4 px below side a's three, the next op type a row (54 px) further.
     ys = [number(r, "y") for r in rects]
-    assert ys == [24, 31, 38, 49, 56, 63, 78, 85, 92, 103, 110, 117]
+    assert ys == [24, 31, 38, 49, 56, 63, 78, 85, 92]
 
 
 def test_latency_bars_label_each_row_and_each_sides_p99_and_grow_with_the_op_types():
@@ -197,7 +196,7 @@ def test_latency_bars_label_each_row_and_each_sides_p99_and_grow_with_the_op_typ
     assert (texts[0]["attrs"]["x"], texts[0]["attrs"]["y"]) == (str(left), "14")
     label = next(t for t in texts if t["text"] == "all_reduce")
     assert (number(label, "x"), number(label, "y"), label["attrs"]["text-anchor"]) == (left - 6, 24 + 27, "end")
-    p99_a, p99_b = (t for t in texts if t["text"] in ("4", "8") and "text-anchor" not in t["attrs"])
+    p99_a, p99_b = (t for t in texts if t["text"] in ("p99 4", "p99 8") and "text-anchor" not in t["attrs"])
     assert number(p99_a, "x") == pytest.approx(left + 4 / 8 * plot_w + 4, abs=0.051)
     assert number(p99_b, "x") == pytest.approx(left + plot_w + 4, abs=0.051)
     assert (number(p99_a, "y"), number(p99_b, "y")) == (24 + 2.5 * 7, 24 + 3 * 7 + 2.5 * 7 + 4)
@@ -216,28 +215,40 @@ def test_latency_bars_label_each_row_and_each_sides_p99_and_grow_with_the_op_typ
 def test_latency_bars_have_a_row_for_an_op_type_only_one_side_ran():
     text = latency_bars(_report({}, {"barrier": {"p50": 1, "p90": 1, "p99": 1}}))
     assert [t["text"] for t in elements(text, "text") if t["attrs"].get("text-anchor") == "end"] == ["barrier"]
-    assert [number(r, "width") for r in elements(text, "rect")][:3] == [0.0] * 3
+    assert [r["title"] for r in elements(text, "rect")] == [f"barrier side b {q}: 1 ms" for q in ("p50", "p90", "p99")]
 
 
 def test_latency_bars_of_all_zero_latencies_are_empty_not_a_division_by_zero():
     text = latency_bars(_report({"barrier": {"p50": 0, "p90": 0, "p99": 0}}, {}))
-    assert [number(r, "width") for r in elements(text, "rect")] == [0.0] * 6
+    assert [number(r, "width") for r in elements(text, "rect")] == [0.0] * 3
     # The scale of an empty plot runs to 1 ms.
     assert [t["text"] for t in elements(text, "text") if t["attrs"].get("text-anchor") == "middle"] == \
         ["0", "0.5", "1"]
 
 
-def test_a_side_without_latencies_or_an_op_draws_empty_bars_on_the_other_sides_scale():
+def test_a_side_without_latencies_or_an_op_draws_no_bars_for_it_on_the_other_sides_scale():
     report = {"sides": {"a": {"spec": "a", "latency_ms": {"all_reduce": {"p50": 0.1, "p90": 0.2, "p99": 0.4}}},
                         "b": {"spec": "b"}}}
     text = latency_bars(report)
     left = 8 + 7 * len("all_reduce")
     plot_w = PLOT_WIDTH - left - 70
     widths = [number(r, "width") for r in elements(text, "rect")]
-    assert widths == pytest.approx([plot_w / 4, plot_w / 2, plot_w, 0, 0, 0], abs=0.051)
-    p99_labels = [t for t in elements(text, "text") if t["text"] in ("0.4", "0") and "text-anchor" not in t["attrs"]]
-    assert [(t["text"], number(t, "x")) for t in p99_labels] == [("0.4", pytest.approx(left + plot_w + 4, abs=0.051)),
-                                                                 ("0", left + 4)]
+    assert widths == pytest.approx([plot_w / 4, plot_w / 2, plot_w], abs=0.051)
+    labels = [t for t in elements(text, "text") if "text-anchor" not in t["attrs"]][1:]  # after the chart's title
+    assert [(t["text"], number(t, "x")) for t in labels] == [("p99 0.4", pytest.approx(left + plot_w + 4, abs=0.051))]
+    assert stray_text(text) == []
+
+
+def test_latency_bars_draw_only_the_percentiles_an_op_count_gives():
+    """A p99 of 6 ops would be their slowest: no bar for it, and the row's label names the highest
+    percentile drawn, or that none was."""
+    text = latency_bars(_report({"all_reduce": {"count": 6, "p50": 2.0}, "barrier": {"count": 1}},
+                                {"all_reduce": {"count": 40, "p50": 1.0, "p90": 4.0}}))
+    assert [r["title"] for r in elements(text, "rect")] == [
+        "all_reduce side a p50: 2 ms", "all_reduce side b p50: 1 ms", "all_reduce side b p90: 4 ms"]
+    labels = [t["text"] for t in elements(text, "text") if "text-anchor" not in t["attrs"]][1:]
+    assert labels == ["p50 2", "p90 4", "1 op: too few for a percentile"]
+    assert "A percentile is drawn only from enough ops (p50 from 2, p90 from 10, p99 from 100)" in text
     assert stray_text(text) == []
 
 
@@ -520,39 +531,14 @@ def test_a_dead_ranks_row_names_its_signal_or_exit_status():
     assert _fault_rows({"kind": "exited", "rank": None, "signal": None, "exit_code": 1}) == []
 
 
-def test_the_side_by_side_rows_compare_outcome_cost_communicators_and_ops():
-    a = {"backend": "nccl", "wall_seconds": 3.5, "init_seconds": 0.123456, "peak_rss_mib": 100,
-         "communicators": {0: ["c1", "c2"], 1: ["c1"]}, "op_counts": {"all_reduce": 4, "send": 1},
-         "latency_ms": {"all_reduce": {"p50": 1, "p90": 2, "p99": 3}}}
-    b = {"backend": "torch-nccl", "wall_seconds": 3.0, "init_seconds": None, "failure": "boom",
-         "communicators": {0: ["c"], 2: ["c"]}, "op_counts": {"all_reduce": 4, "barrier": 2}}
-    assert _cost_rows({"sides": {"a": a, "b": b}}) == [
-        ["outcome", "ok", "failed"],
-        ["backend", "nccl", "torch-nccl"],
-        ["wall time (s)", 3.5, 3.0],
-        ["init time (s)", 0.123, None],
-        ["peak RSS per rank (MiB)", 100, None],
-        ["communicators rank 0", 2, 1],
-        ["communicators rank 1", 1, "-"],
-        ["communicators rank 2", "-", 1],
-        ["all_reduce", "4 ops, p50/p90/p99 1/2/3 ms", "4 ops"],
-        ["barrier", "0 ops", "2 ops"],
-        ["send", "1 ops", "0 ops"],
-    ]
-
-
-def test_side_by_side_rows_of_sides_without_communicators_or_ops_are_the_cost_alone():
-    rows = _cost_rows({"sides": {"a": {"communicators": None, "op_counts": None}, "b": {}}})
-    assert [r[0] for r in rows] == ["outcome", "backend", "wall time (s)", "init time (s)", "peak RSS per rank (MiB)"]
-
-
 # --- the whole page ----------------------------------------------------------------------------------
 
 def _full_report(**extra):
     report = {"verdict": "backend <divergence>", "exit_code": 2, "ops_compared": 10, "identical": 7,
               "within_tolerance": 1, "divergent": 2, "missing_in_a": 0, "missing_in_b": 1, "tolerance": "1e-3",
               "divergence_classes": {"backend": 1, "job_nondeterminism": 1}, "backend_implicated": True,
-              "sides": {"a": {"spec": "nccl", "directory": "/r/a"}, "b": {"spec": "torch-nccl", "directory": "/r/b"}}}
+              "sides": {"a": {"spec": "nccl", "directory": "/r/a", "ranks_recorded": 2},
+                        "b": {"spec": "torch-nccl", "directory": "/r/b", "ranks_recorded": 2}}}
     report.update(extra)
     return report
 
@@ -671,3 +657,35 @@ def test_a_run_without_a_comparison_has_no_summary_and_no_op_map():
     assert stray_text(page) == []
     assert "Solid: process RSS per rank; dashed: torch&#x27;s allocated CUDA memory." not in page
     assert "Solid: process RSS per rank; dashed: torch's allocated CUDA memory." in page
+
+
+def test_a_failed_ranks_own_output_is_quoted_under_its_sides_failure():
+    report = _full_report()
+    report["sides"]["b"]["fault"] = {
+        "kind": "exited", "rank": 1, "signal": None, "exit_code": 1, "text": "rank 1 exited with status 1",
+        "own_output": {"rank": 1, "shows": "traceback", "logs": ["/r/b/job.log"],
+                       "lines": ["Traceback (most recent call last):", "  File 'job.py'", "RuntimeError: <boom>"]}}
+    report["sides"]["a"]["fault"] = {"kind": "died", "rank": 0, "signal": "SIGKILL", "exit_code": -9, "text": "x",
+                                     "own_output": {"rank": 0, "shows": "nothing", "lines": [], "logs": []}}
+    page = render_html(report, {"a": None, "b": None})
+    assert ("<p>Rank 1's own output (traceback, from /r/b/job.log):</p><pre>Traceback (most recent call last):\n"
+            "  File &#x27;job.py&#x27;\nRuntimeError: &lt;boom&gt;</pre>") in page
+    assert "<p>Rank 0 printed nothing (no job log).</p>" in page
+    assert stray_text(page) == []
+
+
+def test_the_side_by_side_table_is_in_plain_units_or_absent_when_a_side_recorded_nothing():
+    report = _full_report()
+    report["sides"]["a"].update(backend=["nccl: MigrateBackend (nccl)"], wall_seconds=5.987, init_seconds=0.0094,
+                                peak_rss_mib={0: 698.1, 1: 698.2}, op_counts={"all_reduce": 6},
+                                latency_ms={"all_reduce": {"count": 6, "p50": 0.952}})
+    cells = [[c["text"] for c in row] for row in _rows(render_html(report, {"a": None, "b": None}))]
+    assert ["backend", "nccl: MigrateBackend (nccl)", "-"] in cells and ["wall time", "6.0 s", "-"] in cells
+    assert ["init time", "9.4 ms", "-"] in cells
+    assert ["peak RSS", "rank 0 698.1 MiB, rank 1 698.2 MiB", "-"] in cells
+    assert ["all_reduce", "6 ops: p50 0.952 ms", "0 ops"] in cells
+    report["sides"]["b"].update(ranks_recorded=0, failure="side b failed")
+    page = render_html(report, {"a": None, "b": None})
+    assert ("<h2>Side by side</h2><p>side b (torch-nccl) recorded nothing: its job failed before any rank recorded "
+            "(see its failure)</p>") in page
+    assert "peak RSS" not in page

@@ -4,9 +4,18 @@ a run that shows them all, and each side's outcome in a few words."""
 import types
 
 import pytest
-
 from nccl_migrate.ab.compare import Comparison
-from nccl_migrate.ab.report import build, outcome, render_text, side_summary
+from nccl_migrate.ab.report import (
+    build,
+    cost_rows,
+    milliseconds_text,
+    ops_text,
+    outcome,
+    peak_rss_text,
+    render_text,
+    seconds_text,
+    side_summary,
+)
 from nccl_migrate.ab.runner import SideRun
 from nccl_migrate.ab.side_stats import SideStats
 from nccl_migrate.ab.spec import Side
@@ -28,12 +37,16 @@ FULL = {
     "sides": {
         "a": {"spec": "legacy", "failure": None, "backend": ["nccl: ProcessGroupNCCL"], "wall_seconds": 12.5,
               "init_seconds": 1.23456, "peak_rss_mib": {0: 100.0}, "communicators": {0: ["x", "y"], 1: ["z"]},
-              "op_counts": {"all_reduce": 4, "send": 1},
-              "latency_ms": {"all_reduce": {"p50": 1.0, "p90": 2.0, "p99": 3.0}}},
+              "op_counts": {"all_reduce": 400, "send": 1}, "ranks_recorded": 2,
+              "latency_ms": {"all_reduce": {"count": 400, "p50": 1.0, "p90": 2.5, "p99": 1234.5},
+                             "send": {"count": 1}}},
         "b": {"spec": "rewritten", "failure": "side b (rewritten): rank 1 was killed by SIGKILL",
-              "fault": {"kind": "died", "rank": 1, "signal": "SIGKILL", "exit_code": None},
-              "backend": [], "wall_seconds": 3.0, "init_seconds": None, "peak_rss_mib": {},
-              "communicators": {0: ["x"]}, "op_counts": {"all_reduce": 2, "recv": 1}, "latency_ms": {}},
+              "fault": {"kind": "died", "rank": 1, "signal": "SIGKILL", "exit_code": None,
+                        "own_output": {"rank": 1, "shows": "last lines", "lines": ["step 3", "out of memory?"],
+                                       "logs": ["/r/b/job.log"]}},
+              "backend": [], "wall_seconds": 0.25, "init_seconds": None, "peak_rss_mib": {1: 2048.25},
+              "communicators": {0: ["x"]}, "op_counts": {"all_reduce": 12, "recv": 1}, "ranks_recorded": 2,
+              "latency_ms": {"all_reduce": {"count": 12, "p50": 0.0123, "p90": 0.5}, "recv": {"count": 1}}},
     },
 }
 
@@ -53,31 +66,35 @@ def test_every_line_of_the_text_report():
         "  first backend divergence: rank 0, group 2, seq 9: broadcast torch.int64 [2, 3]",
         "  first op missing on side b: rank 1, group 0, seq 19: barrier - []",
         "",
-        "                           a: legacy                                      b: rewritten",
-        "  outcome                  ok                                             rank 1 died (SIGKILL)",
-        "  backend                  ['nccl: ProcessGroupNCCL']                     []",
-        "  wall time (s)            12.5                                           3.0",
-        "  init time (s)            1.235                                          None",
-        "  peak RSS per rank (MiB)  {0: 100.0}                                     {}",
-        "  communicators rank 0     2                                              1",
-        "  communicators rank 1     1                                              -",
-        "  all_reduce               4 ops, p50/p90/p99 1.0/2.0/3.0 ms              2 ops",
-        "  recv                     0 ops                                          1 ops",
-        "  send                     1 ops                                          0 ops",
+        "                        a: legacy                                    b: rewritten",
+        "  outcome               ok                                           rank 1 died (SIGKILL)",
+        "  backend               nccl: ProcessGroupNCCL                       -",
+        "  wall time             12.5 s                                       250 ms",
+        "  init time             1.2 s                                        -",
+        "  peak RSS              rank 0 100.0 MiB                             rank 1 2,048.2 MiB",
+        "  communicators rank 0  2                                            1",
+        "  communicators rank 1  1                                            -",
+        "  all_reduce            400 ops: p50 1 ms, p90 2.5 ms, p99 1,234 ms  12 ops: p50 0.0123 ms, p90 0.5 ms",
+        "  recv                  0 ops                                        1 op",
+        "  send                  1 op                                         0 ops",
         "  side b (rewritten): rank 1 was killed by SIGKILL",
+        "  rank 1 of side b, its own output (last lines, from /r/b/job.log):",
+        "    step 3",
+        "    out of memory?",
     ]
 
 
 def test_a_run_with_nothing_to_say_but_its_sides():
-    bare = {"verdict": "v", "sides": {"a": {"spec": "x", "failure": "side a failed"}, "b": {"spec": "y", "failure": None}}}
+    bare = {"verdict": "v", "sides": {"a": {"spec": "x", "failure": "side a failed", "ranks_recorded": 1},
+                                      "b": {"spec": "y", "failure": None, "ranks_recorded": 1}}}
     assert render_text(bare).splitlines() == [
         "nccl-migrate ab: v", "",
-        "                           a: x                                           b: y",
-        "  outcome                  failed                                         ok",
-        "  backend                  None                                           None",
-        "  wall time (s)            None                                           None",
-        "  init time (s)            None                                           None",
-        "  peak RSS per rank (MiB)  None                                           None",
+        "             a: x    b: y",
+        "  outcome    failed  ok",
+        "  backend    -       -",
+        "  wall time  -       -",
+        "  init time  -       -",
+        "  peak RSS   -       -",
         "  side a failed",
     ]
     quiet = dict(bare, not_shadowed={"count": 0, "first": None}, first_divergence=None, first_missing=None)
@@ -116,19 +133,20 @@ def test_a_sides_summary_from_its_run_records_and_stats():
                2: {"rank": 2, "backend": None, "peak_rss_kib": 1000}},
         reports={1: {"communicators_created": [{"key": "k1", "purpose": "p2p"}]},
                  0: {"communicators_created": [{"key": "k0", "purpose": "collective"}]}},
-        attempt=2)
+        attempt=2, ranks=lambda: [0, 1, 3])
     stats = SideStats()
     stats.seen("b", {"rank": 0, "op": "send", "ms": 1.0})
     assert side_summary(_run("b", "rewritten"), data, stats) == {
         "spec": "rewritten", "env": {"K": "v"}, "directory": "/runs/b", "log": "/runs/b/job.log", "failure": None,
         "wall_seconds": 2.346, "backend": ["nccl: PGNCCL"], "init_seconds": 2.5,
         "peak_rss_mib": {0: 1.5, 1: 2.0, 2: 1.0}, "communicators": {0: ["k0 (collective)"], 1: ["k1 (p2p)"]},
-        "restarts": 2, "op_counts": {"send": 1}, "latency_ms": {"send": {"p50": 1.0, "p90": 1.0, "p99": 1.0}}}
+        "restarts": 2, "ranks_recorded": 4, "op_counts": {"send": 1}, "latency_ms": {"send": {"count": 1}}}
     assert list(side_summary(_run("b", "rewritten"), data, None)["communicators"]) == [0, 1]
-    no_reports = types.SimpleNamespace(metas={0: {"rank": 0, "peak_rss_kib": 1024}}, reports={})
+    no_reports = types.SimpleNamespace(metas={0: {"rank": 0, "peak_rss_kib": 1024}}, reports={}, ranks=list)
     summary = side_summary(_run("a", "legacy", "it failed"), no_reports, None)
     assert summary["communicators"] is None and summary["init_seconds"] is None and summary["restarts"] == 0
     assert summary["backend"] == [] and "op_counts" not in summary and summary["failure"] == "it failed"
+    assert summary["ranks_recorded"] == 1  # a meta alone: the rank joined a group and recorded no op
     assert side_summary(_run("a", "legacy"), None, stats) == {
         "spec": "legacy", "env": {"K": "v"}, "directory": "/runs/a", "log": "/runs/a/job.log", "failure": None,
         "wall_seconds": 2.346}
@@ -160,20 +178,20 @@ def test_rows_hold_what_either_side_alone_has():
     report = {"verdict": "v", "first_divergence": dict(FIRST, **{"class": "backend"}),
               "divergence_classes": {"backend": 1, "not_compared": 1},
               "divergence_samples": {"not_compared": [NOT_COMPARED]},
-              "sides": {"a": {"spec": "x", "failure": None, "op_counts": {"send": 2}, "latency_ms": {}},
-                        "b": {"spec": "y", "failure": None, "communicators": {2: ["c"]}}}}
+              "sides": {"a": {"spec": "x", "failure": None, "op_counts": {"send": 2}, "latency_ms": {}, "ranks_recorded": 1},
+                        "b": {"spec": "y", "failure": None, "communicators": {2: ["c"]}, "ranks_recorded": 1}}}
     lines = render_text(report).splitlines()
     assert "  first not compared divergence: rank 0, group 2, seq 11: broadcast torch.int64 [2, 3]" in lines
-    assert "  communicators rank 2     -                                              1" in lines
-    assert "  send                     2 ops                                          0 ops" in lines
+    assert "  communicators rank 2  -      1" in lines
+    assert "  send                  2 ops  0 ops" in lines
     report["sides"]["a"], report["sides"]["b"] = report["sides"]["b"], report["sides"]["a"]
     lines = render_text(report).splitlines()
-    assert "  communicators rank 2     1                                              -" in lines
-    assert "  send                     0 ops                                          2 ops" in lines
+    assert "  communicators rank 2  1      -" in lines
+    assert "  send                  0 ops  2 ops" in lines
 
 
 def test_the_report_dict_summarises_each_side_from_its_records_and_stats():
-    data = types.SimpleNamespace(metas={0: {"rank": 0, "peak_rss_kib": 102400}}, reports={})
+    data = types.SimpleNamespace(metas={0: {"rank": 0, "peak_rss_kib": 102400}}, reports={}, ranks=lambda: [0])
     stats = SideStats()
     stats.seen("a", {"rank": 0, "op": "send", "ms": 1.0})
     report = build([_run("a", "legacy")], [data], None, 0, "identical", stats)
@@ -235,3 +253,77 @@ def test_the_report_dict_says_whether_the_job_took_a_different_path_and_where_fi
     assert keys.index("path_differs") == keys.index("backend_implicated") + 1
     assert keys.index("first_different_call") < keys.index("first_divergence")
     assert build([_run("a", "x"), _run("b", "y")], [None, None], Comparison(0.0), 2, "v")["path_differs"] is False
+
+
+# --- the side-by-side table, in plain units ----------------------------------------------------------
+
+def test_the_side_by_side_rows_compare_outcome_cost_communicators_and_ops():
+    a = {"backend": ["nccl: MigrateBackend (nccl)", "gloo: ProcessGroupGloo"], "wall_seconds": 3.5,
+         "init_seconds": 0.123456, "peak_rss_mib": {0: 698.1, 1: 698.25},
+         "communicators": {0: ["c1", "c2"], 1: ["c1"]}, "op_counts": {"all_reduce": 4, "send": 1},
+         "latency_ms": {"all_reduce": {"count": 4, "p50": 1.0}, "send": {"count": 1}}}
+    b = {"backend": [], "wall_seconds": 3.0, "init_seconds": None, "failure": "boom",
+         "communicators": {0: ["c"], 2: ["c"]}, "op_counts": {"all_reduce": 4, "barrier": 2}}
+    assert cost_rows({"sides": {"a": a, "b": b}}) == [
+        ["outcome", "ok", "failed"],
+        ["backend", "nccl: MigrateBackend (nccl); gloo: ProcessGroupGloo", "-"],
+        ["wall time", "3.5 s", "3.0 s"],
+        ["init time", "123 ms", "-"],
+        ["peak RSS", "rank 0 698.1 MiB, rank 1 698.2 MiB", "-"],
+        ["communicators rank 0", "2", "1"],
+        ["communicators rank 1", "1", "-"],
+        ["communicators rank 2", "-", "1"],
+        ["all_reduce", "4 ops: p50 1 ms", "4 ops"],
+        ["barrier", "0 ops", "2 ops"],
+        ["send", "1 op", "0 ops"],
+    ]
+    rows = cost_rows({"sides": {"a": {"communicators": None, "op_counts": None}, "b": {}}})
+    assert [r[0] for r in rows] == ["outcome", "backend", "wall time", "init time", "peak RSS"]
+
+
+@pytest.mark.parametrize("seconds, said", [(None, "-"), (0.0004, "0.4 ms"), (0.0123, "12.3 ms"), (0.85, "850 ms"),
+                                           (1.0, "1.0 s"), (754.26, "754.3 s")])
+def test_durations_read_as_a_person_writes_them(seconds, said):
+    assert seconds_text(seconds) == said
+
+
+@pytest.mark.parametrize("ms, said", [(0.0, "0.000"), (0.0004, "0.000"), (0.00123, "0.00123"), (0.952, "0.952"),
+                                      (7.3161, "7.32"), (19.06, "19.1"), (195.638, "196"), (12345.6, "12,346")])
+def test_milliseconds_keep_three_significant_digits_and_no_exponent(ms, said):
+    assert milliseconds_text(ms) == said
+
+
+def test_an_op_types_cell_gives_only_the_percentiles_its_count_gives():
+    assert ops_text(1, {"count": 1}) == "1 op"
+    assert ops_text(6, {"count": 6, "p50": 0.952}) == "6 ops: p50 0.952 ms"
+    assert ops_text(1500, {"count": 1500, "p50": 0.5, "p90": 1.25, "p99": 7.316}) == \
+        "1,500 ops: p50 0.5 ms, p90 1.25 ms, p99 7.32 ms"
+    assert ops_text(3, None) == "3 ops"
+
+
+def test_peak_rss_names_each_of_a_few_ranks_and_the_extremes_of_many():
+    assert peak_rss_text({}) == peak_rss_text(None) == "-"
+    assert peak_rss_text({1: 2.0, 0: 1536.04}) == "rank 0 1,536.0 MiB, rank 1 2.0 MiB"
+    many = {rank: 700.0 + rank % 3 for rank in range(8)}
+    assert peak_rss_text(many) == "max 702.0 MiB (rank 2), min 700.0 MiB (rank 0), 8 ranks"
+
+
+def test_a_side_that_recorded_nothing_gets_no_table_but_why():
+    sides = {"a": {"spec": "legacy", "failure": None, "ranks_recorded": 2, "backend": ["nccl: X"]},
+             "b": {"spec": "rewritten", "failure": "side b (rewritten): rank 0 exited with status 1",
+                   "fault": {"kind": "exited", "rank": 0, "signal": None, "exit_code": 1,
+                             "own_output": {"rank": 0, "shows": "nothing", "lines": [], "logs": ["/r/b/job.log"]}},
+                   "ranks_recorded": 0, "backend": [], "peak_rss_mib": {}}}
+    assert render_text({"verdict": "v", "sides": sides}).splitlines() == [
+        "nccl-migrate ab: v", "",
+        "  side b (rewritten) recorded nothing: its job failed before any rank recorded (see its failure)",
+        "  side b (rewritten): rank 0 exited with status 1",
+        "  rank 0 of side b printed nothing (/r/b/job.log)",
+    ]
+    unread = {"a": dict(sides["a"]), "b": {"spec": "y", "failure": None}}  # records that could not be read
+    quiet = {"a": dict(sides["a"]), "b": {"spec": "y", "failure": None, "ranks_recorded": 0}}
+    assert render_text({"verdict": "v", "sides": unread}).splitlines()[2] == \
+        "  side b (y) recorded nothing: its records could not be read (see the verdict)"
+    assert render_text({"verdict": "v", "sides": quiet}).splitlines()[2] == \
+        ("  side b (y) recorded nothing: no rank joined a process group (does COMMAND run the job's Python, and "
+         "does the job call init_process_group?)")

@@ -210,3 +210,46 @@ def test_a_damaged_side_file_is_named_with_how_to_go_on(tmp_path, content):
     with pytest.raises(RecordError, match=rf"^{tmp_path}/side.n1.1.json: not a side description \(.+\); remove it "
                                           r"to compare the records alone$"):
         runner.SideRun.recorded(str(tmp_path), "b")
+
+
+# --- a job that cannot run ------------------------------------------------------------------------------
+
+def test_a_job_that_is_there_and_runnable_passes(tmp_path, monkeypatch):
+    job = tmp_path / "job.py"
+    job.write_text("")
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for command in (["job.py", "--steps", "2"], [str(job)], [str(script)], ["sh", "-c", "true"],
+                    [sys.executable, "-u", "job.py"], [sys.executable, "-m", "torch.distributed.run", "missing.py"],
+                    ["true", "/only/where/it/runs.py"]):  # a launch command's own arguments are its business
+        assert runner.unrunnable(command) is None, command
+
+
+def test_a_job_that_is_not_there_or_not_runnable_is_named_with_how_to_fix_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder.py").mkdir()
+    unreadable = tmp_path / "secret.py"
+    unreadable.write_text("")
+    unreadable.chmod(0)
+    plain = tmp_path / "run.sh"
+    plain.write_text("#!/bin/sh\n")
+    plain.chmod(0o644)
+    cases = [
+        (["missing.py"], (f"the job's script missing.py does not exist (looked for {tmp_path}/missing.py); give "
+                          "its path, absolute or from the current directory")),
+        ([str(tmp_path / "gone.py")], f"the job's script {tmp_path}/gone.py does not exist; give its path"),
+        (["folder.py"], "the job's script folder.py is not a file; give the .py script the job runs"),
+        (["no-such-program-here", "x"], ("no-such-program-here: no such program on PATH; give the job's .py script, "
+                                         "or the path of a program or launch command")),
+        (["./run.sh"], ("./run.sh is not executable; make it so (chmod +x ./run.sh), or give it to its interpreter "
+                        "(bash ./run.sh)")),
+        (["./nothing.sh"], f"./nothing.sh does not exist or is not a file (looked for {tmp_path}/nothing.sh)"),
+        ([sys.executable, "-u", "missing.py", "--x"], "the job's script missing.py does not exist"),
+    ]
+    if os.geteuid() != 0:  # root reads any file
+        cases.append((["secret.py"], "the job's script secret.py cannot be read by this user; make it readable"))
+    for command, message in cases:
+        problem = runner.unrunnable(command)
+        assert problem is not None and problem.startswith(message), (command, problem)

@@ -92,7 +92,8 @@ def test_a_rank_killed_after_an_op_is_named_with_its_signal_and_the_others_after
         "failed_op": {"group": "0", "seq": 7, "op": "all_reduce", "error": "x" * 300},
         "text": "side b: rank 2 died by SIGKILL after all_reduce #6 of group 0 (its last record); its all_reduce #7 "
                 f"of group 0 failed: {'x' * 200}; then rank 1 exited with status 1, rank 4 died by SIGABRT; ranks 0, 3 were ended by the "
-                "launcher"}
+                "launcher",
+        "own_output": {"rank": 2, "shows": "nothing", "lines": [], "logs": []}}
 
 
 def test_a_rank_that_exited_before_recording_is_said_so(tmp_path):
@@ -100,7 +101,8 @@ def test_a_rank_that_exited_before_recording_is_said_so(tmp_path):
     fault = side_failure.explain(run, name_side=False)
     assert fault == {"kind": "exited", "rank": 0, "exit_code": 3, "signal": None, "ended_by_launcher": [1],
                      "last_record": None,
-                     "text": "rank 0 exited with status 3 before recording any op; rank 1 was ended by the launcher"}
+                     "text": "rank 0 exited with status 3 before recording any op; rank 1 was ended by the launcher",
+                     "own_output": {"rank": 0, "shows": "nothing", "lines": [], "logs": []}}
 
 
 def test_a_last_record_cut_short_is_named_and_an_unknown_signal_by_its_number(tmp_path):
@@ -125,6 +127,73 @@ def test_the_last_restarts_records_are_read(tmp_path):
     _records(tmp_path / "attempt1", 0, _record(seq=9))
     fault = side_failure.explain(_run(tmp_path, ranks=[{"rank": 0, "returncode": 1}]))
     assert fault["last_record"]["seq"] == 9
+
+
+# --- the failed rank's own words ------------------------------------------------------------------------
+
+def _log(path, *lines):
+    path.write_text("".join(line + "\n" for line in lines))
+    return str(path)
+
+
+OWN_TRACEBACK = ["Traceback (most recent call last):", '  File "job.py", line 9, in <module>',
+                 "    raise RuntimeError('boom')", "RuntimeError: boom"]
+PEER_ERROR = ["[rank0]: Traceback (most recent call last):", '[rank0]:   File "job.py", line 11, in <module>',
+              "[rank0]:     dist.all_reduce(t)",
+              "[rank0]: torch.distributed.DistBackendError: all_reduce failed: Connection closed by peer"]
+
+
+def test_the_failed_rank_is_quoted_by_its_own_traceback_not_its_peers_later_errors(tmp_path):
+    log = _log(tmp_path / "job.log", "[rank1] rank 1 step 0", "[rank0] rank 0 step 0",
+               *(f"[rank1] [rank1]: {line}" for line in OWN_TRACEBACK),
+               "[rank1] [rank1]:[W1207 07:54:08.1 ProcessGroup.cpp:1] destroy_process_group() was not called",
+               *(f"[rank0] {line}" for line in PEER_ERROR), "W1207 07:54:08.2 api.py:1028] Sending process 9 SIGTERM")
+    run = SideRun(Side("b", "rewritten"), str(tmp_path), log, "side b failed", 1.0,
+                  [{"rank": 1, "returncode": 1}, {"rank": 0, "returncode": None}])
+    fault = side_failure.explain(run)
+    assert fault["own_output"] == {"rank": 1, "shows": "traceback", "lines": OWN_TRACEBACK, "logs": [log]}
+
+
+def test_a_traceback_with_its_causes_is_quoted_whole_and_the_one_that_ended_the_rank_is_chosen(tmp_path):
+    caught = ["Traceback (most recent call last):", "  File 'a.py', line 1", "ValueError: handled, printed"]
+    chained = ["Traceback (most recent call last):", "  File 'b.py', line 2", "KeyError: 'x'", "",
+               "During handling of the above exception, another exception occurred:", "",
+               "Traceback (most recent call last):", "  File 'b.py', line 4", "RuntimeError: the end",
+               "  with a second line of its message"]
+    # torch 2.11's torchrun prefixes its local rank ([default1]:); torch's excepthook names the rank.
+    log = _log(tmp_path / "job.host.1.log", *(f"[default1]:{line}" for line in caught),
+               *(f"[default1]:[rank1]: {line}" if line else "[default1]:" for line in chained),
+               "[default1]:[rank1]:[E1207 12:00:00.0 x.cc:1] a C++ log line after it")
+    run = SideRun(Side("b", "rewritten"), str(tmp_path), None, "side b failed", 1.0, [{"rank": 1, "returncode": 1}])
+    own = side_failure.explain(run)["own_output"]
+    assert own["shows"] == "traceback" and own["logs"] == [log]
+    assert own["lines"] == chained  # the uncaught one, not a traceback the job printed and went on
+
+
+def test_without_torchs_excepthook_the_last_traceback_is_the_one_that_ended_it(tmp_path):
+    first = ["Traceback (most recent call last):", "  File 'a.py', line 1", "ValueError: printed and handled"]
+    log = _log(tmp_path / "job.log", *(f"[rank3] {line}" for line in first + OWN_TRACEBACK), "[rank2] unrelated")
+    assert side_failure.own_output(_run(tmp_path), 3, by_signal=False) == \
+        {"rank": 3, "shows": "traceback", "lines": OWN_TRACEBACK, "logs": [log]}
+
+
+def test_a_rank_killed_by_a_signal_is_quoted_by_its_last_lines(tmp_path, monkeypatch):
+    monkeypatch.setattr(side_failure, "OWN_LINES", 3)
+    log = _log(tmp_path / "job.log", *(f"[rank1] line {i}" for i in range(6)), "[rank0] a peer's error",
+               *OWN_TRACEBACK)  # lines of no rank are nobody's
+    fault = side_failure.explain(_run(tmp_path, ranks=[{"rank": 1, "returncode": -9}]))
+    assert fault["own_output"] == {"rank": 1, "shows": "last lines", "lines": ["line 3", "line 4", "line 5"],
+                                   "logs": [log]}
+
+
+def test_a_long_traceback_keeps_its_start_and_its_end(tmp_path, monkeypatch):
+    monkeypatch.setattr(side_failure, "TRACEBACK_LINES", 10)
+    frames = [f"  File 'deep.py', line {i}" for i in range(20)]
+    _log(tmp_path / "job.log", *(f"[rank0] [rank0]: {line}" for line in
+                                 ["Traceback (most recent call last):", *frames, "RecursionError: too deep"]))
+    lines = side_failure.own_output(_run(tmp_path), 0, by_signal=False)["lines"]
+    assert lines == ["Traceback (most recent call last):", *frames[:4], "... (13 lines left out)", *frames[-3:],
+                     "RecursionError: too deep"]
 
 
 # --- a side that hung ------------------------------------------------------------------------------------

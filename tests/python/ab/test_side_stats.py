@@ -2,7 +2,13 @@
 memory while the comparison streams the records."""
 
 from nccl_migrate.ab import side_stats
-from nccl_migrate.ab.side_stats import SideStats, _Reservoir, _Series, percentile
+from nccl_migrate.ab.side_stats import (
+    MIN_SAMPLES,
+    SideStats,
+    _Reservoir,
+    _Series,
+    percentile,
+)
 
 
 def test_percentiles_pick_the_nearest_rank_of_the_sorted_values():
@@ -60,8 +66,7 @@ def test_counts_latencies_and_rank0_series_per_side():
     assert stats.op_counts("a") == {"all_reduce": 3, "broadcast": 1}
     assert list(stats.op_counts("a")) == ["all_reduce", "broadcast"]
     assert stats.op_counts("b") == {"send": 1}
-    assert stats.latency_ms("a") == {"all_reduce": {"p50": 2.0, "p90": 3.0, "p99": 3.0},
-                                     "broadcast": {"p50": 0.0, "p90": 0.0, "p99": 0.0}}
+    assert stats.latency_ms("a") == {"all_reduce": {"count": 3, "p50": 2.0}, "broadcast": {"count": 1}}
     assert stats.rank0_series("a") == [1.0, 0.0, 2.0]  # a record without a time counts as 0 ms
     assert stats.rank0_series("b") == []
 
@@ -71,7 +76,9 @@ def test_latencies_are_rounded_to_microseconds_and_sorted_by_op():
     stats.seen("a", {"rank": 0, "op": "send", "ms": 1.23456})
     stats.seen("a", {"rank": 0, "op": "barrier", "ms": 0.0004})
     assert list(stats.latency_ms("a")) == ["barrier", "send"]
-    assert stats.latency_ms("a")["send"] == {"p50": 1.235, "p90": 1.235, "p99": 1.235}
+    stats.seen("a", {"rank": 1, "op": "send", "ms": 1.23456})
+    stats.seen("a", {"rank": 1, "op": "barrier", "ms": 0.0004})
+    assert stats.latency_ms("a")["send"] == {"count": 2, "p50": 1.235}
     assert stats.latency_ms("a")["barrier"]["p50"] == 0.0
 
 
@@ -79,4 +86,26 @@ def test_each_percentile_is_its_own_rank_of_the_latencies():
     stats = SideStats()
     for ms in range(101):
         stats.seen("a", {"rank": 1, "op": "all_reduce", "ms": float(ms)})
-    assert stats.latency_ms("a") == {"all_reduce": {"p50": 50.0, "p90": 90.0, "p99": 99.0}}
+    assert stats.latency_ms("a") == {"all_reduce": {"count": 101, "p50": 50.0, "p90": 90.0, "p99": 99.0}}
+
+
+def test_a_percentile_is_given_only_from_as_many_ops_as_it_needs():
+    """pQ needs 1 / (1 - Q) ops (side_stats.MIN_SAMPLES): a p99 of 6 ops would be their slowest."""
+    assert MIN_SAMPLES == {"p50": 2, "p90": 10, "p99": 100}
+    given = {}
+    for count in (1, 2, 9, 10, 99, 100):
+        stats = SideStats()
+        for ms in range(count):
+            stats.seen("a", {"rank": 0, "op": "all_reduce", "ms": float(ms)})
+        given[count] = sorted(stats.latency_ms("a")["all_reduce"])
+    assert given == {1: ["count"], 2: ["count", "p50"], 9: ["count", "p50"], 10: ["count", "p50", "p90"],
+                     99: ["count", "p50", "p90"], 100: ["count", "p50", "p90", "p99"]}
+
+
+def test_the_count_is_every_op_seen_while_percentiles_come_from_the_sample(monkeypatch):
+    monkeypatch.setattr(side_stats, "SAMPLE", 50)
+    stats = SideStats()
+    for ms in range(500):
+        stats.seen("a", {"rank": 0, "op": "all_reduce", "ms": float(ms)})
+    summary = stats.latency_ms("a")["all_reduce"]
+    assert summary["count"] == 500 and "p90" in summary and "p99" not in summary  # 50 samples: too few for a p99
