@@ -224,8 +224,8 @@ def compare(a, b, tolerance: float = 0.0, observers=()) -> Comparison:
 
 
 def _pair_all(a, b, tolerance: float, observers, result: Comparison, divergences: Divergences) -> dict | None:
-    """Pairs and judges every op, rank by rank; returns the first op missing on one side, and notes
-    the earliest op whose call differs (by op order, then rank) in ``result``."""
+    """Pairs and judges every op, rank by rank; returns the first op missing on one side and notes
+    the earliest op whose call differs in ``result``, each the earliest by op order, then rank."""
     first_missing = first_call = None
     for rank in sorted(set(a.ranks()) | set(b.ranks())):
         for position, (key, ea, eb) in enumerate(pairs(a.records(rank), b.records(rank))):
@@ -236,9 +236,10 @@ def _pair_all(a, b, tolerance: float, observers, result: Comparison, divergences
             if ea is None or eb is None:
                 status = "missing_in_a" if ea is None else "missing_in_b"
                 present = ea or eb
-                if first_missing is None or (present["t"], key[2]) < first_missing[0]:
-                    first_missing = ((present["t"], key[2]), dict(_describe(key, present),
-                                                                   missing_on="a" if ea is None else "b"))
+                # By op order, then rank (ranks come in order: a tie keeps the lower), as the first
+                # divergence: never by clock, which differs between runs and between hosts.
+                if first_missing is None or position < first_missing[0]:
+                    first_missing = (position, dict(_describe(key, present), missing_on="a" if ea is None else "b"))
             else:
                 status, description = _judged(key, ea, eb, a, b, tolerance, position, divergences)
                 if "calls" in description and (first_call is None or position < first_call[0]):

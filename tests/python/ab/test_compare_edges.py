@@ -277,13 +277,14 @@ def test_an_op_on_one_side_only_is_missing_on_the_other():
         "identical": 0, "within_tolerance": 0, "divergent": 0, "missing_in_a": 1, "missing_in_b": 1}
 
 
-def test_the_first_missing_op_on_a_tie_of_time_and_seq_is_the_lower_ranks():
+def test_the_first_missing_op_on_a_tie_of_op_order_is_the_lower_ranks_and_the_clock_decides_nothing():
     result = compare(Records(op(3, t=1.0, rank=0), op(3, t=1.0, rank=1)), Records())
     assert result.first_missing["rank"] == 0
     later = compare(Records(op(3, t=1.0, rank=0), op(3, t=math.nextafter(1.0, 0.0), rank=1)), Records())
-    assert later.first_missing["rank"] == 1
-    by_seq = compare(Records(op(3, t=1.0, rank=0), op(2, t=1.0, rank=1)), Records())
-    assert by_seq.first_missing["rank"] == 1
+    assert later.first_missing["rank"] == 0
+    # one op further in rank 0's order than in rank 1's: rank 1's is first
+    by_order = compare(Records(op(2, rank=0), op(3, rank=0), op(3, rank=1)), Records(op(2, rank=0)))
+    assert (by_order.first_missing["rank"], by_order.first_missing["seq"]) == (1, 3)
 
 
 # --- the comparison's verdict properties, each condition toggled -------------------------------------

@@ -134,15 +134,17 @@ def test_a_description_names_the_op_its_single_shape_and_the_object_collective()
     assert inputs_only["shape"] == [2]
 
 
-def test_the_first_missing_op_is_the_earliest_on_either_side():
-    a = Records(op(0), op(1, t=5.0), op(0, rank=1), op(1, rank=1, t=5.0), op(2, rank=1, t=3.0))
+def test_the_first_missing_op_is_the_earliest_by_op_order_then_rank_whatever_the_clocks_say():
+    a = Records(op(0), op(1, t=5.0), op(0, rank=1), op(1, rank=1, t=0.5), op(2, rank=1, t=3.0))
     b = Records(op(0), op(0, rank=1), op(7, rank=0, t=9.0))
     result = compare(a, b)
     assert result.counts == {"identical": 2, "within_tolerance": 0, "divergent": 0, "missing_in_a": 1, "missing_in_b": 3}
-    assert result.first_missing == {"rank": 1, "group": "0", "seq": 2, "op": "all_reduce", "dtype": "float32",
+    # rank 0's op 1 and rank 1's op 1 are both each rank's second op: the lower rank's, though
+    # rank 1's clock says it came first.
+    assert result.first_missing == {"rank": 0, "group": "0", "seq": 1, "op": "all_reduce", "dtype": "float32",
                                     "shape": [2], "reduce_op": "SUM", "peer": None, "missing_on": "b"}
-    tie = compare(Records(op(4, t=1.0), op(3, t=1.0, rank=1)), Records())
-    assert (tie.first_missing["seq"], tie.first_missing["missing_on"]) == (3, "b")
+    later_rank_earlier_op = compare(Records(op(0), op(1), op(2, rank=1)), Records(op(0)))
+    assert (later_rank_earlier_op.first_missing["rank"], later_rank_earlier_op.first_missing["seq"]) == (1, 2)
     assert compare(Records(), Records(op(0))).first_missing["missing_on"] == "a"
     assert compare(Records(op(0)), Records(op(0))).first_missing is None
 
