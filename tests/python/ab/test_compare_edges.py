@@ -7,27 +7,10 @@ import math
 
 import pytest
 import torch
-
 from nccl_migrate.ab import command, divergences
 from nccl_migrate.ab.compare import Comparison, compare, errors_between
 from nccl_migrate.ab.divergences import Divergences
-
-
-class Records:
-    """A side as the comparison reads it: each rank's records in the order given, and the tensors
-    kept per (rank, seq) (None: not kept)."""
-
-    def __init__(self, *entries, kept=None):
-        self.entries, self.kept = entries, kept or {}
-
-    def ranks(self):
-        return sorted({e["rank"] for e in self.entries})
-
-    def records(self, rank):
-        return [e for e in self.entries if e["rank"] == rank]
-
-    def tensors(self, entry):
-        return self.kept.get((entry["rank"], entry["seq"]))
+from records_in_memory import Records
 
 
 def op(seq, inp="i", out="o", t=None, rank=0, group="0", **more):

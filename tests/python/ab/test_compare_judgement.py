@@ -4,25 +4,13 @@ is reported, and what observers see: on records made by hand, each side a few ra
 
 import pytest
 import torch
-
-from nccl_migrate.ab.compare import compare, errors_between, received_messages, sent_messages
-
-
-class Records:
-    """A side as the comparison reads it: its ranks, each rank's records in order, and the tensors
-    kept for an op (None: not kept)."""
-
-    def __init__(self, *entries, kept=None):
-        self.entries, self.kept = entries, kept or {}
-
-    def ranks(self):
-        return sorted({e["rank"] for e in self.entries})
-
-    def records(self, rank):
-        return [e for e in self.entries if e["rank"] == rank]
-
-    def tensors(self, entry):
-        return self.kept.get(entry["seq"])
+from nccl_migrate.ab.compare import (
+    compare,
+    errors_between,
+    received_messages,
+    sent_messages,
+)
+from records_in_memory import Records
 
 
 def op(seq, inp="i", out="o", t=None, rank=0, group="0", **more):
@@ -93,8 +81,8 @@ def test_errors_measured_live_by_a_shadow_decide_against_the_tolerance():
 
 def test_kept_tensors_measure_the_error_and_decide_against_the_tolerance():
     x, y = torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.002])
-    a = Records(op(0), kept={0: {"in": [x], "out": [x]}})
-    b = Records(op(0, out="X"), kept={0: {"in": [x], "out": [y]}})
+    a = Records(op(0), kept={(0, 0): {"in": [x], "out": [x]}})
+    b = Records(op(0, out="X"), kept={(0, 0): {"in": [x], "out": [y]}})
     assert compare(a, b, tolerance=0.0011).counts["within_tolerance"] == 1  # |0.002| <= 0.0011 * max(1, 2)
     assert compare(a, b, tolerance=0.0009).counts["divergent"] == 1
     first = compare(a, b).first_divergence
@@ -104,7 +92,7 @@ def test_kept_tensors_measure_the_error_and_decide_against_the_tolerance():
 
 def test_without_kept_tensors_on_both_sides_the_error_is_unknown():
     x = torch.tensor([1.0])
-    for kept_a, kept_b in (({0: {"in": [x], "out": [x]}}, None), (None, {0: {"in": [x], "out": [x]}})):
+    for kept_a, kept_b in (({(0, 0): {"in": [x], "out": [x]}}, None), (None, {(0, 0): {"in": [x], "out": [x]}})):
         first = compare(Records(op(0), kept=kept_a), Records(op(0, out="X"), kept=kept_b)).first_divergence
         assert (first["max_abs_error"], first["max_rel_error"]) == (None, None)
         assert first["reason"] == "digests differ; error unknown (rerun with --keep-tensors to measure it)"
@@ -112,11 +100,11 @@ def test_without_kept_tensors_on_both_sides_the_error_is_unknown():
 
 def test_kept_tensors_tell_whether_inputs_differed_where_digests_cannot():
     x, y = torch.tensor([1.0]), torch.tensor([2.0])
-    same_in = compare(Records(op(0, inp="gpu:1", out="gpu:2"), kept={0: {"in": [x], "out": [x]}}),
-                      Records(op(0, inp="1", out="2"), kept={0: {"in": [x], "out": [y]}}))
+    same_in = compare(Records(op(0, inp="gpu:1", out="gpu:2"), kept={(0, 0): {"in": [x], "out": [x]}}),
+                      Records(op(0, inp="1", out="2"), kept={(0, 0): {"in": [x], "out": [y]}}))
     assert same_in.classes["backend"] == 1 and same_in.first_divergence["inputs_differed_on_ranks"] == []
-    other_in = compare(Records(op(0, inp="gpu:1", out="gpu:2"), kept={0: {"in": [x], "out": [x]}}),
-                       Records(op(0, inp="1", out="2"), kept={0: {"in": [y], "out": [y]}}))
+    other_in = compare(Records(op(0, inp="gpu:1", out="gpu:2"), kept={(0, 0): {"in": [x], "out": [x]}}),
+                       Records(op(0, inp="1", out="2"), kept={(0, 0): {"in": [y], "out": [y]}}))
     assert other_in.classes["job_nondeterminism"] == 1 and other_in.first_divergence["inputs_differed_on_ranks"] == [0]
     assert "inputs_differed" not in other_in.first_divergence
 

@@ -6,7 +6,6 @@ both calls first, never "job nondeterminism", and the first divergence is the sa
 import json
 
 import pytest
-
 from nccl_migrate.ab import command, report
 from nccl_migrate.ab import compare as comparison
 from nccl_migrate.ab.compare import compare
@@ -14,22 +13,7 @@ from nccl_migrate.ab.divergences import CAUSES, CLASSES
 from nccl_migrate.ab.html import render_html
 from nccl_migrate.ab.runner import SideRun
 from nccl_migrate.ab.spec import Side
-
-
-class Records:
-    """A side as the comparison reads it: each rank's records in the order given."""
-
-    def __init__(self, *entries):
-        self.entries = entries
-
-    def ranks(self):
-        return sorted({e["rank"] for e in self.entries})
-
-    def records(self, rank):
-        return [e for e in self.entries if e["rank"] == rank]
-
-    def tensors(self, entry):
-        return None
+from records_in_memory import Records
 
 
 def op(seq, rank=0, shape=(161,), inp=None, out=None, t=None, group="0", **more):
