@@ -2,7 +2,8 @@
 // flags after `--`. Matchers compare canonical types, so typedefs, `using` aliases, namespace
 // aliases and templates resolve to the class they name. torch's headers may be missing: a
 // forced-include stub declares the few torch names we match, and fatal errors (missing includes)
-// are demoted so Clang keeps going. CUDA files parse host-side without the CUDA SDK.
+// are demoted so Clang keeps going. CUDA files parse host-side without the CUDA SDK. What it finds
+// in a preprocessor branch torch 2.15 never compiles is dropped, as the lexer drops the branch.
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +25,8 @@
 
 #include "cpp/clang_resource_dir.h"
 #include "cpp/cpp_module.h"
+#include "cpp/cpp_tokens.h"
+#include "cpp/torch_version_branches.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -65,6 +68,17 @@ typedef struct CUstream_st* cudaStream_t;
 extern "C" int __cudaPushCallConfiguration(dim3, dim3, unsigned long = 0, cudaStream_t = 0);
 )";
 
+// Without torch's version header, torch 2.15's version macros, so the branches parsed are those
+// torch 2.15 compiles; a build's own -D or torch's header keeps its values.
+std::string torchStub() {
+  std::string stub = kTorchStub;
+  stub += "#if !__has_include(<torch/headeronly/version.h>) && !__has_include(<torch/version.h>)\n";
+  for (const TorchVersionMacro& m : torchVersionMacros())
+    stub += std::string("#ifndef ") + m.name + "\n#define " + m.name + " " + m.definition + "\n#endif\n";
+  stub += "#endif\n";
+  return stub;
+}
+
 constexpr const char* kStubPath = "/nccl-migrate-stubs/torch_stub.h";
 constexpr const char* kCudaStubPath = "/nccl-migrate-stubs/cuda_stub.h";
 
@@ -72,7 +86,7 @@ const auto kLegacy = cxxRecordDecl(hasName("::c10d::ProcessGroupNCCL"));
 
 class Collector : public MatchFinder::MatchCallback {
  public:
-  explicit Collector(SourceModel& model) : model_(model) {}
+  Collector(SourceModel& model, std::vector<Range> notCompiled) : model_(model), notCompiled_(std::move(notCompiled)) {}
 
   void run(const MatchFinder::MatchResult& result) override {
     const clang::SourceManager& sm = *result.SourceManager;
@@ -89,14 +103,25 @@ class Collector : public MatchFinder::MatchCallback {
       std::string name = fn ? fn->getNameAsString() : "pointer cast";
       auto kind = name.find("dynamic") != std::string::npos ? TypeCheck::Kind::CheckedCast : TypeCheck::Kind::UncheckedCast;
       record(sm, call->getBeginLoc(), kind, name + "<c10d::ProcessGroupNCCL>");
-    } else if (const auto* derived = result.Nodes.getNodeAs<clang::CXXRecordDecl>("derived")) {
-      record(sm, derived->getLocation(), TypeCheck::Kind::Subclass, derived->getNameAsString() + "'s base ProcessGroupNCCL");
     }
   }
 
  private:
   static TypeCheck::Kind kindOf(const clang::ExplicitCastExpr* cast) {
     return llvm::isa<clang::CXXDynamicCastExpr>(cast) ? TypeCheck::Kind::CheckedCast : TypeCheck::Kind::UncheckedCast;
+  }
+
+  // A cast written over several lines, on one: a message's first line holds the whole message.
+  static std::string oneLine(const std::string& text) {
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+      char c = text[i];
+      bool continuation = c == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r');
+      bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r' || continuation;
+      if (!space) out += c;
+      else if (!out.empty() && out.back() != ' ') out += ' ';
+    }
+    return out;
   }
 
   // The cast as the user wrote it ("static_cast<ProcessGroupNico *>(&p)"), clipped; inside a macro,
@@ -106,8 +131,7 @@ class Collector : public MatchFinder::MatchCallback {
     constexpr size_t kMax = 160;
     clang::SourceRange range = cast->getSourceRange();
     if (range.getBegin().isFileID() && range.getEnd().isFileID()) {
-      std::string text =
-          clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(range), sm, lang).str();
+      std::string text = oneLine(clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(range), sm, lang).str());
       if (!text.empty()) return text.size() > kMax ? text.substr(0, kMax) + "..." : text;
     }
     const auto* named = llvm::dyn_cast<clang::CXXNamedCastExpr>(cast);
@@ -118,6 +142,10 @@ class Collector : public MatchFinder::MatchCallback {
               std::string downcastTo = "") {
     loc = sm.getFileLoc(loc);
     if (!sm.isWrittenInMainFile(loc)) return;  // headers are linted as files of their own
+    // A build against another torch parses branches torch 2.15 never compiles.
+    size_t offset = sm.getFileOffset(loc);
+    for (const Range& r : notCompiled_)
+      if (offset >= r.begin && offset < r.end) return;
     clang::PresumedLoc p = sm.getPresumedLoc(loc);
     if (p.isInvalid()) return;
     TypeCheck check{kind, "c10d::ProcessGroupNCCL", std::move(spelling),
@@ -144,6 +172,7 @@ class Collector : public MatchFinder::MatchCallback {
   }
 
   SourceModel& model_;
+  std::vector<Range> notCompiled_;
 };
 
 // Errors are expected (missing headers): the base consumer only counts them, so they stay out of
@@ -196,7 +225,7 @@ std::string clangAddCppAstFacts(SourceModel& model, const std::string& text, con
   if (!db) return options.compileCommandsDir.string() + ": " + error;
 
   MatchFinder finder;
-  Collector collector(model);
+  Collector collector(model, notCompiledForTorch(tokenize(model.path, text)));
   auto toLegacy = hasCanonicalType(hasDeclaration(kLegacy));
   auto pointerOrRefToLegacy = anyOf(pointsTo(toLegacy), references(toLegacy), toLegacy);
   finder.addMatcher(cxxDynamicCastExpr(hasDestinationType(pointerOrRefToLegacy)).bind("cast"), &collector);
@@ -222,13 +251,12 @@ std::string clangAddCppAstFacts(SourceModel& model, const std::string& text, con
                                    hasTemplateArgument(0, refersToType(toLegacy)))))
           .bind("pointerCast"),
       &collector);
-  finder.addMatcher(cxxRecordDecl(isDefinition(), isDerivedFrom(kLegacy), unless(isImplicit())).bind("derived"),
-                    &collector);
 
   std::string file = model.path;
   clang::tooling::ClangTool tool(*db, {file});
   tool.mapVirtualFile(file, text);
-  tool.mapVirtualFile(kStubPath, kTorchStub);
+  const std::string stub = torchStub();
+  tool.mapVirtualFile(kStubPath, stub);
   tool.mapVirtualFile(kCudaStubPath, kCudaStub);
   using clang::tooling::ArgumentInsertPosition;
   clang::tooling::CommandLineArguments extra = {"-fsyntax-only", "-Wno-everything", "-ferror-limit=0",

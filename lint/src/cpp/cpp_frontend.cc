@@ -1,5 +1,6 @@
 // C/C++/CUDA frontend, tier 1: Clang's raw lexer. It needs no headers and no compile database,
-// sees every preprocessor branch, and skips comments and string contents by construction.
+// reads every preprocessor branch torch 2.15 may compile (torch_version_branches.h), and skips
+// comments and string contents by construction.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -11,64 +12,12 @@
 #include <unordered_set>
 #include <vector>
 
-#include <clang/Basic/Diagnostic.h>
-#include <clang/Basic/DiagnosticOptions.h>
-#include <clang/Basic/FileManager.h>
-#include <clang/Basic/LangOptions.h>
-#include <clang/Basic/SourceManager.h>
-#include <clang/Lex/Lexer.h>
-#include <llvm/Support/MemoryBuffer.h>
-
 #include "cpp/cpp_module.h"
+#include "cpp/cpp_tokens.h"
+#include "cpp/torch_version_branches.h"
 
 namespace nccl_migrate::lint {
 namespace {
-
-struct Tok {
-  clang::tok::TokenKind kind;
-  std::string text;  // identifier spelling, or punctuation
-  Location where;
-  size_t begin = 0;  // bytes of the file, for fixes
-  size_t end = 0;
-};
-
-std::vector<Tok> tokenize(const std::string& path, const std::string& text) {
-  clang::FileSystemOptions fsOptions;
-  clang::FileManager files(fsOptions);
-  auto diagOptions = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
-  clang::DiagnosticsEngine diags(llvm::makeIntrusiveRefCnt<clang::DiagnosticIDs>(), diagOptions);
-  clang::SourceManager sources(diags, files);
-  auto buffer = llvm::MemoryBuffer::getMemBuffer(text, path, /*RequiresNullTerminator=*/false);
-  clang::FileID file = sources.createFileID(std::move(buffer));
-  clang::LangOptions lang;
-  lang.CPlusPlus = lang.CPlusPlus11 = lang.CPlusPlus14 = lang.CPlusPlus17 = lang.CPlusPlus20 = true;
-  lang.CUDA = true;  // `<<<` launches lex as one token instead of confusing template scanning
-  clang::Lexer lexer(file, sources.getBufferOrFake(file), sources, lang);
-
-  lexer.SetCommentRetentionState(true);  // comments carry NOLINT suppressions
-
-  std::vector<Tok> out;
-  clang::Token token;
-  while (true) {
-    lexer.LexFromRawLexer(token);
-    if (token.is(clang::tok::eof)) break;
-    Tok t{token.getKind(), {}, {}, sources.getFileOffset(token.getLocation()), 0};
-    t.end = t.begin + token.getLength();
-    if (token.is(clang::tok::raw_identifier)) {
-      t.text = token.getRawIdentifier().str();
-    } else if (token.isLiteral() || token.is(clang::tok::comment)) {
-      // A comment has no literal data: its text is read from the buffer, as a literal's may be.
-      const char* data = token.getLiteralData() ? token.getLiteralData() : sources.getCharacterData(token.getLocation());
-      t.text = std::string(data, token.getLength());
-    } else if (const char* p = clang::tok::getPunctuatorSpelling(token.getKind())) {
-      t.text = p;
-    }
-    clang::PresumedLoc loc = sources.getPresumedLoc(token.getLocation());
-    t.where = {static_cast<int>(loc.getLine()), static_cast<int>(loc.getColumn())};
-    out.push_back(std::move(t));
-  }
-  return out;
-}
 
 // How far a pattern may look ahead from its first token. Real casts, setenv calls and class heads
 // are far shorter; the bound keeps a file of repeated openers (`setenv(setenv(...`) linear.
@@ -139,7 +88,6 @@ class CppScanner {
       if (kCastNames.contains(t.text) && isPunct(i + 1, "<")) onCast(i);
       else if (kFactoryNames.contains(t.text) && isPunct(i + 1, "<")) onFactory(i);
       else if (t.text == "new") onNew(i);
-      else if ((t.text == "class" || t.text == "struct") && i + 2 < toks_.size()) onClassHead(i);
     }
   }
 
@@ -583,15 +531,9 @@ class CppScanner {
     return out;
   }
 
-  struct Base {
-    std::string name;     // resolved
-    std::string spelled;  // first token as written
-    Location where;
-  };
-
-  // `class X : public a::B, private C {`: X and its bases; no bases for a head without a list.
-  std::vector<Base> classHead(size_t i, std::string& name) const {
-    std::vector<Base> bases;
+  // `class X : public a::B, private C {`: X and its bases, resolved; none for a head without a list.
+  std::vector<std::string> classHead(size_t i, std::string& name) const {
+    std::vector<std::string> bases;
     size_t j = i + 1;
     size_t limit = std::min(toks_.size(), i + kMaxLookahead);
     while (j < limit && toks_[j].kind == clang::tok::raw_identifier && !isPunct(j + 1, ":") &&
@@ -604,29 +546,21 @@ class CppScanner {
     // A base list ends at its body, or where another declaration begins.
     while (j < limit && !isPunct(j, "{") && !isPunct(j, ";") && !isIdent(j, "class") && !isIdent(j, "struct")) {
       while (isIdent(j, "public") || isIdent(j, "private") || isIdent(j, "protected") || isIdent(j, "virtual")) ++j;
-      Location where = j < toks_.size() ? toks_[j].where : toks_[i].where;
-      size_t first = j;
       std::string base = qualifiedNameAt(j);
-      std::string spelled = spelledBetween(first, j);
-      if (!base.empty()) bases.push_back({base, spelled, where});
+      if (!base.empty()) bases.push_back(base);
       while (j < limit && !isPunct(j, ",") && !isPunct(j, "{") && !isPunct(j, ";")) ++j;
       if (isPunct(j, ",")) ++j;
     }
     return bases;
   }
 
-  // Records each base as a Subclass type check.
-  void onClassHead(size_t i) {
-    std::string name;
-    for (const Base& b : classHead(i, name)) model_.typeChecks.push_back({TypeCheck::Kind::Subclass, b.name, b.spelled, b.where});
-  }
-
   // A class deriving from the legacy one (directly or through another such class): a pointer
-  // cast to it is a downcast the rewritten backend's object is not.
+  // cast to it is a downcast the rewritten backend's object is not. The declaration itself checks
+  // nothing, and is no finding.
   void collectLegacySubclass(size_t i) {
     std::string name;
-    for (const Base& b : classHead(i, name)) {
-      if (b.name != kLegacyClass && !legacySubclasses_.contains(b.name)) continue;
+    for (const std::string& base : classHead(i, name)) {
+      if (base != kLegacyClass && !legacySubclasses_.contains(base)) continue;
       legacySubclasses_.insert(name);
       legacySubclasses_.insert(resolve(name));
       return;
@@ -660,7 +594,7 @@ class TreeHeaders {
       std::optional<std::string> text = read(*header);
       if (!text) continue;
       SourceModel unused;
-      CppScanner scanner(tokenize(header->string(), *text), unused);
+      CppScanner scanner(keepCompiledForTorch(tokenize(header->string(), *text)), unused);
       std::vector<std::string> nested = scanner.includes();
       scanner.collectDeclarations();
       typeAliases_.insert(scanner.typeAliases().begin(), scanner.typeAliases().end());
@@ -715,7 +649,7 @@ SourceModel clangLexCpp(const std::string& path, const std::string& text) {
   SourceModel model;
   model.path = path;
   model.language = Language::Cpp;
-  CppScanner scanner(tokenize(path, text), model);
+  CppScanner scanner(keepCompiledForTorch(tokenize(path, text)), model);
   TreeHeaders headers;
   headers.collect(path, scanner.includes(), 0);
   headers.seed(scanner);

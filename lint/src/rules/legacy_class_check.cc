@@ -22,7 +22,7 @@ std::string describe(const TypeCheck& check) {
     case TypeCheck::Kind::TypeIdentity: return "type() comparison with " + check.spelling;
     case TypeCheck::Kind::CheckedCast: return check.spelling;
     case TypeCheck::Kind::UncheckedCast: return check.spelling;
-    case TypeCheck::Kind::Subclass: return "subclass of " + check.spelling;
+    case TypeCheck::Kind::Subclass: break;  // no finding (see check())
   }
   return check.spelling;
 }
@@ -37,7 +37,7 @@ std::string consequence(const TypeCheck& check) {
     case TypeCheck::Kind::UncheckedCast:
       return "is undefined behaviour for the rewritten backend";
     case TypeCheck::Kind::Subclass:
-      return "inherits the legacy backend, which torch 2.15 keeps only as nccl-legacy";
+      break;  // no finding (see check())
   }
   return "";
 }
@@ -122,6 +122,11 @@ class LegacyClassCheck final : public Rule {
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
     for (const TypeCheck& check : model.typeChecks) {
       if (!kLegacyClass.contains(check.qualifiedName)) continue;
+      // A class deriving from the legacy one tests nothing that turns false: torch 2.15 still has
+      // the legacy class (nccl-legacy), so the subclass builds and behaves as before. What can go
+      // wrong is a backend cast to it (reported at the cast) or an object of it built by
+      // the project, which is the legacy backend whatever backend="nccl" resolves to (NM204's).
+      if (check.kind == TypeCheck::Kind::Subclass) continue;
       if (!check.downcastTo.empty()) {
         Finding f = finding(model, check.where,
                               check.spelling + " downcasts a ProcessGroupNCCL to " + check.downcastTo +
@@ -167,7 +172,8 @@ class LegacyClassCheck final : public Rule {
              "to a subclass) is checked first, so the rewritten backend's object gives null instead of being "
              "reinterpreted. The fixes are unsafe: code behind a test now runs for the rewritten backend, whose class "
              "lacks the legacy one's methods, and a cast that gave a pointer now gives null where the code may not "
-             "test it; a cast used as a value through dynamic_cast, type() identity and subclassing are left to you.",
+             "test it; a cast used as a value through dynamic_cast and type() identity are left to you. A class "
+             "deriving from the legacy one is no finding: it still builds on torch 2.15; a cast to it is one.",
       .fixSafety = FixSafety::Unsafe,
       .languages = {Language::Python, Language::Cpp},
       .enabledByDefault = true,
