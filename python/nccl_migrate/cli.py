@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 
 from .launch_options import (
     add_launcher_options,
@@ -19,7 +20,9 @@ EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .ab.command import unwritable
     from .launch import run_job, run_launcher
+    from .run_files import replaced_locations, report_into
 
     command = args.command
     if command and command[0] == "--":
@@ -31,14 +34,23 @@ def _run(args: argparse.Namespace) -> int:
     if problem:
         print(f"nccl-migrate run: {problem}", file=sys.stderr)
         return EXIT_ERROR
+    run_dir = os.path.abspath(args.run_dir or tempfile.mkdtemp(prefix="nccl-migrate-run-"))
+    problem = unwritable(run_dir, "--run-dir")
+    if problem:
+        print(f"nccl-migrate run: {problem}", file=sys.stderr)
+        return EXIT_ERROR
+    replaced = replaced_locations(os.environ, run_dir)
+    if replaced:
+        print(f"nccl-migrate run: {replaced}", file=sys.stderr)
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
     if args.activate:
         env["NCCL_MIGRATE_ACTIVATE"] = "1"  # the shim, in jobs that never import nccl_migrate
+    report_into(env, run_dir)
     if starts_own_ranks(command):
         print(f"nccl-migrate run: {' '.join(command)} (it starts its own ranks)", file=sys.stderr)
-        result = run_launcher(command, env=env, timeout=args.timeout)
+        result = run_launcher(command, env=env, timeout=args.timeout, run_dir=run_dir)
     else:
         print(f"nccl-migrate run: {args.nproc} ranks per node, by torch's launcher: {' '.join(command)}",
               file=sys.stderr)
@@ -46,7 +58,8 @@ def _run(args: argparse.Namespace) -> int:
         # always printed it (torch's agent tees a rank's stderr to this process's sys.stderr).
         with contextlib.redirect_stderr(sys.stdout):
             result = run_job(command, args.nproc, env=env, timeout=args.timeout,
-                             launcher_args=launcher_arguments(args))
+                             launcher_args=launcher_arguments(args), run_dir=run_dir)
+    print(f"nccl-migrate run: the job's files are in {run_dir}", file=sys.stderr)
     if result.ok:
         print(f"nccl-migrate run: all {len(result.ranks)} ranks finished in {result.seconds:.1f} s", file=sys.stderr)
         return EXIT_OK
@@ -67,10 +80,10 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _fr(args: argparse.Namespace) -> int:
-    from .fr import render_text, summarize
+    from .fr import dump_paths, render_text, summarize
 
     try:
-        summaries = [summarize(path) for path in args.dumps]
+        summaries = [summarize(path) for path in dump_paths(args.dumps)]
     except ValueError as error:
         print(f"nccl-migrate fr: {error}", file=sys.stderr)
         return EXIT_ERROR
@@ -87,10 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Runs COMMAND as N ranks per node through torch's own launcher (torchrun's "
                                      "elastic agent, in this process): torchrun's environment per rank, a local "
                                      "rendezvous or the multi-node one given by --nnodes/--rdzv-endpoint; a failing "
-                                     "rank ends the others. A torchrun command runs as it is.")
+                                     "rank ends the others. A torchrun command runs as it is. What the job writes for "
+                                     "itself (reports, flight-recorder dumps, logs) goes to the run directory.")
     run.add_argument("--nproc", type=int, default=2, help="ranks per node (default 2)")
     add_launcher_options(run)
     run.add_argument("--timeout", type=float, default=600.0, help="seconds before the whole job is ended (default 600)")
+    run.add_argument("--run-dir", help="where the job's own files go: the toolkit's reports (report_{rank}.json, "
+                                       "unless NCCL_MIGRATE_REPORT names a file), the flight recorder's dumps "
+                                       "(fr/comm_lib_trace_rank_<rank>; a TORCH_FR_DUMP_TEMP_FILE of yours is replaced) "
+                                       "and each rank's log as torch's launcher keeps it (logs/); default: a new "
+                                       "temporary folder, named at the end")
     run.add_argument("--no-activate", dest="activate", action="store_false",
                      help="do not activate the shim in the job (torch then behaves as without nccl-migrate)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...] (a .py file runs with this Python)")
@@ -109,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "shows per group the last collective each rank enqueued and completed, and every "
                                     "op not completed. Exit 1 when some op was not completed. For the cross-rank "
                                     "match analysis run torch's analyzer on the same files: torchfrtrace DIR -p PREFIX.")
-    fr.add_argument("dumps", nargs="+", metavar="DUMP", help="dump files, one per rank")
+    fr.add_argument("dumps", nargs="+", metavar="DUMP", help="dump files, one per rank, or a directory: the dumps in "
+                                                            "it and below (a run directory of `run` or `ab`)")
     fr.add_argument("--format", choices=["text", "json"], default="text")
     fr.set_defaults(handler=_fr)
     return parser

@@ -8,7 +8,9 @@ a run never hangs on a dead peer and always says why it ended. At the deadline t
 running are noted (pid, RANK, whether stopped), and a stopped one (SIGSTOP, a debugger) gets its
 SIGTERM followed by SIGCONT: a stopped process keeps SIGTERM pending, so torch's agent would
 otherwise wait out its 30 s grace and SIGKILL it. A command that starts its own launcher
-(torchrun) runs as it is.
+(torchrun) runs as it is. A job with a run directory (`run`'s --run-dir; an `ab` side's folder,
+where the environment puts its report) gets its flight-recorder dumps there, and torch's launcher
+keeps its per-rank logs there (run_files.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+
+from .run_files import keep_dumps_in, log_folder, run_directory
 
 PREFIX_TEMPLATE = "[rank${rank}] "  # torchrun's log-line prefix, as `nccl-migrate run` always printed it
 
@@ -193,6 +197,16 @@ def _stopped_by_signals():
             signal.signal(signum, handler)
 
 
+def _job_environment(env: dict[str, str] | None, run_dir: str | None) -> tuple[dict[str, str], str | None]:
+    """What the job runs with, ``env`` (None: this process's) with its dumps kept in its run
+    directory, and that directory (None: the job has none)."""
+    job_env = dict(os.environ if env is None else env)
+    directory = run_directory(job_env, run_dir)
+    if directory is not None:
+        keep_dumps_in(job_env, directory)
+    return job_env, directory
+
+
 @contextlib.contextmanager
 def _environment(env: dict[str, str] | None):
     """The job's environment as this process's, for the launch: torch's agent hands its own
@@ -210,10 +224,13 @@ def _environment(env: dict[str, str] | None):
         os.environ.update(saved)
 
 
-def torchrun_arguments(command: list[str], nproc: int, launcher_args: list[str] | None = None) -> list[str]:
+def torchrun_arguments(command: list[str], nproc: int, launcher_args: list[str] | None = None,
+                       log_dir: str | None = None) -> list[str]:
     """torchrun's arguments for ``command``: ``nproc`` ranks on this node, and either a local
-    standalone rendezvous or the multi-node one ``launcher_args`` gives (--nnodes, --rdzv-*)."""
-    extra = list(launcher_args or [])
+    standalone rendezvous or the multi-node one ``launcher_args`` gives (--nnodes, --rdzv-*);
+    torch's agent keeps each rank's output in ``log_dir`` (None: a torchelastic_* folder of its
+    own in the temporary directory, which it never removes)."""
+    extra = list(launcher_args or []) + (["--log-dir", log_dir] if log_dir else [])
     # torchrun's --standalone, as torch.distributed.run.run applies it (config_from_args does not):
     # a c10d rendezvous on a free local port, with an id of its own.
     standalone = ["--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0", "--rdzv-id", str(uuid.uuid4())]
@@ -236,10 +253,11 @@ def _python_script(command: list[str]) -> list[str]:
 
 
 def run_job(command: list[str], nproc: int, env: dict[str, str] | None = None, timeout: float | None = 600.0,
-            launcher_args: list[str] | None = None) -> JobResult:
+            launcher_args: list[str] | None = None, run_dir: str | None = None) -> JobResult:
     """Runs ``command`` (a .py script or a program) as ``nproc`` local ranks through torch's
     elastic launch; each rank gets torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE,
-    MASTER_ADDR/PORT, TORCHELASTIC_*)."""
+    MASTER_ADDR/PORT, TORCHELASTIC_*). ``run_dir``: where the job's own files go (None: the folder
+    of its report, if the environment names one; run_files.py)."""
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import elastic_launch
@@ -247,12 +265,14 @@ def run_job(command: list[str], nproc: int, env: dict[str, str] | None = None, t
 
     started = time.monotonic()
     result = JobResult()
-    with _environment(env), _stopped_by_signals():  # config_from_args sets variables the ranks inherit
+    job_env, run_dir = _job_environment(env, run_dir)
+    log_dir = log_folder(run_dir) if run_dir else None
+    with _environment(job_env), _stopped_by_signals():  # config_from_args sets variables the ranks inherit
         rejected = io.StringIO()  # torchrun's own usage message, for the error (stderr may be a log file)
         try:
             with contextlib.redirect_stderr(rejected):
                 config, entrypoint, arguments = config_from_args(
-                    parse_args(torchrun_arguments(_python_script(command), nproc, launcher_args)))
+                    parse_args(torchrun_arguments(_python_script(command), nproc, launcher_args, log_dir)))
         except SystemExit:
             said = rejected.getvalue().strip().splitlines()
             result.error = f"torchrun rejected the launch arguments {launcher_args}: {said[-1] if said else ''}"
@@ -312,14 +332,16 @@ def _pump(stream, sink) -> None:
         sink.flush()
 
 
-def run_launcher(command: list[str], env: dict[str, str] | None = None, timeout: float | None = 600.0) -> JobResult:
+def run_launcher(command: list[str], env: dict[str, str] | None = None, timeout: float | None = 600.0,
+                 run_dir: str | None = None) -> JobResult:
     """Runs a command that starts its own ranks (torchrun, a SLURM step) as one process group;
-    ends it as a whole past ``timeout`` (None: no limit)."""
+    ends it as a whole past ``timeout`` (None: no limit). ``run_dir`` as for run_job (the
+    command's own launcher keeps its logs where it does)."""
     started = time.monotonic()
     result = JobResult()
     try:
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(command, env=_job_environment(env, run_dir)[0], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as error:
         result.error = f"cannot start {command[0]}: {error}"
         return result

@@ -1,4 +1,5 @@
-"""Shared pytest setup: the in-tree package on sys.path and real multi-process runs."""
+"""Shared pytest setup: the in-tree package on sys.path, real multi-process runs, and nothing
+written outside the suite's temporary directories (suite_home.py)."""
 
 import os
 import sys
@@ -15,6 +16,7 @@ use_tree_package()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pytest  # noqa: E402
+from suite_home import finish, start, suite_home  # noqa: E402, F401 - suite_home: every test's own HOME
 
 # Files whose assertions bound how long real processes may take: a side's few-second timeout
 # reached at a chosen op, a rank's exit, a 2 s meeting, a fault's detection time. Beside other
@@ -30,6 +32,11 @@ TIMING_FILES = {
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "timing: bounds real processes' time; run alone (tools/test.sh)")
+    start(config)
+
+
+def pytest_sessionfinish(session):
+    finish(session)  # fails the run when the real HOME gained files while it ran (suite_home.py)
 
 
 def pytest_collection_modifyitems(config, items):

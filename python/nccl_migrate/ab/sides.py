@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass, field
 
 from ..record_files import ATTEMPT, SECOND_WRITER, last_attempt, second_writer_message
+from ..run_files import DUMP_FOLDER, LOG_FOLDER
 
 Key = tuple[int, str, int]  # (rank, group, sequence number)
 
@@ -224,13 +225,17 @@ RECORD_PATTERNS = ("rank*.jsonl", "rank*.meta.json", "report_*.json", f"*{SECOND
 
 def clear(directory: str) -> list[str]:
     """Removes an earlier run's records from ``directory`` (each rank's files are claimed once per
-    run); returns what it removed."""
+    run), and its flight-recorder dumps (the partial ones it left included) and torch's launcher's
+    logs, so that what the side's fr/ and logs/ hold is this run's; returns what it removed."""
     removed = [path for pattern in RECORD_PATTERNS for path in glob.glob(os.path.join(directory, pattern))]
     for path in removed:
         os.unlink(path)
-    for path in glob.glob(os.path.join(directory, f"{ATTEMPT}*")):  # restarted workers' records
-        shutil.rmtree(path)
-        removed.append(path)
+    folders = [*glob.glob(os.path.join(directory, f"{ATTEMPT}*")), os.path.join(directory, DUMP_FOLDER),
+               os.path.join(directory, LOG_FOLDER)]
+    for path in folders:  # restarted workers' records; the dumps; the logs
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+            removed.append(path)
     return removed
 
 

@@ -254,11 +254,12 @@ def _shrink_after_the_store_host_died(rank, world, store):
         return (type(error).__name__, str(error).split("\n")[0]), time.monotonic() - started
 
 
-def test_shrink_names_the_dead_store_and_the_way_out():
+def test_shrink_names_the_dead_store_and_the_way_out(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    # The survivors' failed ops dump the flight recorder: into tmp_path, not torch's default.
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / "fr_")}
     for (kind, message), seconds in run_ranks(_shrink_after_the_store_host_died, 3, timeout=90, env=env,
                                               reporting=[1, 2]):
         assert kind == "DistStoreError", message
@@ -298,11 +299,12 @@ def _next_op_after_a_lost_peer(rank, world, store):
     return outcome, time.monotonic() - started, str(backend.get_error()) if hasattr(backend, "get_error") else None
 
 
-def test_a_transport_failure_aborts_the_group_so_the_next_op_says_so_at_once():
+def test_a_transport_failure_aborts_the_group_so_the_next_op_says_so_at_once(tmp_path):
     import torch
 
     torch_has_get_error = hasattr(torch._C._distributed_c10d.Backend, "get_error")
-    for (kind, message), seconds, error in run_ranks(_next_op_after_a_lost_peer, 3, timeout=90, reporting=[0, 1]):
+    for (kind, message), seconds, error in run_ranks(_next_op_after_a_lost_peer, 3, timeout=90, reporting=[0, 1],
+                                                     env={"TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / "fr_")}):
         assert kind == "DistBackendError", message
         assert "process group '0' (nccl2) was aborted after a failed op" in message, message
         assert seconds < 1.0, seconds  # at once: not after Gloo's own 3 s timeout

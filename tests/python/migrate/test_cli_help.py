@@ -11,12 +11,13 @@ HELP = {
         'usage: nccl-migrate run [-h] [--nproc NPROC] [--nnodes NNODES] [--node-rank NODE_RANK]\n'
         '                        [--rdzv-backend RDZV_BACKEND] [--rdzv-endpoint RDZV_ENDPOINT]\n'
         '                        [--rdzv-id RDZV_ID] [--max-restarts MAX_RESTARTS] [--timeout TIMEOUT]\n'
-        '                        [--no-activate]\n'
+        '                        [--run-dir RUN_DIR] [--no-activate]\n'
         '                        ...\n'
         '\n'
         "Runs COMMAND as N ranks per node through torch's own launcher (torchrun's elastic agent, in this\n"
         "process): torchrun's environment per rank, a local rendezvous or the multi-node one given by\n"
-        '--nnodes/--rdzv-endpoint; a failing rank ends the others. A torchrun command runs as it is.\n'
+        '--nnodes/--rdzv-endpoint; a failing rank ends the others. A torchrun command runs as it is. What\n'
+        'the job writes for itself (reports, flight-recorder dumps, logs) goes to the run directory.\n'
         '\n'
         'positional arguments:\n'
         '  command               -- COMMAND [ARGS...] (a .py file runs with this Python)\n'
@@ -37,6 +38,11 @@ HELP = {
         '  --max-restarts MAX_RESTARTS\n'
         "                        torchrun's --max-restarts (default 0)\n"
         '  --timeout TIMEOUT     seconds before the whole job is ended (default 600)\n'
+        "  --run-dir RUN_DIR     where the job's own files go: the toolkit's reports (report_{rank}.json,\n"
+        "                        unless NCCL_MIGRATE_REPORT names a file), the flight recorder's dumps\n"
+        '                        (fr/comm_lib_trace_rank_<rank>; a TORCH_FR_DUMP_TEMP_FILE of yours is\n'
+        "                        replaced) and each rank's log as torch's launcher keeps it (logs/);\n"
+        '                        default: a new temporary folder, named at the end\n'
         '  --no-activate         do not activate the shim in the job (torch then behaves as without nccl-\n'
         '                        migrate)\n'
     ),
@@ -56,7 +62,8 @@ HELP = {
         'torchfrtrace DIR -p PREFIX.\n'
         '\n'
         'positional arguments:\n'
-        '  DUMP                  dump files, one per rank\n'
+        '  DUMP                  dump files, one per rank, or a directory: the dumps in it and below (a run\n'
+        '                        directory of `run` or `ab`)\n'
         '\n'
         'options:\n'
         '  -h, --help            show this help message and exit\n'

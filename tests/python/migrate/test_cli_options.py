@@ -57,15 +57,18 @@ def test_a_launcher_command_is_recognised():
 def launched(monkeypatch):
     calls = []
 
-    def run_job(command, nproc, env=None, timeout=None, launcher_args=None):
+    def run_job(command, nproc, env=None, timeout=None, launcher_args=None, run_dir=None):
         calls.append(("job", command, nproc, env, timeout, launcher_args))
+        calls.run_dirs.append(run_dir)
         return calls.result
 
-    def run_launcher(command, env=None, timeout=None):
+    def run_launcher(command, env=None, timeout=None, run_dir=None):
         calls.append(("launcher", command, env, timeout))
+        calls.run_dirs.append(run_dir)
         return calls.result
 
     calls = type("Calls", (list,), {})()
+    calls.run_dirs = []
     calls.result = JobResult(ranks=[RankResult(0, 0), RankResult(1, 0)], seconds=1.5)
     monkeypatch.setattr(launch, "run_job", run_job)
     monkeypatch.setattr(launch, "run_launcher", run_launcher)
@@ -83,6 +86,11 @@ def test_run_starts_the_ranks_with_the_shim_and_the_package_on_their_path(launch
     err = capsys.readouterr().err
     assert "nccl-migrate run: 3 ranks per node, by torch's launcher: job.py -x" in err
     assert "nccl-migrate run: all 2 ranks finished in 1.5 s" in err
+    # The job's own files go to a new run directory, named at the end.
+    [run_dir] = launched.run_dirs
+    assert os.path.basename(run_dir).startswith("nccl-migrate-run-") and os.path.isdir(run_dir)
+    assert env["NCCL_MIGRATE_REPORT"] == os.path.join(run_dir, "report_{rank}.json")
+    assert f"nccl-migrate run: the job's files are in {run_dir}" in err
 
 
 def test_run_without_the_shim_and_without_a_pythonpath(launched, monkeypatch):

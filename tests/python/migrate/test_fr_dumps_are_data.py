@@ -98,10 +98,15 @@ def test_a_file_of_the_wrong_shape_is_not_a_dump(tmp_path, content, why):
     assert why in done.stderr, done.stderr
 
 
-def test_a_directory_or_unreadable_path_is_named_without_a_traceback(tmp_path):
-    done = _fr(tmp_path)
+def test_a_directory_without_dumps_or_an_unreadable_path_is_named_without_a_traceback(tmp_path):
+    done = _fr(tmp_path)  # a directory stands for the dumps in it (a run directory): here, none
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert done.stderr.startswith(f"nccl-migrate fr: {tmp_path}: cannot be read (")
+    assert done.stderr.startswith(f"nccl-migrate fr: {tmp_path}: no flight-recorder dumps in it or below")
+    (tmp_path / "file").write_text("")
+    unreadable = tmp_path / "file" / "fr_0"
+    done = _fr(unreadable)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"nccl-migrate fr: {unreadable}: cannot be read (")
 
 
 def test_the_reader_refuses_code_in_process_too(tmp_path):
