@@ -9,11 +9,11 @@ import os
 import sys
 import tempfile
 
+from .job_command import starts_own_ranks, unrunnable
 from .launch_options import (
     add_launcher_options,
     launch_option_error,
     launcher_arguments,
-    starts_own_ranks,
 )
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -30,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
     if not command:
         print("nccl-migrate run: no command given; usage: nccl-migrate run [--nproc N] -- python job.py", file=sys.stderr)
         return EXIT_ERROR
-    problem = launch_option_error(args)
+    problem = launch_option_error(args) or unrunnable(command)
     if problem:
         print(f"nccl-migrate run: {problem}", file=sys.stderr)
         return EXIT_ERROR
@@ -100,8 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Runs COMMAND as N ranks per node through torch's own launcher (torchrun's "
                                      "elastic agent, in this process): torchrun's environment per rank, a local "
                                      "rendezvous or the multi-node one given by --nnodes/--rdzv-endpoint; a failing "
-                                     "rank ends the others. A torchrun command runs as it is. What the job writes for "
-                                     "itself (reports, flight-recorder dumps, logs) goes to the run directory.")
+                                     "rank ends the others. A launch command (torchrun, srun, a shell script) runs "
+                                     "once, as given. What the job writes for itself (reports, flight-recorder dumps, "
+                                     "logs) goes to the run directory.")
     run.add_argument("--nproc", type=int, default=2, help="ranks per node (default 2)")
     add_launcher_options(run)
     run.add_argument("--timeout", type=float, default=600.0, help="seconds before the whole job is ended (default 600)")

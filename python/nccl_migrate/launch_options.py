@@ -5,7 +5,6 @@ commands import."""
 from __future__ import annotations
 
 import argparse
-import os
 
 
 def launcher_arguments(args: argparse.Namespace) -> list[str]:
@@ -41,8 +40,3 @@ def launch_option_error(args: argparse.Namespace) -> str | None:
     if getattr(args, "tolerance", 0.0) < 0:
         return f"--tolerance {args.tolerance}: give 0 or more"
     return None
-
-
-def starts_own_ranks(command: list[str]) -> bool:
-    """Whether ``command`` is a launcher itself (torchrun, python -m torch.distributed.run)."""
-    return os.path.basename(command[0]) == "torchrun" or command[1:3] == ["-m", "torch.distributed.run"]

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 
+from . import run_files
 from ._native import native
 from .ab import RECORD_VARIABLE
 from .record_files import (
@@ -20,7 +21,7 @@ from .record_files import (
     write_whole,
 )
 
-REPORT_VARIABLE = "NCCL_MIGRATE_REPORT"
+REPORT_VARIABLE = run_files.REPORT_VARIABLE
 
 _groups: list[dict] = []
 _global_rank: list[int] = []  # set by the first group served: the world group's rank is the global rank

@@ -14,6 +14,8 @@ import shlex
 import sys
 import tempfile
 
+from .. import run_files
+from ..job_command import unrunnable
 from ..record_files import write_whole
 from . import report
 from .compare import Comparison, compare
@@ -21,7 +23,7 @@ from .divergences import ScratchError
 from .html import render_html
 from .op_map import OpMap
 from .progress import Progress
-from .runner import SideRun, run_shadowed, run_side, unrunnable
+from .runner import SideRun, run_shadowed, run_side
 from .side_failure import compare_up_to_failure, explain
 from .side_stats import SideStats
 from .sides import (
@@ -54,7 +56,7 @@ USAGE = ("%(prog)s [OPTIONS] [--a SPEC] [--b SPEC] [--shadow] -- COMMAND [ARGS..
          "       %(prog)s compare DIR_A DIR_B [OPTIONS]")
 COMMAND_HELP = ("after --, the job: a .py script (run as --nproc ranks through torch's launcher, with this "
                 "Python), a program run as each rank, or a launch command that starts the ranks itself "
-                "(torchrun ...)")
+                "(torchrun, srun, a shell script), run once as given")
 
 
 def add_parser(sub) -> None:
@@ -163,6 +165,9 @@ def main(args: argparse.Namespace) -> int:
     problem = unwritable(run_dir, "--run-dir")
     if problem:
         return _fail(problem)
+    note = run_files.replaced_locations(os.environ, run_dir)
+    if note:
+        print(f"nccl-migrate ab: {note}", file=sys.stderr)
 
     if args.shadow:
         print(f"nccl-migrate ab: one run, primary a ({sides[0].text}), shadow b ({sides[1].text}): "
@@ -235,6 +240,7 @@ def record(argv: list[str]) -> int:
         return _fail(str(error))
     directory = os.path.abspath(args.dir)
     if args.print_env:
+        os.makedirs(run_files.dump_folder(directory), exist_ok=True)  # torch writes a dump only into a folder that exists
         for key, value in sorted(job_environment(side, directory, args.keep_tensors, inherit=False).items()):
             print(f"unset {key}" if value is None else f"export {key}={shlex.quote(value)}")
         return EXIT_IDENTICAL

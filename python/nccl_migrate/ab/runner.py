@@ -7,12 +7,12 @@ import contextlib
 import glob
 import json
 import os
-import shutil
 import socket
 from dataclasses import asdict, dataclass, field
 
+from .. import run_files
+from ..job_command import starts_own_ranks
 from ..launch import JobResult, run_job, run_launcher
-from ..launch_options import starts_own_ranks
 from ..record_files import write_whole
 from . import KEEP_VARIABLE, RECORD_VARIABLE, SHADOW_PERTURB_VARIABLE, SHADOW_VARIABLE
 from .sides import RecordError, clear
@@ -92,7 +92,11 @@ def job_environment(side: Side, directory: str, keep_bytes: int, inherit: bool =
     if inherit:  # nothing of an outer A/B run leaks in; the in-tree package is importable
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH", "")]))
     env[RECORD_VARIABLE] = directory
-    env["NCCL_MIGRATE_REPORT"] = os.path.join(directory, "report_{rank}.json")
+    # Always the side's own report, whatever the user named (run_files.report_into keeps a
+    # user's file for `run`): two sides writing one file would lose one.
+    env[run_files.REPORT_VARIABLE] = os.path.join(directory, run_files.REPORT_NAME)
+    if not inherit:  # a job started elsewhere gets no launcher of ours to point its dumps
+        env[run_files.DUMP_VARIABLE] = run_files.dump_prefix(directory)
     if keep_bytes:
         env[KEEP_VARIABLE] = str(keep_bytes)
     for key, value in side.env.items():
@@ -126,53 +130,6 @@ def _started_once(side: Side, command: list[str], timeout: float | None, directo
     with open(log, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         job = run_launcher(command, env=env, timeout=timeout)
     return SideRun.finished(side, directory, log, job, ranks_known=False)
-
-
-def _looked_for(path: str) -> str:
-    return "" if os.path.isabs(path) else f" (looked for {os.path.abspath(path)})"
-
-
-def _script_problem(path: str) -> str | None:
-    if not os.path.exists(path):
-        return (f"the job's script {path} does not exist{_looked_for(path)}; give its path, absolute or from the "
-                "current directory")
-    if not os.path.isfile(path):
-        return f"the job's script {path} is not a file; give the .py script the job runs"
-    if not os.access(path, os.R_OK):
-        return f"the job's script {path} cannot be read by this user; make it readable (chmod a+r {path})"
-    return None
-
-
-def _program_problem(program: str) -> str | None:
-    if os.sep not in program:
-        return None if shutil.which(program) else (
-            f"{program}: no such program on PATH; give the job's .py script, or the path of a program or launch "
-            "command (torchrun, srun, a shell script)")
-    if not os.path.isfile(program):
-        return (f"{program} does not exist or is not a file{_looked_for(program)}; give the path of the job's "
-                "program or launch command, absolute or from the current directory")
-    if not os.access(program, os.X_OK):
-        return f"{program} is not executable; make it so (chmod +x {program}), or give it to its interpreter (bash {program})"
-    return None
-
-
-def unrunnable(command: list[str]) -> str | None:
-    """Why ``command`` cannot run, or None; checked before any side starts, so that a job that is
-    not there fails once, at once, not as two failed sides. A .py job must be a readable file; any
-    other COMMAND's program must be found (a path, or on PATH), and a Python interpreter's .py
-    script too (``python job.py``). What a launch command runs elsewhere (srun, a container) is
-    its own business: only its program is checked here."""
-    if command[0].endswith(".py"):
-        return _script_problem(command[0])
-    problem = _program_problem(command[0])
-    if problem or not os.path.basename(command[0]).startswith("python"):
-        return problem
-    for arg in command[1:]:
-        if arg in ("-m", "-c"):  # a module or a program text, not a script
-            return None
-        if not arg.startswith("-"):
-            return _script_problem(arg) if arg.endswith(".py") else None
-    return None
 
 
 def is_launch_command(command: list[str]) -> bool:

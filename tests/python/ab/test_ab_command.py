@@ -5,6 +5,7 @@ The same commands with real jobs are in test_ab_cli.py and test_ab_faults.py."""
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from nccl_migrate import cli
@@ -188,6 +189,14 @@ def test_two_sides_run_in_turn_then_are_compared(tmp_path, sides_run, capsys):
                                        "nccl-migrate ab: side b (legacy): job.py x\n")
 
 
+def test_a_dump_location_the_user_set_is_named_as_replaced(tmp_path, sides_run, capsys, monkeypatch):
+    monkeypatch.setenv("TORCH_FR_DUMP_TEMP_FILE", "/shared/dumps/rank_")
+    run_dir = str(tmp_path / "run")
+    assert command.main(_args("--run-dir", run_dir, "--", "job.py")) == 7
+    said = capsys.readouterr().err.splitlines()[0]
+    assert said.startswith("nccl-migrate ab: TORCH_FR_DUMP_TEMP_FILE=/shared/dumps/rank_ replaced") and run_dir in said
+
+
 def test_a_shadow_run_is_one_job_seen_as_two_sides(tmp_path, sides_run, capsys):
     run_dir = str(tmp_path / "run")
     assert command.main(_args("--shadow", "--run-dir", run_dir, "job.py", "--steps", "2")) == 7
@@ -361,9 +370,11 @@ def test_print_env_prints_shell_exports_and_runs_nothing(tmp_path, recorded, cap
     out = capsys.readouterr().out.splitlines()
     assert out == ["export NCCL_MIGRATE_AB_KEEP=5", f"export NCCL_MIGRATE_AB_RECORD={tmp_path}/d",
                    "export NCCL_MIGRATE_ACTIVATE=1", "export NCCL_MIGRATE_IMPL=torch",
-                   f"export NCCL_MIGRATE_REPORT='{tmp_path}/d/report_{{rank}}.json'", "unset TORCH_DIST_USE_NCCL2"]
+                   f"export NCCL_MIGRATE_REPORT='{tmp_path}/d/report_{{rank}}.json'", "unset TORCH_DIST_USE_NCCL2",
+                   f"export TORCH_FR_DUMP_TEMP_FILE={tmp_path}/d/fr/comm_lib_trace_rank_"]
     assert recorded == []
-    assert not (tmp_path / "d").exists()
+    # only the dumps' folder, which torch needs to exist and will not make
+    assert [p.relative_to(tmp_path) for p in sorted((tmp_path / "d").rglob("*"))] == [Path("d/fr")]
 
 
 # --- `ab compare` on records written here ---------------------------------------------------------

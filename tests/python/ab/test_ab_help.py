@@ -24,7 +24,8 @@ HELP = {
         'positional arguments:\n'
         "  COMMAND               after --, the job: a .py script (run as --nproc ranks through torch's\n"
         '                        launcher, with this Python), a program run as each rank, or a launch\n'
-        '                        command that starts the ranks itself (torchrun ...)\n'
+        '                        command that starts the ranks itself (torchrun, srun, a shell script), run\n'
+        '                        once as given\n'
         '\n'
         'options:\n'
         '  -h, --help            show this help message and exit\n'

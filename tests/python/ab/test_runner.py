@@ -9,6 +9,7 @@ import socket
 import sys
 
 import pytest
+from nccl_migrate import job_command
 from nccl_migrate.ab import runner
 from nccl_migrate.ab.sides import RecordError
 from nccl_migrate.ab.spec import Side, SpecError
@@ -40,7 +41,13 @@ def test_a_job_started_elsewhere_gets_only_what_the_side_sets(monkeypatch):
     monkeypatch.setenv("KEPT_AS_IS", "yes")
     assert runner.job_environment(SIDE, "/rec", 0, inherit=False) == {
         "NCCL_MIGRATE_AB_RECORD": "/rec", "NCCL_MIGRATE_REPORT": "/rec/report_{rank}.json",
-        "NCCL_MIGRATE_IMPL": "toolkit", "TORCH_DIST_USE_NCCL2": None}
+        "TORCH_FR_DUMP_TEMP_FILE": "/rec/fr/comm_lib_trace_rank_", "NCCL_MIGRATE_IMPL": "toolkit",
+        "TORCH_DIST_USE_NCCL2": None}
+
+
+def test_a_side_keeps_its_own_report_whatever_report_the_user_named(monkeypatch):
+    monkeypatch.setenv("NCCL_MIGRATE_REPORT", "/home/me/report.json")
+    assert runner.job_environment(SIDE, "/rec", 0)["NCCL_MIGRATE_REPORT"] == "/rec/report_{rank}.json"
 
 
 def test_which_commands_launch_themselves():
@@ -224,7 +231,7 @@ def test_a_job_that_is_there_and_runnable_passes(tmp_path, monkeypatch):
     for command in (["job.py", "--steps", "2"], [str(job)], [str(script)], ["sh", "-c", "true"],
                     [sys.executable, "-u", "job.py"], [sys.executable, "-m", "torch.distributed.run", "missing.py"],
                     ["true", "/only/where/it/runs.py"]):  # a launch command's own arguments are its business
-        assert runner.unrunnable(command) is None, command
+        assert job_command.unrunnable(command) is None, command
 
 
 def test_a_job_that_is_not_there_or_not_runnable_is_named_with_how_to_fix_it(tmp_path, monkeypatch):
@@ -251,5 +258,5 @@ def test_a_job_that_is_not_there_or_not_runnable_is_named_with_how_to_fix_it(tmp
     if os.geteuid() != 0:  # root reads any file
         cases.append((["secret.py"], "the job's script secret.py cannot be read by this user; make it readable"))
     for command, message in cases:
-        problem = runner.unrunnable(command)
+        problem = job_command.unrunnable(command)
         assert problem is not None and problem.startswith(message), (command, problem)

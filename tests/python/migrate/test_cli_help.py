@@ -16,8 +16,9 @@ HELP = {
         '\n'
         "Runs COMMAND as N ranks per node through torch's own launcher (torchrun's elastic agent, in this\n"
         "process): torchrun's environment per rank, a local rendezvous or the multi-node one given by\n"
-        '--nnodes/--rdzv-endpoint; a failing rank ends the others. A torchrun command runs as it is. What\n'
-        'the job writes for itself (reports, flight-recorder dumps, logs) goes to the run directory.\n'
+        '--nnodes/--rdzv-endpoint; a failing rank ends the others. A launch command (torchrun, srun, a\n'
+        'shell script) runs once, as given. What the job writes for itself (reports, flight-recorder dumps,\n'
+        'logs) goes to the run directory.\n'
         '\n'
         'positional arguments:\n'
         '  command               -- COMMAND [ARGS...] (a .py file runs with this Python)\n'

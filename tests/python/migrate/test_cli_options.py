@@ -6,7 +6,7 @@ import argparse
 import os
 
 import pytest
-from nccl_migrate import cli, launch, launch_options
+from nccl_migrate import cli, job_command, launch, launch_options
 from nccl_migrate.launch import JobResult, RankResult
 
 
@@ -48,9 +48,17 @@ def test_good_launch_options_pass():
 
 
 def test_a_launcher_command_is_recognised():
-    assert launch_options.starts_own_ranks(["torchrun", "job.py"]) and launch_options.starts_own_ranks(["/usr/bin/torchrun"])
-    assert launch_options.starts_own_ranks(["python", "-m", "torch.distributed.run", "job.py"])
-    assert not launch_options.starts_own_ranks(["python", "job.py"]) and not launch_options.starts_own_ranks(["python", "-m", "x"])
+    assert job_command.starts_own_ranks(["torchrun", "job.py"]) and job_command.starts_own_ranks(["/usr/bin/torchrun"])
+    assert job_command.starts_own_ranks(["python", "-m", "torch.distributed.run", "job.py"])
+    assert not job_command.starts_own_ranks(["python", "job.py"]) and not job_command.starts_own_ranks(["python", "-m", "x"])
+    assert not job_command.starts_own_ranks(["job.py"]) and not job_command.starts_own_ranks(["./rank_binary"])
+
+
+@pytest.mark.parametrize("command", [["bash", "launch.sh"], ["./launch.sh"], ["sh", "-e", "launch"],
+                                     ["srun", "python", "job.py"], ["mpirun", "-n", "2", "job"]])
+def test_a_shell_script_or_a_schedulers_launcher_starts_its_own_ranks(command):
+    # Started once per rank instead, `bash launch.sh` (torchrun inside) would start each rank twice.
+    assert job_command.starts_own_ranks(command)
 
 
 @pytest.fixture
@@ -72,8 +80,20 @@ def launched(monkeypatch):
     calls.result = JobResult(ranks=[RankResult(0, 0), RankResult(1, 0)], seconds=1.5)
     monkeypatch.setattr(launch, "run_job", run_job)
     monkeypatch.setattr(launch, "run_launcher", run_launcher)
+    monkeypatch.setattr(cli, "unrunnable", lambda command: None)  # the job stood in for is never there
     monkeypatch.delenv("NCCL_MIGRATE_ACTIVATE", raising=False)
     return calls
+
+
+def test_run_refuses_a_job_that_is_not_there_before_anything_starts(tmp_path, monkeypatch, capsys):
+    started = []
+    monkeypatch.setattr(launch, "run_job", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(launch, "run_launcher", lambda *a, **k: started.append(a))
+    missing = str(tmp_path / "trian.py")
+    assert cli.main(["run", "--run-dir", str(tmp_path / "run"), "--", missing]) == cli.EXIT_ERROR
+    assert capsys.readouterr().err == (f"nccl-migrate run: the job's script {missing} does not exist; give its path, "
+                                       "absolute or from the current directory\n")
+    assert started == [] and not (tmp_path / "run").exists()
 
 
 def test_run_starts_the_ranks_with_the_shim_and_the_package_on_their_path(launched, capsys, monkeypatch):
