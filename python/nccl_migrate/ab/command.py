@@ -17,7 +17,7 @@ import tempfile
 from .. import run_files
 from ..job_command import unrunnable
 from ..record_files import write_whole
-from . import report
+from . import report, side_behaviour
 from .compare import Comparison, compare
 from .divergences import ScratchError
 from .html import render_html
@@ -427,6 +427,9 @@ def conclude(args: argparse.Namespace, run_dir: str, runs: list[SideRun], shadow
                   for run, d in zip(jobs, data) if not faults and not unreadable for rank in missing_ranks(d)]
     unrecorded += [f"side {run.side.label}: {why}" for run, d in zip(jobs, data) if not faults and not unreadable
                    for why in incomplete_records(d)]
+    # Both sides of one behaviour compare identical and prove nothing: not a comparison as asked.
+    unrecorded += [why for run, d in zip(jobs, data) if d is not None and not shadow
+                   if (why := side_behaviour.overridden(run.side, d.reports))]
     if unreadable or unrecorded or empty:
         exit_code, verdict = EXIT_FAILED, "could not compare: " + "; ".join(failures + unreadable + unrecorded)
     else:

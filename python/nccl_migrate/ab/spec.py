@@ -14,10 +14,11 @@ TORCH_NCCL_NAMES = ("nccl", "nccl2", "nccl-lazy", "nccl-legacy")
 
 # Each behaviour is reached the way an unmodified job reaches it: backend "nccl" plus the variable
 # torch 2.15 reads; rewritten-lazy-p2p has no variable, so its name replaces the job's.
+BEHAVIOUR_VARIABLE = "TORCH_DIST_USE_NCCL2"
 BEHAVIOURS = {
-    "legacy": {"TORCH_DIST_USE_NCCL2": "0"},
-    "rewritten": {"TORCH_DIST_USE_NCCL2": None},
-    "lazy": {"TORCH_DIST_USE_NCCL2": None, BACKEND_VARIABLE: "nccl-lazy"},
+    "legacy": {BEHAVIOUR_VARIABLE: "0"},
+    "rewritten": {BEHAVIOUR_VARIABLE: None},
+    "lazy": {BEHAVIOUR_VARIABLE: None, BACKEND_VARIABLE: "nccl-lazy"},
 }
 
 
