@@ -1,10 +1,16 @@
-"""Lint throughput on the installed torch package, against ruff and clang-tidy in the same run.
+"""Lint throughput on the installed torch package and Megatron-LM, against ruff and clang-tidy in the same run.
 
-Python part, on two scopes: every .py/.pyi under torch/ (torch/include left out), and
+Python part, on up to three scopes: every .py/.pyi under torch/ (torch/include left out),
 torch/distributed alone, where the prefilter lets through most of what it can (as in a training
-stack). `ruff check --select E711` (one rule, no cache) against nccl-migrate with one rule
-(`--select NM201`) and in its default mode (every rule that is on by default, the project-wide
-wrapper table included: it is built inside the timed run). C++ part: torch's C++ headers in
+stack), and a Megatron-LM checkout given with `--megatron PATH` (for instance
+`git archive HEAD | tar -x -C /tmp/megatron` of github.com/NVIDIA/Megatron-LM; nothing is
+downloaded here). `ruff check --isolated --select E711` (one rule, no cache, no configuration
+file) against nccl-migrate with one rule (`--select NM201`) and in its default mode (every rule
+that is on by default, the project-wide wrapper table included: it is built inside the timed run,
+with environment resolution on: imports that leave the tree are resolved through python3 on PATH,
+or the interpreter named by `--python`, which the table asks only when the tree calls an installed
+name in a loop or many times), and the default mode with `--no-environment`, which shows what
+environment resolution costs. C++ part: torch's C++ headers in
 nccl-migrate's default mode (raw lexer, all rules) against clang-tidy-19 running one check
 (`-checks=-*,bugprone-use-after-move`) on a sample of headers, extrapolated per file. Lines and
 files per second, and the ratios peer time / nccl-migrate time (above 1: nccl-migrate is faster).
@@ -13,7 +19,8 @@ the fastest time is kept, and the least CPU time (user and system, all threads a
 machine that other work shares, CPU time says more than wall time. The default mode's target is
 1.0x ruff on both scopes, in wall time.
 
-    .venv/bin/python bench/lint_throughput.py [--cli build/migrate/nccl-migrate] [--repeat 3] [--tidy-sample 12] [--python-only]
+    .venv/bin/python bench/lint_throughput.py [--cli build/migrate/nccl-migrate] [--repeat 3] [--tidy-sample 12]
+        [--python-only] [--megatron /tmp/megatron] [--python PATH]
 """
 
 from __future__ import annotations
@@ -80,7 +87,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each Python command; the fastest counts")
     parser.add_argument("--tidy-sample", type=int, default=12)
     parser.add_argument("--python-only", action="store_true", help="leave out the C++ part (clang-tidy takes minutes)")
+    parser.add_argument("--megatron", type=Path, help="a Megatron-LM checkout to lint as a third scope")
+    parser.add_argument("--python", help="the interpreter whose environment the default mode resolves imports through "
+                                         "(nccl-migrate's --python; default: python3 on PATH)")
     args = parser.parse_args()
+    if args.megatron and not (args.megatron / "megatron").is_dir():
+        sys.exit(f"--megatron {args.megatron}: no megatron/ folder there; give the root of a Megatron-LM checkout")
     import torch  # only to find the installed tree
 
     root = Path(torch.__file__).parent
@@ -90,31 +102,42 @@ def main() -> None:
     cpp_files = files_under(include, (".h", ".hpp", ".cuh"))
     cpp_lines = count_lines(cpp_files)
     print(f"torch tree: {root}")
+    if args.megatron:
+        print(f"Megatron-LM tree: {args.megatron}")
+    interpreter = args.python or shutil.which("python3") or "python3 (not on PATH)"
+    print(f"environment resolution (default mode) through: {interpreter}")
     print(f"{'run':<52} {'files':>7} {'lines':>9} {'seconds':>8} {'files/s':>10} {'lines/s':>11} {'vs peer':>9}"
           f" {'cpu s':>8} {'cpu vs peer':>9}")
 
     verdicts = []
-    for scope, path in (("torch", root), ("torch/distributed", root / "distributed")):
+    scopes = [("torch", root), ("torch/distributed", root / "distributed")]
+    if args.megatron:
+        scopes.append(("Megatron-LM", args.megatron))
+    python = ["--python", args.python] if args.python else []
+    for scope, path in scopes:
         py_files = [p for p in files_under(path, (".py", ".pyi")) if include not in p.parents]
         py_lines = count_lines(py_files)
         runs = best_of(
             {
-                "ruff": [ruff, "check", "--no-cache", "--select", "E711", "--exit-zero", "--quiet", str(path)],
+                "ruff": [ruff, "check", "--isolated", "--no-cache", "--select", "E711", "--exit-zero", "--quiet", str(path)],
                 "single": [args.cli, "lint", "--select", "NM201", "--exclude", "include", str(path)],
-                "default": [args.cli, "lint", "--exclude", "include", str(path)],
+                "default": [args.cli, "lint", *python, "--exclude", "include", str(path)],
+                "noenv": [args.cli, "lint", "--no-environment", "--exclude", "include", str(path)],
             },
             args.repeat,
         )
         (ruff_s, ruff_cpu) = runs["ruff"]
         row(f"{scope}: ruff check --select E711 (peer)", len(py_files), py_lines, ruff_s, cpu=ruff_cpu)
-        for name, label in (("single", "--select NM201 (one rule)"), ("default", "default mode")):
+        for name, label in (("single", "--select NM201 (one rule)"), ("default", "default mode"),
+                            ("noenv", "default, --no-environment")):
             row(f"{scope}: nccl-migrate {label}", len(py_files), py_lines, runs[name][0], ruff_s, runs[name][1], ruff_cpu)
         ratio = ruff_s / runs["default"][0]
-        verdicts.append(f"Python, {scope}, default mode vs ruff --select E711: {ratio:.2f}x wall "
+        verdicts.append(f"Python, {scope}, default mode (environment on) vs ruff --select E711: {ratio:.2f}x wall "
                         f"({'meets' if ratio >= 1.0 else 'BELOW'} the 1.00x target), "
                         f"{ruff_cpu / runs['default'][1]:.2f}x CPU")
 
     if args.python_only:
+        print(f"load average (1, 5, 15 min) at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         for verdict in verdicts:
             print(verdict)
         return

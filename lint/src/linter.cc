@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <future>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -523,16 +522,6 @@ std::string notebookPython(const std::string& text) {
 // The Python texts it reads stay in `preread` for the workers, which then need not read them again.
 ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig& config, unsigned jobs,
                             std::vector<std::optional<SourceRead>>& preread) {
-  // The interpreter starts (python_environment.h) while the files are read: its startup costs
-  // about as much as reading a package, and a run waits for it only once.
-  bool anyPythonFile = std::any_of(files.begin(), files.end(), [](const fs::path& f) { return languageByName(f) == Language::Python; });
-  std::future<std::pair<PythonEnvironment, std::string>> asked;
-  if (config.environment && anyPythonFile && ruleOn(config, "NM401"))
-    asked = std::async(std::launch::async, [python = config.python] {
-      std::string note;
-      PythonEnvironment environment = PythonEnvironment::ask(python, note);
-      return std::make_pair(std::move(environment), std::move(note));
-    });
   bool wrappers = ruleOn(config, "NM401");
   bool aliases = ruleOn(config, "NM201") || ruleOn(config, "NM204");
   std::vector<size_t> wanted;
@@ -574,17 +563,14 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
   if (!wrappers) return tables;
-  // The environment lint runs in resolves the imports that leave the tree (python_environment.h),
-  // asked once per run and only when the tree has Python.
-  PythonEnvironment environment;
-  if (asked.valid()) {
-    auto [answer, note] = asked.get();
-    environment = std::move(answer);
-    if (!note.empty()) tables.notes.push_back(note);
-  }
+  // The environment lint runs in resolves the imports that leave the tree (python_environment.h):
+  // the interpreter is asked only when the table needs an installed module (group_wrappers.h),
+  // which most trees never do.
+  PythonEnvironmentOnDemand environment(config.python);
   ModuleReader reader;
-  if (!environment.searchPath().empty()) reader = [&](const std::string& dotted) { return environment.moduleSource(dotted); };
-  GroupWrapperTable table = buildGroupWrapperTable(texts, modules, jobs, reader, groupWrapperCatalogue());
+  if (config.environment) reader = [&](const std::string& dotted) { return environment.moduleSource(dotted); };
+  GroupWrapperTable table = buildGroupWrapperTable(texts, modules, jobs, reader, groupWrapperCatalogue(), config.groupSitesThreshold);
+  if (!environment.note().empty()) tables.notes.push_back(environment.note());
   tables.groupWrappers = std::move(table.keys);
   for (const ProjectSite& site : table.sites) {
     const fs::path& path = files[wanted[site.source]];

@@ -16,9 +16,11 @@
 #include <map>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
+#include "python/python_environment.h"
 #include "python/python_text.h"
 #include "python/python_frontend.h"
 #include "python/python_project.h"
@@ -171,10 +173,13 @@ using Sought = std::map<std::string, std::vector<std::string>, std::less<>>;
 // text alone: a method only through self or cls in its own module, a nested function by its bare
 // name in its own module, a module's function in its own module or in a source that names the
 // module (as its import does). Keeps the parse to the statements that may matter.
-bool mayReach(std::string_view text, size_t hit, const std::string& scope, const std::string& caller) {
+// `mentions` answers whether the text holds a word, once per word and source: a source may hold
+// thousands of hits of names sought under as many modules.
+template <class Mentions>
+bool mayReach(std::string_view text, size_t hit, const std::string& scope, const std::string& caller, Mentions&& mentions) {
   if (scope == "*") return true;
   size_t hash = scope.find('#');
-  std::string module = scope.substr(0, hash);
+  std::string_view module = std::string_view(scope).substr(0, hash);  // into `scope`, which outlives `mentions`
   std::string_view kind = hash == std::string::npos ? std::string_view() : std::string_view(scope).substr(hash + 1);
   bool same = module.empty() || caller.empty() || module == caller;
   bool attribute = hit > 0 && text[hit - 1] == '.';
@@ -188,17 +193,23 @@ bool mayReach(std::string_view text, size_t hit, const std::string& scope, const
   if (kind.starts_with("class=")) {
     // A method called on an object: in a file that names the class or its module.
     if (!attribute) return false;
-    std::string_view last = std::string_view(module).substr(module.rfind('.') + 1);
-    return same || text.find(last) != std::string_view::npos || text.find(kind.substr(6)) != std::string_view::npos;
+    std::string_view last = module.substr(module.rfind('.') + 1);
+    return same || mentions(last) || mentions(kind.substr(6));
   }
   if (same) return true;
-  std::string_view last = std::string_view(module).substr(module.rfind('.') + 1);
-  return text.find(last) != std::string_view::npos;
+  std::string_view last = module.substr(module.rfind('.') + 1);
+  return mentions(last);
 }
 
 // The hits of `sought` that may reach one of its wrappers.
 std::vector<size_t> reachingHits(std::string_view text, std::vector<size_t> hits, const Sought& sought, const std::string& caller,
                                  const std::map<std::string, std::string, std::less<>>& aliases) {
+  std::unordered_map<std::string_view, bool> mentioned;
+  auto mentions = [&](std::string_view word) {
+    auto [it, added] = mentioned.try_emplace(word, false);
+    if (added) it->second = text.find(word) != std::string_view::npos;
+    return it->second;
+  };
   std::erase_if(hits, [&](size_t hit) {
     size_t end = hit;
     while (end < text.size() && isIdentifierByte(text[end])) ++end;
@@ -207,7 +218,7 @@ std::vector<size_t> reachingHits(std::string_view text, std::vector<size_t> hits
     auto it = sought.find(name);
     if (it == sought.end()) return true;
     for (const std::string& scope : it->second)
-      if (mayReach(text, hit, scope, caller)) return false;
+      if (mayReach(text, hit, scope, caller, mentions)) return false;
     return true;
   });
   return hits;
@@ -294,6 +305,66 @@ std::vector<ImportedName> importsOf(std::string_view text) {
   return out;
 }
 
+// Calls made through an import in `text`: `bound(` (of a name imported from a module) and
+// `bound.a.b(`, each with the dotted name it calls as the import resolves it ("numpy.linalg.norm"
+// of `np.linalg.norm(` after `import numpy as np`) and the offset where it starts.
+template <class Visit>
+void forEachCallThrough(std::string_view text, const ImportedName& imported, Visit&& visit) {
+  std::string bound = imported.bound();
+  std::string base = !imported.name.empty()    ? imported.module + "." + imported.name
+                     : !imported.alias.empty() ? imported.module
+                                               : bound;  // `import a.b` binds `a`: `a.b.f(` is a.b.f
+  for (size_t at = text.find(bound); at != std::string_view::npos; at = text.find(bound, at + 1)) {
+    if (at > 0 && (isIdentifierByte(text[at - 1]) || text[at - 1] == '.')) continue;
+    size_t end = at + bound.size();
+    if (end < text.size() && isIdentifierByte(text[end])) continue;
+    size_t chain = end;
+    while (chain < text.size() && text[chain] == '.') {
+      size_t e = chain + 1;
+      while (e < text.size() && isIdentifierByte(text[e])) ++e;
+      if (e == chain + 1) break;
+      chain = e;
+    }
+    size_t open = chain;
+    while (open < text.size() && (text[open] == ' ' || text[open] == '\t')) ++open;
+    if (open == text.size() || text[open] != '(' || (chain == end && imported.name.empty())) continue;
+    visit(base + std::string(text.substr(end, chain - end)), at);
+  }
+}
+
+// Whether the word `word` stands alone in `line`.
+bool hasWord(std::string_view line, std::string_view word) {
+  for (size_t at = line.find(word); at != std::string_view::npos; at = line.find(word, at + 1)) {
+    size_t end = at + word.size();
+    if ((at == 0 || !isIdentifierByte(line[at - 1])) && (end == line.size() || !isIdentifierByte(line[end]))) return true;
+  }
+  return false;
+}
+
+// Whether the call at `at` looks, by the text alone, as if it ran in a loop: a `for` on its line
+// (a comprehension), or a `for` or `while` header above it before the def or class it is in. Only
+// a shortcut: a call it wrongly takes for a loop's has a module read for nothing, and one it misses
+// is still found by the inference that follows (modulesNeeded).
+bool looksInLoop(std::string_view text, size_t at) {
+  size_t start = lineStart(text, at);
+  size_t end = text.find('\n', at);
+  std::string_view line = text.substr(start, (end == std::string_view::npos ? text.size() : end) - start);
+  if (hasWord(line, "for")) return true;
+  size_t indent = line.find_first_not_of(" \t");
+  while (start > 0 && indent != std::string_view::npos && indent > 0) {
+    size_t previous = lineStart(text, start - 1);
+    std::string_view above = text.substr(previous, start - 1 - previous);
+    start = previous;
+    size_t i = above.find_first_not_of(" \t");
+    if (i == std::string_view::npos || i >= indent || above[i] == '#') continue;
+    std::string_view header = above.substr(i);
+    if (header.starts_with("for ") || header.starts_with("while ") || header.starts_with("async for ")) return true;
+    if (header.starts_with("def ") || header.starts_with("async def ") || header.starts_with("class ")) return false;
+    indent = i;
+  }
+  return false;
+}
+
 // A class whose methods create groups (or whose construction does), as the tree or an installed
 // package defines it.
 struct ClassEntry {
@@ -316,9 +387,10 @@ class Inference {
     parallel(texts_.size(), [&](size_t i) { survey(i); });
   }
 
-  // Resolves the imports the tree calls through that leave the tree: installed modules through
-  // `environment`, the catalogue's rows for what is not installed.
-  void joinEnvironment(const ModuleReader& environment, const std::vector<KnownWrapper>& known) {
+  // The imports of the tree that leave it and that it calls through (`name(` or `name.`), by the
+  // module they name. Relative imports, torch, the standard library and the tree's own folders and
+  // files stay inside: none of them is resolved through the environment.
+  std::set<std::string> importsLeavingTree() const {
     std::set<std::string> treeParts;  // the folders and files of the tree's modules: an import of one stays inside
     for (size_t i = 0; i < texts_.size(); ++i) {
       std::string_view m = modules_[i];
@@ -329,19 +401,65 @@ class Inference {
         b = e + 1;
       }
     }
+    std::set<std::string> out;
+    for (size_t i = 0; i < texts_.size(); ++i) {
+      for (const ImportedName& imported : imports_[i]) {
+        const std::string& m = imported.module;
+        std::string head = m.substr(0, m.find('.'));
+        if (m.empty() || m[0] == '.' || head == "torch" || treeParts.contains(head) || isStandardLibraryModule(head)) continue;
+        // A docstring's line that begins "from the ..." is no import.
+        if (!std::all_of(m.begin(), m.end(), [](char c) { return c == '.' || isIdentifierByte(c); })) continue;
+        std::string bound = imported.bound();
+        if (called_[i].mayHold(hashName(bound)) || texts_[i].find(bound + ".") != std::string_view::npos) out.insert(m);
+      }
+    }
+    return out;
+  }
+
+  // Of `leaving`, the modules to read: none unless the tree calls one of their names in a loop or
+  // many times, directly or through its own functions, methods and classes (only then can an
+  // installed wrapper change a finding: NM401 reports creations in loops and files with many), and
+  // then all of them. A call the text shows in a loop decides at once; otherwise this inference
+  // decides, on the tree alone and before the interpreter is asked: each name imported from
+  // outside (and each `alias.name(` called through an imported module) stands in for a wrapper.
+  std::set<std::string> modulesNeeded(const std::set<std::string>& leaving, int groupSitesThreshold) const {
+    // First by the text: a module whose names are called where a loop shows is needed at once,
+    // and the inference, which parses around every call it seeks, is left only the others.
+    std::set<std::string> needed;
+    for (size_t i = 0; i < texts_.size(); ++i)
+      for (const ImportedName& imported : imports_[i]) {
+        if (!leaving.contains(imported.module) || needed.contains(imported.module)) continue;
+        forEachCallThrough(texts_[i], imported, [&](const std::string&, size_t at) {
+          if (!needed.contains(imported.module) && looksInLoop(texts_[i], at)) needed.insert(imported.module);
+        });
+      }
+    // Once one module is needed the interpreter starts, and reading the other modules the tree
+    // calls through costs a few file reads, where telling which of them matter would cost a parse
+    // around each of their calls (half a second of CPU on torch's 2,500 files): they are read.
+    if (!needed.empty()) return leaving;
+    Inference whatIf(texts_, modules_, threads_);
+    whatIf.called_ = called_;
+    whatIf.imports_ = imports_;
+    whatIf.aliases_ = aliases_;
+    whatIf.standIns_ = true;
+    whatIf.addStandIns(leaving);
+    whatIf.infer();
+    return whatIf.standInsNeeded(groupSitesThreshold);
+  }
+
+  // Resolves the imports the tree calls through that leave the tree: installed modules through
+  // `environment` (only those of `needed`, so that a tree that needs none never asks), the
+  // catalogue's rows for what is not installed.
+  void joinEnvironment(const ModuleReader& environment, const std::vector<KnownWrapper>& known, const std::set<std::string>& needed) {
     // module -> (depth of the import that names it, the names imported from it; empty: the module)
     std::map<std::string, std::pair<int, std::set<std::string>>> wanted;
     size_t tree = texts_.size();
     for (size_t i = 0; i < tree; ++i) {
       for (const ImportedName& imported : imports_[i]) {
         const std::string& m = imported.module;
-        std::string head = m.substr(0, m.find('.'));
-        if (m.empty() || m[0] == '.' || head == "torch" || treeParts.contains(head)) continue;
-        // A docstring's line that begins "from the ..." is no import.
-        if (!std::all_of(m.begin(), m.end(), [](char c) { return c == '.' || isIdentifierByte(c); })) continue;
+        if (!needed.contains(m)) continue;
         std::string bound = imported.bound();
-        bool used = called_[i].mayHold(hashName(bound)) || texts_[i].find(bound + ".") != std::string_view::npos;
-        if (!used) continue;
+        if (!called_[i].mayHold(hashName(bound)) && texts_[i].find(bound + ".") == std::string_view::npos) continue;
         auto& entry = wanted.emplace(m, std::make_pair(0, std::set<std::string>())).first->second;
         if (!imported.name.empty()) {
           entry.second.insert(imported.name);
@@ -391,6 +509,7 @@ class Inference {
         // A method: called on the class's objects, which the tree makes by its name.
         std::string cls = row.function.substr(0, dot), method = row.function.substr(dot + 1);
         classes_[cls].push_back({row.module, cls, {{method, chain}}});
+        methodNames_.insert(method);
         searching_[method].push_back(row.module + "#class=" + cls);
         searching_[cls].push_back(row.module);
         continue;
@@ -405,12 +524,100 @@ class Inference {
   }
 
   void infer() {
-    for (const std::string& creator : groupCreatorNames()) searching_[creator].push_back("*");
+    if (!standIns_)
+      for (const std::string& creator : groupCreatorNames()) searching_[creator].push_back("*");
     readings_.resize(texts_.size());
     for (int round = 0; round < kMaxRounds && !searching_.empty(); ++round) {
       readSought();
       searching_ = closeOver();
     }
+  }
+
+  // Each name the tree imports from a module of `leaving`, and each `bound.a.b(` it calls through
+  // such an import (a function of the module, of a submodule or a class, a module-level object's
+  // method), stands in for a wrapper of that module. Names no wrapper can have (a creator's, a
+  // generic name's: isTrackable) stand in for none, as the installed code would not give them one.
+  void addStandIns(const std::set<std::string>& leaving) {
+    auto add = [&](const std::string& dotted, const std::string& origin) {
+      size_t dot = dotted.rfind('.');
+      if (dot == std::string::npos) return;
+      std::string module = dotted.substr(0, dot), name = dotted.substr(dot + 1);
+      if (name.empty() || groupCreatorNames().contains(name) || !isTrackable(name)) return;
+      std::string key = module + ":" + name;
+      origins_[key].insert(origin);
+      if (!wrappers_.insert(key).second) return;
+      index_.add(key);
+      via_[key] = dotted;
+      throughModel_.insert(key);
+      searching_[name].push_back(module);
+    };
+    for (size_t i = 0; i < texts_.size(); ++i)
+      for (const ImportedName& imported : imports_[i]) {
+        if (!leaving.contains(imported.module)) continue;
+        if (!imported.name.empty()) add(imported.module + "." + imported.name, imported.module);
+        forEachCallThrough(texts_[i], imported, [&](const std::string& dotted, size_t) { add(dotted, imported.module); });
+      }
+  }
+
+  // After the what-if's rounds: the modules of the stand-ins that the tree calls in a loop, or at
+  // sites of a file that, with the file's calls of torch's creators, reach `groupSitesThreshold`
+  // (NM401's count; 0: none), directly or through the functions, methods and classes that call
+  // them; and those of stand-ins whose result the tree keeps (`g = Maker()`), whose methods it may
+  // call anywhere.
+  std::set<std::string> standInsNeeded(int groupSitesThreshold) const {
+    // A wrapper reaches the stand-ins that any of its calls reach, to the fixed point.
+    std::map<std::string, std::set<std::string>> origins = origins_;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < readings_.size(); ++i)
+        for (const FunctionCalls& f : readings_[i].functions) {
+          std::string key = keyOf(f, i);
+          if (!wrappers_.contains(key)) continue;
+          for (const CallInFunction& c : f.calls)
+            for (const std::string& k : keysReached(c, f, i)) {
+              auto it = origins.find(k);
+              if (k == key || it == origins.end()) continue;
+              for (const std::string& o : it->second) changed |= origins[key].insert(o).second;
+            }
+        }
+    }
+    std::unordered_set<std::string_view> creators(groupCreatorNames().begin(), groupCreatorNames().end());
+    std::set<std::string> needed;
+    const FunctionCalls moduleLevel;
+    for (size_t i = 0; i < readings_.size(); ++i) {
+      std::set<std::string> here;
+      int sites = 0;
+      auto visit = [&](const CallInFunction& c, const FunctionCalls& f, bool counts) {
+        std::set<std::string> from;
+        for (const std::string& k : keysReached(c, f, i))
+          if (auto it = origins.find(k); it != origins.end()) from.insert(it->second.begin(), it->second.end());
+        if (from.empty()) return;
+        if (c.loopDepth > 0) needed.insert(from.begin(), from.end());
+        else if (counts) ++sites, here.insert(from.begin(), from.end());
+      };
+      auto kept = [&](const std::vector<Construction>& made) {
+        for (const Construction& m : made) {
+          if (m.callee.find('.') != std::string::npos) continue;
+          CallInFunction call;
+          call.name = m.callee;
+          call.qualifiedName = m.qualified;
+          if (auto it = origins_.find(index_.reached(call, modules_[i])); it != origins_.end())
+            needed.insert(it->second.begin(), it->second.end());
+        }
+      };
+      const SourceReading& reading = readings_[i];
+      for (const FunctionCalls& f : reading.functions) {
+        bool inWrapper = wrappers_.contains(keyOf(f, i));  // its calls count where it is called
+        for (const CallInFunction& c : f.calls) visit(c, f, !inWrapper);
+        kept(f.constructions);
+      }
+      for (const CallInFunction& c : reading.module.calls) visit(c, moduleLevel, true);
+      kept(reading.module.constructions);
+      if (groupSitesThreshold > 0 && sites > 0 &&
+          sites + (sites < groupSitesThreshold ? static_cast<int>(callsOf(texts_[i], creators).size()) : 0) >= groupSitesThreshold)
+        needed.insert(here.begin(), here.end());
+    }
+    return needed;
   }
 
   // The tree's calls that reach a wrapper through an object or an installed package.
@@ -574,15 +781,38 @@ class Inference {
     if (r.find('.') != std::string::npos || q.find('.') == std::string::npos) return {};
     std::string imported = q.substr(0, q.rfind('.')), name = q.substr(q.rfind('.') + 1);
     std::vector<const ClassEntry*> out;
-    for (size_t j = 0; j < readings_.size(); ++j)
-      if (moduleNamedBy(modules_[j], imported))
-        for (const ClassEntry* e : fromConstructions(readings_[j].module.constructions, name, j)) out.push_back(e);
+    for (size_t j = 0; j < readings_.size(); ++j) {
+      const std::vector<Construction>& made = readings_[j].module.constructions;
+      // The module's name is compared only where the name is bound: most sources bind none.
+      bool binds = std::any_of(made.begin(), made.end(), [&](const Construction& c) { return c.target == name; });
+      if (binds && moduleNamedBy(modules_[j], imported))
+        for (const ClassEntry* e : fromConstructions(made, name, j)) out.push_back(e);
+    }
+    return out;
+  }
+
+  // The key `f` has in the table when it is a wrapper: a class's for its __init__.
+  std::string keyOf(const FunctionCalls& f, size_t source) const {
+    bool constructor = f.scope == FunctionScope::Method && f.function == "__init__" && !f.owner.empty();
+    return constructor ? modules_[source] + ":" + f.owner : groupWrapperKey(modules_[source], f);
+  }
+
+  // The wrappers' keys a call reaches: by its name, or as a method of its receiver's classes.
+  std::vector<std::string> keysReached(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
+    if (std::string key = index_.reached(call, modules_[source]); !key.empty()) return {key};
+    std::vector<std::string> out;
+    if (!call.onAttribute || call.onSelf || call.receiver.empty() || !methodNames_.contains(call.name)) return out;
+    for (const ClassEntry* c : receiverClasses(call, f, source))
+      if (c->methods.contains(call.name)) out.push_back(c->module + "#self:" + call.name);
     return out;
   }
 
   // The chain of a method call on an object whose class has that method among its wrappers.
   std::string objectVia(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
     if (!call.onAttribute || call.onSelf || call.receiver.empty() || classes_.empty()) return "";
+    // Only a name that some class has among its wrapper methods can reach one: nearly every call on
+    // an object is told apart here, before its receiver is looked for across the tree's sources.
+    if (!methodNames_.contains(call.name)) return "";
     if (call.backend && !selectsEagerNccl(*call.backend)) return "";
     for (const ClassEntry* c : receiverClasses(call, f, source)) {
       auto m = c->methods.find(call.name);
@@ -596,7 +826,7 @@ class Inference {
     const std::set<std::string>& creators = groupCreatorNames();
     if (call.backend && !selectsEagerNccl(*call.backend)) return "";
     throughModel = false;
-    if (creators.contains(call.name)) {
+    if (!standIns_ && creators.contains(call.name)) {
       const std::string& q = call.qualifiedName;
       if (!q.starts_with("torch.") || isDistributed(q, call.name)) return "torch.distributed." + call.name;
     }
@@ -666,6 +896,7 @@ class Inference {
       added[f.owner].push_back(module);  // where its instances are made
     }
     it->methods.emplace(f.function, chain);
+    methodNames_.insert(f.function);
     added[f.function].push_back(module + "#class=" + f.owner);
   }
 
@@ -702,6 +933,11 @@ class Inference {
   std::map<std::string, std::vector<ClassEntry>> classes_;  // by class name
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> factories_;  // function -> (module, class)
   Sought searching_;
+  std::unordered_set<std::string> methodNames_;  // the wrapper methods of classes_, by name
+  // The what-if of modulesNeeded: names imported from outside the tree stand in for wrappers, and
+  // torch's creators are not sought.
+  bool standIns_ = false;
+  std::map<std::string, std::set<std::string>> origins_;  // a stand-in's key -> the module of its import
 };
 
 }  // namespace
@@ -731,9 +967,18 @@ std::set<std::string> inferGroupWrappers(const std::vector<std::string_view>& te
 GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
                                          unsigned threads, const ModuleReader& environment,
                                          const std::vector<KnownWrapper>& known) {
+  return buildGroupWrapperTable(texts, modules, threads, environment, known, 1);
+}
+
+GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
+                                         unsigned threads, const ModuleReader& environment,
+                                         const std::vector<KnownWrapper>& known, int groupSitesThreshold) {
   Inference inference(texts, modules, threads);
   inference.readTree();
-  if (environment || !known.empty()) inference.joinEnvironment(environment, known);
+  // Installed code is read only where it can change a finding: most trees never ask.
+  std::set<std::string> needed;
+  if (environment) needed = inference.modulesNeeded(inference.importsLeavingTree(), groupSitesThreshold);
+  if (environment || !known.empty()) inference.joinEnvironment(environment, known, needed);
   inference.infer();
   GroupWrapperTable table;
   table.keys = inference.wrappers();

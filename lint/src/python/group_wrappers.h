@@ -48,7 +48,9 @@ struct KnownWrapper {
 };
 
 // Where installed modules are read (python_environment.h): the text of a dotted module, or
-// nothing when it is not installed. Asked from one thread.
+// nothing when it is not installed. Asked from one thread, and only for what can change a finding
+// (buildGroupWrapperTable), so that a reader that starts an interpreter on its first call
+// (PythonEnvironmentOnDemand) starts none for most trees.
 using ModuleReader = std::function<std::optional<std::string>(const std::string& dotted)>;
 
 struct GroupWrapperTable {
@@ -60,7 +62,21 @@ struct GroupWrapperTable {
 // The wrappers of the tree (texts and modules as for inferGroupWrappers), with the modules its
 // imports name outside it read through `environment` (when set) and `known` standing in for those
 // not installed; and the sites of the tree that reach a wrapper through an object or an installed
-// package.
+// package. The imports that leave the tree (torch's and the standard library's never) are read
+// only when the tree calls one of their names in a loop, or at enough sites of a file to reach
+// `groupSitesThreshold` with the file's calls of torch's creators (NM401's count; 0: none),
+// directly or through its own functions, methods and classes, or keeps one's result
+// (`g = Maker()`): found by the text where a loop shows, else by a first
+// inference over the tree alone in which each such name stands in for a wrapper. A tree that
+// needs none never calls `environment`; one that needs one has every module it calls through
+// read, as that costs a few file reads once the interpreter runs. What the first inference leaves
+// out is an installed wrapper called once, outside loops, in a file whose other group creations
+// all go through the tree's own wrappers: it alone could complete that file's
+// group-sites-threshold.
+GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
+                                         unsigned threads, const ModuleReader& environment,
+                                         const std::vector<KnownWrapper>& known, int groupSitesThreshold);
+// The same for any threshold: one site outside loops is enough to read a module.
 GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
                                          unsigned threads, const ModuleReader& environment,
                                          const std::vector<KnownWrapper>& known);

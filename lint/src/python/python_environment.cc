@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -15,11 +16,59 @@ namespace fs = std::filesystem;
 namespace {
 
 // The standard library never creates process groups: it is left out of the path.
-// `-c` puts the working directory first on sys.path; it is dropped before any module is imported,
-// and the interpreter runs from /, so no file of the linted tree (a json.py) is ever run.
+// `-c` puts the working directory first on sys.path; it is dropped, and the interpreter runs
+// from /, so no file of the linted tree (a json.py) is ever run. `-S` keeps `site` from running
+// the .pth files' imports: the site folders (a virtual environment's, the user's when enabled) and
+// the folders their .pth files name are added here in the order `site` adds them.
 constexpr const char* kAskPath =
-    "import sys; sys.path.pop(0); import json, sysconfig; p = sysconfig.get_paths(); "
-    "print(json.dumps({'path': sys.path, 'stdlib': [p['stdlib'], p['platstdlib']]}))";
+    "import sys, os, site, sysconfig, json\n"
+    "path = sys.path[1:]\n"
+    "def add(d):\n"
+    "    if not os.path.isdir(d) or d in path: return\n"
+    "    path.append(d)\n"
+    "    try: pths = sorted(n for n in os.listdir(d) if n.endswith('.pth'))\n"
+    "    except OSError: return\n"
+    "    for n in pths:\n"
+    "        try: lines = open(os.path.join(d, n), encoding='utf-8', errors='replace').read().splitlines()\n"
+    "        except OSError: continue\n"
+    "        for l in lines:\n"
+    "            l = l.rstrip()\n"
+    "            if l and not l.startswith(('#', 'import ', 'import\\t')):\n"
+    "                q = os.path.abspath(os.path.join(d, l))\n"
+    "                if os.path.isdir(q) and q not in path: path.append(q)\n"
+    "getattr(site, 'venv', lambda k: k)(None)\n"
+    "if site.ENABLE_USER_SITE is None: site.ENABLE_USER_SITE = site.check_enableusersite()\n"
+    "if site.ENABLE_USER_SITE: add(site.getusersitepackages())\n"
+    "for d in site.getsitepackages(): add(d)\n"
+    "p = sysconfig.get_paths()\n"
+    "print(json.dumps({'path': path, 'stdlib': [p['stdlib'], p['platstdlib']]}))\n";
+
+// Python 3.11's sys.stdlib_module_names, public names (and __future__, _thread).
+constexpr std::string_view kStandardLibrary[] = {
+    "__future__", "_thread", "abc", "aifc", "antigravity", "argparse", "array", "ast", "asynchat", "asyncio",
+    "asyncore", "atexit", "audioop", "base64", "bdb", "binascii", "bisect", "builtins", "bz2", "cProfile",
+    "calendar", "cgi", "cgitb", "chunk", "cmath", "cmd", "code", "codecs", "codeop", "collections", "colorsys",
+    "compileall", "concurrent", "configparser", "contextlib", "contextvars", "copy", "copyreg", "crypt", "csv",
+    "ctypes", "curses", "dataclasses", "datetime", "dbm", "decimal", "difflib", "dis", "distutils", "doctest",
+    "email", "encodings", "ensurepip", "enum", "errno", "faulthandler", "fcntl", "filecmp", "fileinput",
+    "fnmatch", "fractions", "ftplib", "functools", "gc", "genericpath", "getopt", "getpass", "gettext", "glob",
+    "graphlib", "grp", "gzip", "hashlib", "heapq", "hmac", "html", "http", "idlelib", "imaplib", "imghdr", "imp",
+    "importlib", "inspect", "io", "ipaddress", "itertools", "json", "keyword", "lib2to3", "linecache", "locale",
+    "logging", "lzma", "mailbox", "mailcap", "marshal", "math", "mimetypes", "mmap", "modulefinder", "msilib",
+    "msvcrt", "multiprocessing", "netrc", "nis", "nntplib", "nt", "ntpath", "nturl2path", "numbers", "opcode",
+    "operator", "optparse", "os", "ossaudiodev", "pathlib", "pdb", "pickle", "pickletools", "pipes", "pkgutil",
+    "platform", "plistlib", "poplib", "posix", "posixpath", "pprint", "profile", "pstats", "pty", "pwd",
+    "py_compile", "pyclbr", "pydoc", "pydoc_data", "pyexpat", "queue", "quopri", "random", "re", "readline",
+    "reprlib", "resource", "rlcompleter", "runpy", "sched", "secrets", "select", "selectors", "shelve", "shlex",
+    "shutil", "signal", "site", "smtpd", "smtplib", "sndhdr", "socket", "socketserver", "spwd", "sqlite3",
+    "sre_compile", "sre_constants", "sre_parse", "ssl", "stat", "statistics", "string", "stringprep", "struct",
+    "subprocess", "sunau", "symtable", "sys", "sysconfig", "syslog", "tabnanny", "tarfile", "telnetlib",
+    "tempfile", "termios", "textwrap", "this", "threading", "time", "timeit", "tkinter", "token", "tokenize",
+    "tomllib", "trace", "traceback", "tracemalloc", "tty", "turtle", "turtledemo", "types", "typing",
+    "unicodedata", "unittest", "urllib", "uu", "uuid", "venv", "warnings", "wave", "weakref", "webbrowser",
+    "winreg", "winsound", "wsgiref", "xdrlib", "xml", "xmlrpc", "zipapp", "zipfile", "zipimport", "zlib",
+    "zoneinfo",
+};
 
 constexpr std::uintmax_t kLargestModule = 2u << 20;
 constexpr int kAskSeconds = 10;
@@ -62,7 +111,7 @@ PythonEnvironment PythonEnvironment::ask(const std::string& interpreter, std::st
   // A path named from here keeps naming it after the `cd /` below.
   if (fs::path(program).has_parent_path() && fs::path(program).is_relative()) program = fs::absolute(program).string();
   // Bounded: an interpreter that hangs (a broken .pth) must not hang the lint.
-  std::string command = "cd / && timeout " + std::to_string(kAskSeconds) + " " + shellQuoted(program) + " -c " +
+  std::string command = "cd / && timeout " + std::to_string(kAskSeconds) + " " + shellQuoted(program) + " -S -c " +
                         shellQuoted(kAskPath) + " 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) {
@@ -104,6 +153,16 @@ std::optional<std::string> PythonEnvironment::moduleSource(const std::string& do
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> PythonEnvironmentOnDemand::moduleSource(const std::string& dotted) {
+  if (!environment_) environment_ = PythonEnvironment::ask(interpreter_, note_);
+  if (environment_->searchPath().empty()) return std::nullopt;
+  return environment_->moduleSource(dotted);
+}
+
+bool isStandardLibraryModule(std::string_view topLevel) {
+  return std::binary_search(std::begin(kStandardLibrary), std::end(kStandardLibrary), topLevel);
 }
 
 }  // namespace nccl_migrate::lint

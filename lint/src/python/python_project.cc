@@ -3,6 +3,7 @@
 // And the index that says which calls reach the project's group wrappers.
 #include "python/python_project.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -103,7 +104,9 @@ class FunctionCallWalker {
       } else if (isLoop(s)) {
         loops_.push_back(depth);
       } else if (s == g_.call && !open.empty()) {
-        onCall(node, out_[open.back().index], static_cast<int>(loops_.size() - open.back().loops));
+        onCall(node, out_[open.back().index].calls, static_cast<int>(loops_.size() - open.back().loops));
+      } else if (s == g_.call && module_) {
+        onCall(node, module_->calls, static_cast<int>(loops_.size()));
       } else if (s == g_.assignment) {
         if (!open.empty()) onAssignment(node, out_[open.back().index].constructions);
         else if (scopes.empty() && module_) onAssignment(node, module_->constructions);
@@ -173,7 +176,7 @@ class FunctionCallWalker {
     out.push_back({std::move(target), callee, names_.qualify(callee)});
   }
 
-  void onCall(TSNode node, FunctionCalls& function, int loopDepth) const {
+  void onCall(TSNode node, std::vector<CallInFunction>& calls, int loopDepth) const {
     TSNode callee = ts_node_child_by_field_id(node, g_.function);
     if (ts_node_is_null(callee)) return;
     CallInFunction call;
@@ -205,7 +208,7 @@ class FunctionCallWalker {
     call.column = at.column;
     if (std::string dotted = dottedOf(callee); !dotted.empty()) call.qualifiedName = names_.qualify(dotted);
     call.backend = backendKeyword(ts_node_child_by_field_id(node, g_.arguments));
-    function.calls.push_back(std::move(call));
+    calls.push_back(std::move(call));
   }
 
   // The value of `backend="..."` when it is a plain string literal.
@@ -309,17 +312,23 @@ void GroupWrapperIndex::add(const std::string& key) {
 
 namespace {
 
+// `s` ends with the dotted components `tail`: "a.b.c" with "b.c", not with "xb.c". No allocation:
+// this is asked for every source of a tree per call on an object.
+bool endsWithComponents(std::string_view s, std::string_view tail) {
+  return s.size() > tail.size() && s.ends_with(tail) && s[s.size() - tail.size() - 1] == '.';
+}
+
 // `module` (a file's, from its path) is what `imported` names: the same dotted name or its last
 // components, or the package above it (a name its __init__.py re-exports). An unknown module
 // matches any.
-bool isModule(const std::string& module, std::string imported) {
-  imported.erase(0, imported.find_first_not_of('.'));  // relative: the package's own when nothing is left
+bool isModule(std::string_view module, std::string_view imported) {
+  imported.remove_prefix(std::min(imported.find_first_not_of('.'), imported.size()));  // relative: the package's own when nothing is left
   if (module.empty() || imported.empty() || module == imported) return true;
-  if (module.ends_with("." + imported)) return true;
+  if (endsWithComponents(module, imported)) return true;
   size_t dot = module.rfind('.');
-  if (dot == std::string::npos) return false;
-  std::string package = module.substr(0, dot);
-  return package == imported || package.ends_with("." + imported);
+  if (dot == std::string_view::npos) return false;
+  std::string_view package = module.substr(0, dot);
+  return package == imported || endsWithComponents(package, imported);
 }
 
 bool sameModule(const std::string& a, const std::string& b) { return a.empty() || b.empty() || a == b; }

@@ -58,9 +58,11 @@ struct FunctionCalls {
   std::vector<Construction> constructions;  // what it binds to calls' results
 };
 
-// A source's module-level statements read so far: the objects they make (`_GROUPS = GroupMaker()`).
+// A source's module-level statements read so far: the objects they make (`_GROUPS = GroupMaker()`)
+// and the calls outside any function (a script's loop, a class body).
 struct ModuleFacts {
   std::vector<Construction> constructions;
+  std::vector<CallInFunction> calls;
 };
 
 // The functions defined in `regions` of `text` (empty: all of it) and the calls in each. Imports
