@@ -306,6 +306,9 @@ std::unique_ptr<InFlight> GlooCommunicator::endBatch() {
 void GlooCommunicator::abort() {
   {
     std::lock_guard<std::mutex> lock(abortSignal_->mutex);
+    // Once: a group's abort may meet another's (the engine aborts off its lock, on threads of
+    // their own), and only the first may take gloo_.
+    if (abortSignal_->aborted) return;
     abortSignal_->aborted = true;  // pending ops fail now
   }
   abortSignal_->changed.notify_all();

@@ -11,6 +11,7 @@
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
 
+#include "common/bounded_run.h"
 #include "engine_internals.h"
 #include "engine_work.h"
 #include "nccl_migrate/backends/engine_services.h"
@@ -131,10 +132,9 @@ void MigrateBackend::checkUsable() const {
 }
 
 std::unique_lock<std::mutex> MigrateBackend::lockUsable() const {
-  // An abort holds mutex_ while its communicators abort, and each may wait in its library (NCCL's
-  // abort waits on the device and on peers; a second at least where another thread holds the
-  // communicator). The group is aborted from the abort's first moment, so a caller that finds
-  // the lock held by one is refused then, instead of after the whole abort.
+  // The group is aborted from the abort's first moment (aborted_ is set under mutex_, which the
+  // abort then lets go before its communicators abort), so a caller that finds the lock held
+  // while the group is aborted is refused at once, whatever holds it.
   std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) {
     checkUsable();
@@ -151,19 +151,19 @@ Communicator& MigrateBackend::communicatorFor(const CommunicatorRequest& request
     auto lock = lockUsable();
     if (auto it = communicators_.find(request.key); it != communicators_.end()) return *it->second;
   }
-  std::unique_ptr<Communicator> made = factory_->create(request);
+  std::shared_ptr<Communicator> made = factory_->create(request);
   services_->registry->recordCreated({options_.groupName, policy_->policyName(), made->info()});
-  std::lock_guard<std::mutex> lock(mutex_);
-  Communicator& ref = *made;
-  communicators_.emplace(request.key, std::move(made));
-  creationOrder_.push_back(request.key);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    communicators_.emplace(request.key, made);
+    creationOrder_.push_back(request.key);
+    if (!aborted_) return *made;
+  }
   // An abort that ran while this one was created did not see it: it is aborted as the others
   // were, and the op that asked for it refused, instead of running on a group already aborted.
-  if (aborted_) {
-    ref.abort();
-    checkUsable();
-  }
-  return ref;
+  abortTogether({made});
+  checkUsable();
+  return *made;
 }
 
 std::string MigrateBackend::describeOp(const std::string& op, uint64_t seq) const {
@@ -409,12 +409,16 @@ void MigrateBackend::handleFailure(bool timedOut, const std::string& what, uint6
 }
 
 void MigrateBackend::abortIfGeneration(uint64_t generation) {
-  // Under mutex_ alone: an abort may wait on communicators stuck in their library (a second each
-  // at most), and generationMutex_ is what every thread that sees a failure takes (onOpFailure).
-  // A reconfigure bumps the generation before it replaces the communicators under mutex_, so a
-  // newer generation's are never aborted here.
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (generation == generation_.load()) abortLocked();
+  // Checked under mutex_ alone, not generationMutex_, which every thread that sees a failure
+  // takes (onOpFailure). A reconfigure bumps the generation before it replaces the communicators
+  // under mutex_, so a newer generation's are never aborted here.
+  std::vector<std::shared_ptr<Communicator>> aborting;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (generation != generation_.load()) return;
+    aborting = markAbortedLocked();
+  }
+  abortTogether(std::move(aborting));
 }
 
 c10::intrusive_ptr<c10d::Backend> MigrateBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
@@ -444,27 +448,62 @@ void MigrateBackend::eagerConnectSingleDevice(at::Device device) {
 }
 
 void MigrateBackend::abort() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  abortLocked();
+  std::vector<std::shared_ptr<Communicator>> aborting;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborting = markAbortedLocked();
+  }
+  abortTogether(std::move(aborting));
 }
 
-void MigrateBackend::abortLocked() {
+std::vector<std::shared_ptr<Communicator>> MigrateBackend::markAbortedLocked() {
   aborted_ = true;
-  for (auto& [key, comm] : communicators_) comm->abort();
+  std::vector<std::shared_ptr<Communicator>> aborting;
+  for (auto& [key, comm] : communicators_) aborting.push_back(comm);
+  return aborting;
+}
+
+void MigrateBackend::abortTogether(std::vector<std::shared_ptr<Communicator>> comms) const {
+  // NCCL's abort sets its communicator's abort flag and then waits for every kernel launched on
+  // the communicator (commReclaim -> commDestroySync synchronizes NCCL's device stream, which
+  // waits for each launch: src/init.cc and src/enqueue.cc, v2.28.9 and v2.30.7). A kernel queued
+  // behind another communicator's stuck op (through the job's stream: a receive the job waited
+  // on, then a collective) runs only once that one's abort set its flag; aborted one after the
+  // other on one thread, in the wrong order, the first abort never returns. NCCL's own group
+  // abort runs each communicator's reclaim on a thread of its own after setting every flag
+  // (asyncJobLaunch, src/group.cc); so do these, on every NCCL version (ncclCommRevoke would not
+  // help: it synchronizes the same stream; docs/backends.md, "Abort"). The thread that asked (the
+  // watchdog every group of the process needs, a shrink, the job) waits for them a bounded time.
+  if (comms.empty()) return;
+  std::vector<std::function<void()>> aborts;
+  for (const std::shared_ptr<Communicator>& comm : comms) aborts.emplace_back([comm] { comm->abort(); });
+  std::vector<size_t> running = runTogetherWithin(std::move(aborts), kAbortWait);
+  if (running.empty()) return;
+  std::string keys;
+  for (size_t i : running) keys += (keys.empty() ? "'" : ", '") + comms[i]->info().key + "'";
+  LOG(ERROR) << "[nccl_migrate] the abort of group '" << options_.groupName << "' (" << backendName_ << ", rank "
+             << rank_ << ") did not finish within " << kAbortWait.count() << " ms: communicator(s) " << keys
+             << " are still aborting. Their abort waits for a kernel they launched, which is queued behind an op that "
+                "has not ended: most likely an op of another group on the same stream, ended once that group "
+                "times out and is aborted, or the job's own work on that stream. The abort goes on in the "
+                "background and ends with that op; until then the communicators' device memory stays held. If it "
+                "never ends, the device stays blocked and the process must end to recover.";
 }
 
 void MigrateBackend::dropCommunicators() {
-  std::map<std::string, std::unique_ptr<Communicator>> dropped;
+  std::map<std::string, std::shared_ptr<Communicator>> dropped;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     dropped.swap(communicators_);
     creationOrder_.clear();
   }
-  for (auto& [key, comm] : dropped) comm->abort();
+  std::vector<std::shared_ptr<Communicator>> aborting;
+  for (auto& [key, comm] : dropped) aborting.push_back(std::move(comm));
+  abortTogether(std::move(aborting));
 }
 
 void MigrateBackend::shutdown() {
-  std::map<std::string, std::unique_ptr<Communicator>> closing;
+  std::map<std::string, std::shared_ptr<Communicator>> closing;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     aborted_ = true;

@@ -1,13 +1,13 @@
 // CommHandle: see comm_handle.h.
 #include "comm_handle.h"
 
-#include <condition_variable>
 #include <thread>
 #include <utility>
 
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
 
+#include "common/bounded_run.h"
 #include "common/exit_gate.h"
 
 namespace nccl_migrate::backends::nccl {
@@ -41,20 +41,11 @@ void tearDown(std::shared_ptr<NcclApi> api, ncclComm_t comm, bool byAbort, const
                  << " once the interpreter is exiting";
     return;
   }
-  struct Teardown {
-    std::mutex mutex;
-    std::condition_variable finished;
-    bool done = false;
-  };
-  auto teardown = std::make_shared<Teardown>();
-  std::thread([api = std::move(api), comm, byAbort, teardown] {
-    (void)(byAbort ? api->commAbort(comm) : api->commDestroy(comm));
-    std::lock_guard<std::mutex> lock(teardown->mutex);
-    teardown->done = true;
-    teardown->finished.notify_all();
-  }).detach();
-  std::unique_lock<std::mutex> lock(teardown->mutex);
-  if (!teardown->finished.wait_for(lock, kTeardownWait, [&] { return teardown->done; })) {
+  if (!runTogetherWithin({[api = std::move(api), comm, byAbort] {
+                           (void)(byAbort ? api->commAbort(comm) : api->commDestroy(comm));
+                         }},
+                         kTeardownWait)
+           .empty()) {
     LOG(WARNING) << "[nccl_migrate] " << what << ": " << call << " did not return within "
                  << std::chrono::duration_cast<std::chrono::milliseconds>(kTeardownWait).count()
                  << " ms; it goes on in the background (its device memory stays held until it returns)";
@@ -144,6 +135,16 @@ void CommHandle::awaitCompletion(ncclComm_t comm, std::string_view what, std::ch
     check(*api_, api_->commGetAsyncError(comm, &state), "ncclCommGetAsyncError", at);
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) check(*api_, state, "NCCL (nonblocking)", at);
+    // An abort meanwhile (the watchdog saw another op fail) left the freeing to this holder
+    // (freeByAbort), and ncclCommAbort ends a launch still in progress (ncclCommAbort waits in
+    // ncclCommEnsureReady for the group job it aborts; src/init.cc, v2.28.9 and v2.30.7): stop
+    // waiting, and the holder frees the communicator as it lets go (AbortLeftToTheHolder).
+    if (aborted_.load()) {
+      C10_THROW_ERROR(DistBackendError, std::string(what) + " on communicator " + key_ + " of group '" + group_ +
+                                            "' on rank " + std::to_string(rank_) +
+                                            ": the communicator was aborted while NCCL was still launching it "
+                                            "(nonblocking mode); create a new group to communicate again");
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       throw NcclError(ncclInProgress, std::string(what) + " on communicator " + key_ + " of group '" + group_ +
                                           "' on rank " + std::to_string(rank_) + " was still in progress after " +
@@ -172,9 +173,11 @@ void CommHandle::freeByAbort() noexcept {
   // be calling NCCL while ncclCommAbort runs (usage/communicators.rst, "Fault Tolerance"), and
   // ncclCommAbort frees the communicator the call is still using (commReclaim, src/init.cc). So the abort waits for the lock briefly, and past
   // that leaves the freeing to the call's thread, as the call returns; new uses already fail.
-  // What could hold a call inside NCCL for long is mostly bounded before it (the members meet in
-  // the store before NCCL connects on first use); a peer that met and then never connects is
-  // not (docs/backends.md), and NCCL's nonblocking mode is the bound it documents.
+  // In blocking mode nothing bounds such a call: NCCL's connect on first use waits for its peer
+  // until the abort flag is set, which only ncclCommAbort sets, so a peer that met in the store
+  // and never connects leaves the call, and the communicator, inside NCCL for good
+  // (docs/backends.md, "Abort"). NCCL's nonblocking mode is the bound it documents: there the
+  // holder polls (awaitCompletion), sees the abort, and frees the communicator.
   // The flag is set before the last try, and every holder reads it after releasing the lock
   // (AbortLeftToTheHolder): a holder that releases before the flag is set leaves the lock free
   // for the try, and one that releases after it sees the flag. Either way the abort happens.

@@ -43,9 +43,14 @@ class CommHandle {
   // NCCL's asynchronous error, polled without blocking; once aborted, the error that led there
   // (ncclSystemError when abort came from outside). Never throws.
   ncclResult_t asyncError() noexcept;
-  // Frees the NCCL communicator with ncclCommAbort, once; later uses fail. Never throws and
-  // never waits long: while another thread's call is inside NCCL, that thread frees it when the
-  // call returns (NCCL allows no call beside another on one communicator).
+  // Frees the NCCL communicator with ncclCommAbort, once; later uses fail. Never throws, but
+  // blocks as ncclCommAbort does: it sets the communicator's abort flag and then waits for every
+  // kernel launched on it, so a kernel queued behind another communicator's stuck op (through
+  // the job's stream) holds it until that one is aborted too. Callers that abort several run
+  // them together and bound the wait (MigrateBackend::abortTogether). While another thread's call
+  // is inside NCCL (NCCL allows no call beside another on one communicator) it waits
+  // kAbortLockWait for it, then leaves the freeing to that thread as the call returns; in blocking
+  // mode a call stuck on a peer that never connects never returns (docs/backends.md, "Abort").
   void abort() noexcept;
   bool aborted() const { return aborted_.load(); }
   // Keeps `what` (the tensors of ops that failed while NCCL may still run or launch them) until

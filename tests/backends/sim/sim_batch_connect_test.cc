@@ -536,9 +536,10 @@ ncclResult_t initOutcome(SimNcclApi& api, ncclComm_t comm) {
 }
 
 // An abort that finds another thread holding the communicator (here, waiting for a nonblocking
-// init that rank 1 completes late) leaves the freeing to that thread, which frees it as it lets
-// go: ncclCommAbort is called once the wait returns, never beside it, and not only when the
-// handle is destroyed.
+// init that rank 1 would complete late) leaves the freeing to that thread, which stops waiting at
+// the abort (NCCL's abort ends an init still running) and lets go: ncclCommAbort is called once,
+// as the wait returns (the handle's lock keeps it from running beside the wait), and not only
+// when the handle is destroyed.
 TEST(CommHandleAbort, AnAbortLeftToAThreadWaitingForInitIsDoneWhenItLetsGo) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
@@ -563,19 +564,19 @@ TEST(CommHandleAbort, AnAbortLeftToAThreadWaitingForInitIsDoneWhenItLetsGo) {
                          waitReturned = true;
                        });
                        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // inside the wait
-                       handle->abort();  // cannot take the communicator: left to the waiter
-                       auto calls = api->calls();
-                       bool abortedBeside = std::count(calls.begin(), calls.end(), "ncclCommAbort") > 0;
+                       auto aborted = std::chrono::steady_clock::now();
+                       handle->abort();  // the waiter holds the communicator: left to it
+                       while (!waitReturned && std::chrono::steady_clock::now() - aborted < std::chrono::seconds(5)) {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                       }
+                       check(waitReturned.load(), "the waiter did not stop waiting at the abort (rank 1 never came)");
                        ctx.store->set("aborted", std::vector<uint8_t>{1});
-                       auto released = std::chrono::steady_clock::now();
                        waiter.join();
-                       check(std::chrono::steady_clock::now() - released < std::chrono::seconds(5),
-                             "the waiter did not return once rank 1 completed the init");
-                       check(!abortedBeside, "ncclCommAbort was called while the waiter held the communicator");
-                       calls = api->calls();
+                       auto calls = api->calls();
                        check(std::count(calls.begin(), calls.end(), "ncclCommAbort") == 1,
                              "the waiter let go without the abort left to it");
-                       check(waitReturned.load(), "the waiter did not return");
+                       // Any call after it would have ended the process (a use after free).
+                       check(calls.back() == "ncclCommAbort", "a call followed ncclCommAbort");
                      },
                      std::chrono::seconds(30)),
             "");

@@ -352,8 +352,6 @@ ncclResult_t SimNcclApi::commGetAsyncError(ncclComm_t comm, ncclResult_t* state)
   return ncclSuccess;
 }
 
-// ncclCommAbort sets the abort flags first (setCommAbortFlags), so kernels and connects waiting
-// on peers give up, then reclaims the communicator (src/init.cc, ncclCommAbort, 2503 / 3025).
 // Freeing a communicator closes its bootstrap listener (commFree -> bootstrapClose, which closes
 // the listen socket; src/init.cc 282 and src/bootstrap.cc 1195, v2.28.9): a peer connecting to it
 // later is refused, as by a process that is gone (connectWith). Said through the store, when it
@@ -383,11 +381,20 @@ void SimNcclApi::closeListener(const SimComm& sim) {
   telling->done.wait_for(lock, kCloseListenerWait, [&] { return telling->told; });
 }
 
+// ncclCommAbort sets the abort flags first (setCommAbortFlags), so kernels and connects waiting
+// on peers give up (src/init.cc, ncclCommAbort, 2503 / 3025, the flags at 2515 / 3037).
+// Then it reclaims the communicator as ncclCommDestroy does (commReclaim -> commDestroySync,
+// src/init.cc 2304 / 2824 and 2212 / 2730), synchronizing NCCL's device stream (2225 / 2744),
+// which waits for every kernel launched on the communicator's stream (finishedEvent, src/enqueue.cc
+// 1701, 1725 / 1886, 1915). So it waits until the stream has passed the communicator's ops: those
+// running give up at the flag, but one the stream has not reached (queued behind the job's stream,
+// which waits on another communicator's stuck op) holds the abort until that one is aborted too.
 ncclResult_t SimNcclApi::commAbort(ncclComm_t comm) {
   OneThreadAtATime inside(comm, "ncclCommAbort");
   SimComm* sim = live(comm, "ncclCommAbort");
   if (!sim) return ncclInvalidArgument;
-  sim->aborted = true;  // ops waiting on peers give up
+  sim->aborted = true;  // this communicator's flag only: its ops waiting on peers give up
+  while (sim->queued.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   sim->freed = true;
   closeListener(*sim);
   runtime_->usedBytes -= kCommunicatorBytes;

@@ -9,8 +9,9 @@
 // connects what NCCL connects on first use (a communicator's collectives, each p2p direction) and
 // waits there, on the calling thread, for the peers to connect too; ranks that posted collectives
 // of different shapes for one op wait for each other until aborted, as NCCL's kernels do.
-// ncclCommDestroy returns once the stream has passed the communicator's ops. Each behaviour and
-// the NCCL source it follows: docs/simulated-nccl.md. Using a
+// ncclCommDestroy returns once the stream has passed the communicator's ops, and so does
+// ncclCommAbort, after setting only its own communicator's abort flag. Each behaviour and the
+// NCCL source it follows: docs/simulated-nccl.md. Using a
 // communicator after ncclCommAbort or ncclCommDestroy, or calling it while another thread is
 // inside a call on it, ends the process with a message.
 #pragma once

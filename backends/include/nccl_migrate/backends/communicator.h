@@ -59,6 +59,11 @@ class InFlight {
   virtual void onDone(std::function<void(std::exception_ptr)> callback) = 0;
 };
 
+// How long an abort of a group waits for its communicators' aborts (Communicator::abort)
+// before it reports those still running and lets them finish in the background. Like
+// CommHandle's teardown bound: the aborting thread may be the watchdog every group needs.
+inline constexpr std::chrono::milliseconds kAbortWait{2000};
+
 // What a communicator is, for introspection: which policy made it and why.
 struct CommunicatorInfo {
   std::string key;           // the policy's key: "cuda:0", "p2p:0:1", "cpu"
@@ -123,7 +128,11 @@ class Communicator {
   virtual void copyAfterBatch(const at::Tensor& to, const at::Tensor& from) = 0;
   virtual std::unique_ptr<InFlight> endBatch() = 0;
 
-  // Stops outstanding ops and frees the transport; later ops fail. Never throws.
+  // Stops outstanding ops and frees the transport; later ops fail. Never throws; idempotent, and
+  // may be called from several threads at once. May block: NCCL's abort waits for every kernel
+  // the communicator launched, and one queued behind another communicator's stuck op waits until
+  // that one is aborted too. The engine therefore aborts a group's communicators together, each
+  // on a thread of its own, and waits for them at most kAbortWait.
   virtual void abort() = 0;
 
   // The transport's own list forms, where it has them; null: the engine lowers them.

@@ -205,6 +205,10 @@ class MigrateBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
   void eagerConnectSingleDevice(at::Device device) override;
+  // Marks the group aborted (its ops are refused from here on) and aborts its communicators
+  // together, off mutex_, each on a thread of its own; waits for them at most kAbortWait and,
+  // past it, logs an error naming those still aborting, which go on in the background
+  // (docs/backends.md, "Abort").
   void abort() override;
   void shutdown() override;
 
@@ -222,7 +226,7 @@ class MigrateBackend final : public c10d::Backend {
   // failed in (the caller checked it was current when the op settled, before anyone could see
   // the failure): its hooks and dump run once per generation; the error state and the abort
   // only while that membership is still the group's (the abort may keep a later failure's
-  // report waiting behind it, up to a second per stuck communicator).
+  // report waiting behind it, kAbortWait at most).
   void onOpFailure(bool timedOut, const std::string& what, uint64_t generation);
   uint64_t generation() const { return generation_.load(); }
 
@@ -250,8 +254,8 @@ class MigrateBackend final : public c10d::Backend {
   // Tells every observer of the services about `issued`; returns those to tell when it settles.
   SettleListeners notifyIssued(const IssuedOp& issued) const;
   void checkUsable() const;
-  // mutex_, once checkUsable passed; refused at once, without waiting for the lock, while an
-  // abort holds it.
+  // mutex_, once checkUsable passed; refused at once, without waiting for the lock, once the
+  // group is aborted.
   std::unique_lock<std::mutex> lockUsable() const;
   // Aborts every communicator so pending ops fail, and forgets them; the backend stays usable
   // once new communicators are made.
@@ -263,7 +267,11 @@ class MigrateBackend final : public c10d::Backend {
   void handleFailure(bool timedOut, const std::string& what, uint64_t generation);
   // abort(), unless a reconfigure replaced `generation` meanwhile.
   void abortIfGeneration(uint64_t generation);
-  void abortLocked();  // mutex_ held
+  // mutex_ held: marks the group aborted and returns its communicators, for abortTogether.
+  std::vector<std::shared_ptr<Communicator>> markAbortedLocked();
+  // Aborts `comms` on threads of their own, all started before any is waited for (NCCL's abort
+  // of one may wait for a kernel that only another's abort ends), within kAbortWait; mutex_ not held.
+  void abortTogether(std::vector<std::shared_ptr<Communicator>> comms) const;
   void requireReachableStore() const;
 
   std::shared_ptr<EngineServices> services_;  // first: what the ops below report to outlives them
@@ -278,7 +286,8 @@ class MigrateBackend final : public c10d::Backend {
   std::string instanceTag_;
 
   mutable std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<Communicator>> communicators_;
+  // Shared with the threads that abort them, which may outlive the map's hold (abortTogether).
+  std::map<std::string, std::shared_ptr<Communicator>> communicators_;
   std::vector<std::string> creationOrder_;
   uint64_t collectiveSeq_ = 0;
   uint64_t p2pSeq_ = 0;
