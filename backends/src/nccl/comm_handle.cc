@@ -28,8 +28,10 @@ bool lockWithin(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds li
 // Frees `comm` with ncclCommAbort or ncclCommDestroy on a thread of its own, and waits for that
 // at most kTeardownWait. Both can block: ncclCommDestroy synchronizes NCCL's streams and frees
 // its device memory (commDestroySync and commCleanup through commReclaim), which waits for a
-// kernel that never ends; both first wait for a nonblocking init still running
-// (ncclCommEnsureReady); src/init.cc, v2.28.9 and v2.30.7. The thread that lets go last may be
+// kernel that never ends; ncclCommAbort first joins a nonblocking init or launch still running
+// (ncclCommEnsureReady -> ncclGroupJobAbort), while ncclCommDestroy of a communicator still in
+// ncclInProgress answers ncclInvalidArgument and frees nothing; src/init.cc, v2.28.9 and v2.30.7
+// (376-383, 2381 / 425-432, 2901). The thread that lets go last may be
 // the watchdog, which every group of the process needs: past the bound it goes on and the
 // teardown finishes (or not) in the background. Once the interpreter's exit has begun no NCCL
 // call is made at all: the CUDA context may already be gone, and the process's end frees what
