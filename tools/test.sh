@@ -10,6 +10,12 @@ cd "$root"
 bash tools/setup.sh
 bash tools/build.sh
 
+# No test writes to torch's cache in the user's home (ctest gives its tests build/test-home,
+# pytest each worker a HOME of its own: tests/python/suite_home.py); checked after both.
+torch_cache="${XDG_CACHE_HOME:-$HOME/.cache}/torch"
+since=$(mktemp)
+trap 'rm -f "$since"' EXIT
+
 echo "== ctest"
 (cd build && ctest --output-on-failure --no-tests=error -j "$(nproc)")
 
@@ -36,6 +42,11 @@ run_pytest() {  # run_pytest PHASE ARGS...: fails the script when a phase fails 
 run_pytest "in parallel" -n "$workers" --dist worksteal -m "not timing"
 echo "== pytest: the timing-bound files, alone"
 run_pytest "alone" -m timing
+if [[ -d $torch_cache ]] && written=$(find "$torch_cache" -newer "$since" -print) && [[ -n $written ]]; then
+  echo "tools/test.sh: the tests wrote into $torch_cache (a test without its own HOME or dump prefix):" >&2
+  echo "$written" >&2
+  exit 1
+fi
 
 echo "== wheel"
 bash tools/wheel.sh
