@@ -193,8 +193,9 @@ def render_text(report: dict) -> str:
             lines += [f"  first divergence: {head}", *calls]
         else:
             lines.append(f"  first divergence: {_op_line(first)}")
+        ranks = first["inputs_differed_on_ranks"]
         lines.append(f"    class: {first['class'].replace('_', ' ')}; cause: {first['cause']}"
-                     + (f" (ranks {first['inputs_differed_on_ranks']})" if first["inputs_differed_on_ranks"] else ""))
+                     + (f" (on rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))})" if ranks else ""))
         if "max_abs_error" in first:
             lines.append(f"    max abs error {first['max_abs_error']}, max rel error {first['max_rel_error']}")
         if first.get("reason") and "calls" not in first:

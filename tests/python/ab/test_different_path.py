@@ -188,7 +188,7 @@ def test_the_text_report_shows_both_calls_before_the_class_and_no_repeated_reaso
     assert lines[start + 1:start + 4] == [
         "    side a issued all_reduce SUM of float32 [161] (161 elements)",
         "    side b issued all_reduce SUM of float32 [16, 8] (128 elements)",
-        f"    class: backend dependent path; cause: {CAUSES['backend_dependent_path']} (ranks [0, 1])"]
+        f"    class: backend dependent path; cause: {CAUSES['backend_dependent_path']} (on ranks 0, 1)"]
     assert lines[start - 1].startswith("  divergent ops by class: backend dependent path 2, backend 0, ")
     assert not any("a different call: all_reduce" in line for line in lines)  # the reason repeats the calls
     assert not any("first different call" in line for line in lines)  # it is the first divergence

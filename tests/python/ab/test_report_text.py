@@ -60,7 +60,7 @@ def test_every_line_of_the_text_report():
         "  divergent ops by class: backend 1, propagated 0, job nondeterminism 2",
         "  divergent ops inside object collectives (pickled objects): all_gather_object 2, broadcast_object_list 1",
         "  first divergence: rank 1, group 0, seq 7: all_reduce torch.float32 [4] SUM (inside all_gather_object)",
-        "    class: job nondeterminism; cause: inputs differed (ranks [0, 1])",
+        "    class: job nondeterminism; cause: inputs differed (on ranks 0, 1)",
         "    max abs error 0.5, max rel error 0.25",
         "    the job's own seed differs",
         "  first backend divergence: rank 0, group 2, seq 9: broadcast torch.int64 [2, 3]",
@@ -216,7 +216,7 @@ def test_a_first_divergence_whose_call_differs_shows_both_calls_before_its_class
         "  first divergence: rank 0, group 3, seq 1: a different call on each side",
         "    side a issued all_reduce SUM of float32 [161] (161 elements)",
         "    side b issued all_reduce SUM of float32 [16, 8] (128 elements)",
-        "    class: backend dependent path; cause: a different call on each side (ranks [0])",
+        "    class: backend dependent path; cause: a different call on each side (on rank 0)",
     ]
     assert "a different call: all_reduce" not in render_text(report)  # the reason would repeat the calls
 
@@ -234,7 +234,7 @@ def test_the_first_different_call_leads_when_another_divergence_comes_first():
         "    side b issued all_reduce SUM of float32 [16, 8] (128 elements)",
         "  divergent ops by class: job nondeterminism 1",
         "  first divergence: rank 1, group 0, seq 7: all_reduce torch.float32 [4] SUM (inside all_gather_object)",
-        "    class: job nondeterminism; cause: inputs differed (ranks [0, 1])",
+        "    class: job nondeterminism; cause: inputs differed (on ranks 0, 1)",
         "    max abs error 0.5, max rel error 0.25",
     ]
     alone = {"verdict": "v", "first_different_call": PATH, "sides": SIDES}  # a call, no first divergence handed
