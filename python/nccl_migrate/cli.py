@@ -9,7 +9,7 @@ import os
 import sys
 import tempfile
 
-from .job_command import starts_own_ranks, unrunnable
+from .job_command import launcher_options_problem, starts_own_ranks, unrunnable
 from .launch_options import (
     add_launcher_options,
     launch_option_error,
@@ -19,10 +19,18 @@ from .launch_options import (
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
 
+class _NoteGiven(argparse.Action):
+    """Stores the value and notes that the option was given (its default is not asked for)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def _run(args: argparse.Namespace) -> int:
     from .ab.command import unwritable
     from .launch import run_job, run_launcher
-    from .run_files import replaced_locations, report_into
+    from .run_files import earlier_run, replaced_locations, report_into
 
     command = args.command
     if command and command[0] == "--":
@@ -30,12 +38,18 @@ def _run(args: argparse.Namespace) -> int:
     if not command:
         print("nccl-migrate run: no command given; usage: nccl-migrate run [--nproc N] -- python job.py", file=sys.stderr)
         return EXIT_ERROR
-    problem = launch_option_error(args) or unrunnable(command)
+    given = (["--nproc"] if getattr(args, "nproc_given", False) else []) + launcher_arguments(args)[::2]  # flags
+    problem = launch_option_error(args) or launcher_options_problem(command, given) or unrunnable(command)
     if problem:
         print(f"nccl-migrate run: {problem}", file=sys.stderr)
         return EXIT_ERROR
     run_dir = os.path.abspath(args.run_dir or tempfile.mkdtemp(prefix="nccl-migrate-run-"))
     problem = unwritable(run_dir, "--run-dir")
+    left = earlier_run(run_dir) if not problem else []
+    if left:  # refused, never cleared: the folder is the user's, and may hold what they keep
+        problem = (f"--run-dir {args.run_dir} holds an earlier run's files ({', '.join(left[:4])}"
+                   f"{', ...' if len(left) > 4 else ''}), which this run's would mix with; give a new folder, or "
+                   "remove them")
     if problem:
         print(f"nccl-migrate run: {problem}", file=sys.stderr)
         return EXIT_ERROR
@@ -103,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "rank ends the others. A launch command (torchrun, srun, a shell script) runs "
                                      "once, as given. What the job writes for itself (reports, flight-recorder dumps, "
                                      "logs) goes to the run directory.")
-    run.add_argument("--nproc", type=int, default=2, help="ranks per node (default 2)")
+    run.add_argument("--nproc", type=int, default=2, action=_NoteGiven,
+                     help="ranks per node for a .py job or a program (default 2)")
     add_launcher_options(run)
     run.add_argument("--timeout", type=float, default=600.0, help="seconds before the whole job is ended (default 600)")
     run.add_argument("--run-dir", help="where the job's own files go: the toolkit's reports (report_{rank}.json, "

@@ -8,6 +8,7 @@ every job it starts."""
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Mapping, MutableMapping
 
@@ -74,3 +75,11 @@ def replaced_locations(environ: Mapping[str, str], directory: str) -> str | None
     return (f"{', '.join(given)} replaced: the job's flight-recorder dumps go to the run directory "
             f"{os.path.abspath(directory)} ({DUMP_FOLDER}/{DUMP_NAME}<rank>; one {DUMP_FOLDER}/ per side of an A/B "
             "run), so no run or side overwrites another's")
+
+
+def earlier_run(directory: str) -> list[str]:
+    """What an earlier run left in ``directory`` (its report, dumps and launcher's logs), which a
+    new run would mix with its own: `fr` would show an old failure as this run's."""
+    found = sorted(glob.glob(os.path.join(directory, REPORT_NAME.replace("{rank}", "*"))))
+    found += [path for path in (dump_folder(directory), log_folder(directory)) if os.path.exists(path)]
+    return [os.path.relpath(path, directory) for path in found]

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 from .. import run_files
-from ..job_command import unrunnable
+from ..job_command import launcher_options_problem, unrunnable
 from ..record_files import write_whole
 from . import report, side_behaviour
 from .compare import Comparison, compare
@@ -115,7 +115,9 @@ def unwritable(directory: str, option: str) -> str | None:
 
 
 def _fail(message: str) -> int:
-    print(f"nccl-migrate ab: {message}", file=sys.stderr)
+    # `ab record`'s messages start "ab record: ": the program's name, then the subcommand's.
+    prefix = "nccl-migrate " if message.startswith("ab record: ") else "nccl-migrate ab: "
+    print(prefix + message, file=sys.stderr)
     return EXIT_FAILED
 
 
@@ -192,10 +194,10 @@ def _record_parser() -> argparse.ArgumentParser:
         epilog=SPEC_HELP, formatter_class=_HelpFormatter,
         description="Runs COMMAND as one side of an A/B run, recording every rank's ops into DIR (a folder all "
                     "nodes share); run it on every node of the side, then `nccl-migrate ab compare DIR_A DIR_B`. "
-                    "A .py COMMAND (job.py ARGS) runs through torch's launcher (--nproc per node, --nnodes and "
-                    "--rdzv-* for many nodes); any other COMMAND is a launch command (torchrun ..., srun python "
-                    "job.py, a shell script, python -m ...) and runs once, as given: it starts the ranks, and the "
-                    "launcher options do not apply. With --print-env, prints the environment that "
+                    "A launch command (torchrun ..., srun python job.py, a shell script, python -m "
+                    "torch.distributed.run ...) runs once, as given: it starts the ranks, and the launcher options "
+                    "do not apply; any other COMMAND (job.py ARGS, python job.py, a program) is one rank, started "
+                    "through torch's launcher (--nproc per node, --nnodes and --rdzv-* for many nodes). With --print-env, prints the environment that "
                     "records a job instead, for jobs started by SLURM or Kubernetes. Exit 0 when the job "
                     "succeeded, 2 otherwise.")
     parser.add_argument("--side", required=True, metavar="SPEC", help="the side recorded (SPEC below)")
@@ -209,15 +211,16 @@ def _record_parser() -> argparse.ArgumentParser:
                         help="print the job's environment (shell exports) instead of running anything")
     add_launcher_options(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND",
-                        help="after --, the job: a .py script (run through torch's launcher, --nproc ranks per node) "
-                             "or a launch command, run once as given (torchrun ..., srun ..., a shell script)")
+                        help="after --, the job: a .py script or a program (one rank, run through torch's launcher, "
+                             "--nproc ranks per node) or a launch command, run once as given (torchrun ..., srun ..., "
+                             "a shell script)")
     return parser
 
 
 def record(argv: list[str]) -> int:
     """`ab record --side SPEC --dir DIR -- COMMAND`: one side, recorded for a later compare."""
     from ..launch_options import launch_option_error, launcher_arguments
-    from .runner import is_launch_command, job_environment, job_log, record_side
+    from .runner import job_environment, job_log, record_side
 
     try:
         args = _record_parser().parse_args(argv)
@@ -225,10 +228,9 @@ def record(argv: list[str]) -> int:
         return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     given = (["--nproc"] if args.nproc is not None else []) + launcher_arguments(args)[::2]  # flags, not values
-    if command and is_launch_command(command) and given:
-        return _fail(f"ab record: {', '.join(given)} apply to a .py job only: {command[0]} is a launch command, run "
-                     "once as given, and starts the ranks itself; give them to it (torchrun --nproc-per-node ...), "
-                     "or give the .py job itself")
+    problem = launcher_options_problem(command, given) if command else None
+    if problem:
+        return _fail(f"ab record: {problem}")
     args.nproc = 2 if args.nproc is None else args.nproc
     args.timeout_optional = True
     problem = launch_option_error(args)
@@ -237,7 +239,7 @@ def record(argv: list[str]) -> int:
     try:
         side = parse("side", args.side)
     except SpecError as error:
-        return _fail(str(error))
+        return _fail(f"ab record: {error}")
     directory = os.path.abspath(args.dir)
     if args.print_env:
         os.makedirs(run_files.dump_folder(directory), exist_ok=True)  # torch writes a dump only into a folder that exists

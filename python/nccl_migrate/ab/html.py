@@ -223,7 +223,8 @@ def _op_rows(op: dict) -> list[list]:
             "max_abs_error", "max_rel_error", "reason", "missing_on")
     calls = op.get("calls")
     rows = [["side a issued", calls["a"]], ["side b issued", calls["b"]]] if calls else []
-    return rows + [[k, op[k]] for k in keys if k in op and op[k] not in (None, [], "") and not (calls and k == "reason")]
+    return rows + [[k, ", ".join(map(str, op[k])) if k == "inputs_differed_on_ranks" and isinstance(op[k], list) else op[k]]
+                   for k in keys if k in op and op[k] not in (None, [], "") and not (calls and k == "reason")]
 
 
 def _op_name(op: dict | None) -> str:

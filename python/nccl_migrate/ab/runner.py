@@ -132,13 +132,6 @@ def _started_once(side: Side, command: list[str], timeout: float | None, directo
     return SideRun.finished(side, directory, log, job, ranks_known=False)
 
 
-def is_launch_command(command: list[str]) -> bool:
-    """For ``ab record``: whether ``command`` launches the job itself (torchrun, ``srun python
-    job.py``, a shell script, ``python -m ...``), and so runs once, as given; only a .py job is
-    started through torch's launcher, as --nproc ranks per node."""
-    return not command[0].endswith(".py")
-
-
 def job_log(directory: str) -> str:
     """Where one launching process of ``ab record`` puts the job's output (one per node)."""
     return os.path.join(directory, f"job.{socket.gethostname()}.{os.getpid()}.log")
@@ -152,8 +145,6 @@ def record_side(side: Side, command: list[str], nproc: int, timeout: float | Non
     os.makedirs(directory, exist_ok=True)
     log = log or job_log(directory)
     env = job_environment(side, directory, keep_bytes)
-    if is_launch_command(command):
-        return _started_once(side, command, timeout, directory, env, log)
     return _launch(side, command, nproc, timeout, directory, env, log, launcher_args)
 
 

@@ -345,20 +345,20 @@ def test_a_recording_whose_records_are_not_whole_fails(tmp_path, recorded, capsy
     (["--side", "legacy", "--dir", "d", "--nproc", "0", "--", "job.py"], "ab record: --nproc 0: give at least 1 rank"),
     (["--side", "legacy", "--dir", "d", "--timeout", "0", "--", "job.py"],
      "ab record: --timeout 0.0: give a positive number of seconds (or leave it out for no limit)"),
-    (["--side", "legasy", "--dir", "d", "--", "job.py"], "--side: 'legasy' is neither a behaviour"),
+    (["--side", "legasy", "--dir", "d", "--", "job.py"], "ab record: --side: 'legasy' is neither a behaviour"),
     (["--side", "legacy", "--dir", "d"], ("ab record: no command given; usage: nccl-migrate ab record --side SPEC --dir "
                                          "DIR -- COMMAND")),
 ])
 def test_ab_record_usage_errors_are_one_line_with_exit_2(argv, said, recorded, capsys):
     assert command.record(argv) == 2
-    assert capsys.readouterr().err.startswith(f"nccl-migrate ab: {said}")
+    assert capsys.readouterr().err.startswith(f"nccl-migrate {said}")
     assert recorded == []
 
 
 def test_ab_record_refuses_a_dir_it_cannot_write_and_parses_like_any_command(tmp_path, recorded, capsys):
     (tmp_path / "file").write_text("")
     assert command.record(["--side", "legacy", "--dir", str(tmp_path / "file"), "--", "job.py"]) == 2
-    assert capsys.readouterr().err.startswith(f"nccl-migrate ab: ab record: --dir {tmp_path}/file: cannot be written")
+    assert capsys.readouterr().err.startswith(f"nccl-migrate ab record: --dir {tmp_path}/file: cannot be written")
     assert command.record(["--help"]) == 0 and "usage: nccl-migrate ab record" in capsys.readouterr().out
     assert command.record(["--dir", "d"]) == 2  # --side is required
     assert recorded == []

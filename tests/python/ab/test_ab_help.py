@@ -106,17 +106,18 @@ HELP = {
         'usage: nccl-migrate ab record --side SPEC --dir DIR [OPTIONS] -- COMMAND [ARGS...]\n'
         '\n'
         "Runs COMMAND as one side of an A/B run, recording every rank's ops into DIR (a folder all nodes\n"
-        'share); run it on every node of the side, then `nccl-migrate ab compare DIR_A DIR_B`. A .py\n'
-        "COMMAND (job.py ARGS) runs through torch's launcher (--nproc per node, --nnodes and --rdzv-* for\n"
-        'many nodes); any other COMMAND is a launch command (torchrun ..., srun python job.py, a shell\n'
-        'script, python -m ...) and runs once, as given: it starts the ranks, and the launcher options do\n'
-        'not apply. With --print-env, prints the environment that records a job instead, for jobs started\n'
-        'by SLURM or Kubernetes. Exit 0 when the job succeeded, 2 otherwise.\n'
+        'share); run it on every node of the side, then `nccl-migrate ab compare DIR_A DIR_B`. A launch\n'
+        'command (torchrun ..., srun python job.py, a shell script, python -m torch.distributed.run ...)\n'
+        'runs once, as given: it starts the ranks, and the launcher options do not apply; any other COMMAND\n'
+        "(job.py ARGS, python job.py, a program) is one rank, started through torch's launcher (--nproc per\n"
+        'node, --nnodes and --rdzv-* for many nodes). With --print-env, prints the environment that records\n'
+        'a job instead, for jobs started by SLURM or Kubernetes. Exit 0 when the job succeeded, 2\n'
+        'otherwise.\n'
         '\n'
         'positional arguments:\n'
-        "  COMMAND               after --, the job: a .py script (run through torch's launcher, --nproc\n"
-        '                        ranks per node) or a launch command, run once as given (torchrun ..., srun\n'
-        '                        ..., a shell script)\n'
+        '  COMMAND               after --, the job: a .py script or a program (one rank, run through\n'
+        "                        torch's launcher, --nproc ranks per node) or a launch command, run once as\n"
+        '                        given (torchrun ..., srun ..., a shell script)\n'
         '\n'
         'options:\n'
         '  -h, --help            show this help message and exit\n'

@@ -50,12 +50,6 @@ def test_a_side_keeps_its_own_report_whatever_report_the_user_named(monkeypatch)
     assert runner.job_environment(SIDE, "/rec", 0)["NCCL_MIGRATE_REPORT"] == "/rec/report_{rank}.json"
 
 
-def test_which_commands_launch_themselves():
-    assert not runner.is_launch_command(["job.py", "--steps", "2"])
-    assert runner.is_launch_command(["torchrun", "job.py"]) and runner.is_launch_command(["srun", "python", "job.py"])
-    assert runner.is_launch_command(["./train.sh"])
-
-
 def test_each_launching_process_has_its_own_log():
     assert runner.job_log("/d") == f"/d/job.{socket.gethostname()}.{os.getpid()}.log"
 
@@ -247,7 +241,7 @@ def test_a_job_that_is_not_there_or_not_runnable_is_named_with_how_to_fix_it(tmp
         (["missing.py"], (f"the job's script missing.py does not exist (looked for {tmp_path}/missing.py); give "
                           "its path, absolute or from the current directory")),
         ([str(tmp_path / "gone.py")], f"the job's script {tmp_path}/gone.py does not exist; give its path"),
-        (["folder.py"], "the job's script folder.py is not a file; give the .py script the job runs"),
+        (["folder.py"], "the job's script folder.py is not a file; give the script the job runs"),
         (["no-such-program-here", "x"], ("no-such-program-here: no such program on PATH; give the job's .py script, "
                                          "or the path of a program or launch command")),
         (["./run.sh"], ("./run.sh is not executable; make it so (chmod +x ./run.sh), or give it to its interpreter "

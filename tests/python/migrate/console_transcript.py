@@ -3,8 +3,8 @@ and checks a real run against it, so that a guide's commands and sample outputs 
 the tool.
 
 In a block, a line starting with `$ ` is a command, and the lines after it, up to the next
-command, are what it prints on stdout. A sample line may leave out what varies between runs:
-`...` inside a line stands for any text, and a line that is only `...` for any number of lines
+command, are what it prints (the test running the guide says which streams, in which order). A
+sample line may leave out what varies between runs: `...` inside a line stands for any text, and a line that is only `...` for any number of lines
 (none included). A `(exit status N)` in the paragraph right after a block states the exit status
 of the block's last command; commands whose status the guide does not state are not checked."""
 

@@ -25,7 +25,7 @@ HELP = {
         '\n'
         'options:\n'
         '  -h, --help            show this help message and exit\n'
-        '  --nproc NPROC         ranks per node (default 2)\n'
+        '  --nproc NPROC         ranks per node for a .py job or a program (default 2)\n'
         "  --nnodes NNODES       torchrun's --nnodes (N or MIN:MAX); with --rdzv-endpoint, one command per\n"
         '                        node\n'
         '  --node-rank NODE_RANK\n'

@@ -200,3 +200,41 @@ def test_a_command_is_required_and_the_run_without_a_subcommand_is_refused(capsy
     assert cli.main([]) == cli.EXIT_ERROR
     assert cli.build_parser().parse_args(["doctor"]).subcommand == "doctor"
     assert cli.build_parser().parse_args(["run", "--node-rank", "2", "x"]).node_rank == 2
+
+
+@pytest.mark.parametrize("command", [["env", "NCCL_DEBUG=INFO", "torchrun", "j.py"], ["OMP_NUM_THREADS=1", "srun", "j"],
+                                     ["python", "-u", "-m", "torch.distributed.run", "j.py"],
+                                     ["python3", "-m", "torch.distributed.launch", "j.py"], ["deepspeed", "j.py"],
+                                     ["accelerate", "launch", "j.py"]])
+def test_launchers_behind_an_environment_or_interpreter_options_start_their_own_ranks(command):
+    assert job_command.starts_own_ranks(command)
+
+
+def test_a_program_or_a_python_script_is_one_rank():
+    assert not job_command.starts_own_ranks(["accelerate", "config"])
+    assert not job_command.starts_own_ranks(["env", "X=1", "python", "job.py"])
+    assert not job_command.starts_own_ranks(["python", "-u", "job.py"])
+
+
+def test_a_missing_shell_script_is_refused_before_anything_starts(tmp_path):
+    missing = str(tmp_path / "nolaunch.sh")
+    assert job_command.unrunnable(["bash", missing]) == (f"the job's script {missing} does not exist; give its path, "
+                                                         "absolute or from the current directory")
+    assert job_command.unrunnable(["bash", "-c", "torchrun j.py"]) is None  # a program text, not a script
+
+
+def test_run_refuses_launch_options_for_a_command_that_starts_its_own_ranks(tmp_path, launched, capsys):
+    assert cli.main(["run", "--nproc", "4", "--run-dir", str(tmp_path / "r"), "--", "torchrun", "j.py"]) == cli.EXIT_ERROR
+    assert capsys.readouterr().err.startswith("nccl-migrate run: --nproc apply to a .py job only: torchrun is a launch "
+                                              "command, run once as given")
+    assert launched == []
+
+
+def test_run_refuses_a_run_directory_an_earlier_run_left_files_in(tmp_path, launched, capsys):
+    run_dir = tmp_path / "run"
+    (run_dir / "fr").mkdir(parents=True)
+    (run_dir / "report_0.json").write_text("{}")
+    assert cli.main(["run", "--run-dir", str(run_dir), "--", "job.py"]) == cli.EXIT_ERROR
+    said = capsys.readouterr().err
+    assert f"--run-dir {run_dir} holds an earlier run's files (report_0.json, fr)" in said and "give a new folder" in said
+    assert launched == [] and (run_dir / "report_0.json").exists()  # nothing of the user's removed
