@@ -17,7 +17,9 @@ files per second, and the ratios peer time / nccl-migrate time (above 1: nccl-mi
 Each Python run is repeated (`--repeat`, interleaved so that all tools see the same machine) and
 the fastest time is kept, and the least CPU time (user and system, all threads and processes): on a
 machine that other work shares, CPU time says more than wall time. The default mode's target is
-1.0x ruff on both scopes, in wall time.
+1.0x ruff on every scope, in wall time. Users get a Release build (the wheel's build type,
+pyproject.toml); tools/build.sh's build/ is RelWithDebInfo: name a Release build's CLI with --cli
+for figures that stand for theirs.
 
     .venv/bin/python bench/lint_throughput.py [--cli build/migrate/nccl-migrate] [--repeat 3] [--tidy-sample 12]
         [--python-only] [--megatron /tmp/megatron] [--python PATH]

@@ -57,6 +57,8 @@ struct ProjectTables {
   // By file (absolute, normal): calls through objects and installed packages' wrappers.
   std::map<std::string, std::vector<ResolvedCall>> resolvedCalls;
   std::vector<std::string> notes;  // why the environment was not read, at most one
+  // Functions issuing point-to-point transfers that the tree calls in a loop (NameEquivalences).
+  std::map<std::string, std::string> functionsCalledInLoops;
 };
 
 std::string absoluteKey(const fs::path& path) {
@@ -123,6 +125,7 @@ struct RulePlan {
     std::vector<Trigger> wrappers = groupWrapperTriggers(config, tables.groupWrappers);
     std::vector<std::string> aliases(tables.legacyClassAliases.begin(), tables.legacyClassAliases.end());
     names.inferredGroupWrappers = std::move(tables.groupWrappers);
+    names.functionsCalledInLoops = std::move(tables.functionsCalledInLoops);
     resolvedCalls = std::move(tables.resolvedCalls);
     std::vector<const Rule*> enabled;
     for (const Rule* rule : allRules()) {
@@ -514,8 +517,64 @@ std::string notebookPython(const std::string& text) {
   }
 }
 
+// NM502's table (group_wrappers.h): the tree's functions that issue point-to-point transfers and
+// are called in a loop, each with the loop's "path:line" as the run names the file. A loop in a
+// file that holds one of NM502's context words ("gloo", nccl-lazy) does not count: the rule reads
+// such a file as having chosen its P2P backend. Nor does one in a notebook, whose lines are cells'.
+std::map<std::string, std::string> pointToPointLoopSites(const std::vector<fs::path>& files, const std::vector<size_t>& wanted,
+                                                         const std::vector<std::string_view>& texts,
+                                                         const std::vector<std::string>& modules, unsigned jobs,
+                                                         const TreeSurvey& survey) {
+  const std::vector<std::string>& words = findRule("NM502")->info().contextWords;
+  auto loopCounts = [&](size_t k) {
+    return files[wanted[k]].extension() != ".ipynb" &&
+           std::none_of(words.begin(), words.end(), [&](const std::string& w) { return texts[k].find(w) != std::string_view::npos; });
+  };
+  std::map<std::string, std::string> sites;
+  for (const auto& [key, at] : pointToPointInLoops(texts, modules, jobs, loopCounts, &survey))
+    sites[key] = files[wanted[at.source]].lexically_normal().generic_string() + ":" + std::to_string(at.row + 1);
+  return sites;
+}
+
+// The interpreter that resolves the imports leaving the tree (python_environment.h), for one run.
+// Asked on first use, as PythonEnvironmentOnDemand is; or, in a run of many Python files (a
+// project's, and projects nearly always call installed names in loops), started at once on a
+// thread of its own, so that its start (0.03 s, 0.1 s through a pyenv shim) overlaps the reads and
+// parses before the wrapper table asks. Its answer, and its note, count only if the table asks.
+class RunInterpreter {
+ public:
+  static constexpr size_t kProjectFiles = 100;
+
+  RunInterpreter(const std::string& interpreter, bool early) : onDemand_(interpreter), early_(early) {
+    if (early) thread_ = std::thread([this, interpreter] { environment_ = PythonEnvironment::ask(interpreter, note_); });
+  }
+  ~RunInterpreter() { wait(); }
+
+  std::optional<std::string> moduleSource(const std::string& dotted) {
+    if (!early_) return onDemand_.moduleSource(dotted);
+    wait();
+    asked_ = true;
+    if (environment_.searchPath().empty()) return std::nullopt;
+    return environment_.moduleSource(dotted);
+  }
+  // Why no environment was read, once asked; empty otherwise.
+  std::string note() const { return !early_ ? onDemand_.note() : asked_ ? note_ : ""; }
+  // Workers are forked from a process without other threads: the early start's ends here.
+  void wait() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  PythonEnvironmentOnDemand onDemand_;
+  bool early_ = false, asked_ = false;
+  std::thread thread_;
+  PythonEnvironment environment_;
+  std::string note_;
+};
+
 // What the run's files tell about each other, gathered before any file is linted: the project's
-// group-creating functions, in Python files and notebooks (when NM401 runs), and the aliases its
+// group-creating functions, in Python files and notebooks (when NM401 runs), its functions that
+// issue point-to-point transfers and are called in loops (when NM502 runs), and the aliases its
 // C++ headers give the legacy class (when NM201 or NM204 runs). One read of the Python files,
 // notebooks and headers, on `jobs` threads that end before the workers are forked; of the Python,
 // only the statements around calls of group creators and wrappers are parsed (group_wrappers.h).
@@ -523,14 +582,19 @@ std::string notebookPython(const std::string& text) {
 ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig& config, unsigned jobs,
                             std::vector<std::optional<SourceRead>>& preread) {
   bool wrappers = ruleOn(config, "NM401");
+  bool pointToPoint = ruleOn(config, "NM502");
   bool aliases = ruleOn(config, "NM201") || ruleOn(config, "NM204");
   std::vector<size_t> wanted;
   for (size_t i = 0; i < files.size(); ++i) {
     std::optional<Language> language = languageByName(files[i]);
     bool python = language == Language::Python;
     bool header = language == Language::Cpp && isCppHeader(files[i].filename().string());
-    if ((wrappers && python) || (aliases && header)) wanted.push_back(i);
+    if (((wrappers || pointToPoint) && python) || (aliases && header)) wanted.push_back(i);
   }
+  size_t pythonFiles = static_cast<size_t>(std::count_if(wanted.begin(), wanted.end(), [&](size_t i) {
+    return languageByName(files[i]) == Language::Python;
+  }));
+  RunInterpreter environment(config.python, wrappers && config.environment && pythonFiles >= RunInterpreter::kProjectFiles);
   std::vector<std::string_view> texts(wanted.size());  // into `preread`, or `notebooks`
   std::vector<std::string> modules(wanted.size());     // each Python file's, for its imports to name
   std::vector<std::string> notebooks(wanted.size());
@@ -562,14 +626,18 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   for (std::thread& t : threads) t.join();
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
+  if (!wrappers && !pointToPoint) return tables;
+  // The tables share one survey of the sources (group_wrappers.h).
+  std::shared_ptr<const TreeSurvey> survey = surveyTree(texts, jobs);
+  if (pointToPoint) tables.functionsCalledInLoops = pointToPointLoopSites(files, wanted, texts, modules, jobs, *survey);
   if (!wrappers) return tables;
   // The environment lint runs in resolves the imports that leave the tree (python_environment.h):
-  // the interpreter is asked only when the table needs an installed module (group_wrappers.h),
-  // which most trees never do.
-  PythonEnvironmentOnDemand environment(config.python);
+  // installed modules are read only when the table needs one (group_wrappers.h).
   ModuleReader reader;
   if (config.environment) reader = [&](const std::string& dotted) { return environment.moduleSource(dotted); };
-  GroupWrapperTable table = buildGroupWrapperTable(texts, modules, jobs, reader, groupWrapperCatalogue(), config.groupSitesThreshold);
+  GroupWrapperTable table =
+      buildGroupWrapperTable(texts, modules, jobs, reader, groupWrapperCatalogue(), config.groupSitesThreshold, survey.get());
+  environment.wait();
   if (!environment.note().empty()) tables.notes.push_back(environment.note());
   tables.groupWrappers = std::move(table.keys);
   for (const ProjectSite& site : table.sites) {

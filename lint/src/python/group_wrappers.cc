@@ -14,8 +14,10 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -373,19 +375,38 @@ struct ClassEntry {
   std::map<std::string, std::string> methods;  // wrapper method -> its chain
 };
 
+}  // namespace
+
+struct TreeSurvey {
+  std::vector<CalledNames> called;
+  std::vector<std::vector<ImportedName>> imports;
+  std::vector<std::map<std::string, std::string, std::less<>>> aliases;  // alias -> the name it imports
+};
+
+namespace {
+
 // The wrapper inference over the tree, with installed modules and catalogue rows joined in.
 class Inference {
  public:
-  Inference(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules, unsigned threads)
-      : texts_(texts), modules_(modules), environment_(texts.size(), false), threads_(threads) {}
+  Inference(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules, unsigned threads,
+            const TableRoots& roots = groupCreatorRoots())
+      : roots_(roots), texts_(texts), modules_(modules), environment_(texts.size(), false), threads_(threads) {}
 
   // The names each source calls and the imports it makes: one pass over each, on the run's threads.
-  void readTree() {
+  void readTree(const TreeSurvey* shared = nullptr) {
+    if (shared && shared->called.size() == texts_.size()) {
+      called_ = shared->called;
+      imports_ = shared->imports;
+      aliases_ = shared->aliases;
+      return;
+    }
     called_.resize(texts_.size());
     imports_.resize(texts_.size());
     aliases_.resize(texts_.size());
     parallel(texts_.size(), [&](size_t i) { survey(i); });
   }
+
+  TreeSurvey surveyed() const { return {called_, imports_, aliases_}; }
 
   // The imports of the tree that leave it and that it calls through (`name(` or `name.`), by the
   // module they name. Relative imports, torch, the standard library and the tree's own folders and
@@ -437,7 +458,7 @@ class Inference {
     // calls through costs a few file reads, where telling which of them matter would cost a parse
     // around each of their calls (half a second of CPU on torch's 2,500 files): they are read.
     if (!needed.empty()) return leaving;
-    Inference whatIf(texts_, modules_, threads_);
+    Inference whatIf(texts_, modules_, threads_, roots_);
     whatIf.called_ = called_;
     whatIf.imports_ = imports_;
     whatIf.aliases_ = aliases_;
@@ -480,7 +501,7 @@ class Inference {
       if (!text) continue;
       // Only a module that names a creator is read for wrappers; a package's __init__ that
       // re-exports the names the tree imports is followed one step to where they are defined.
-      bool names_creator = std::any_of(groupCreatorNames().begin(), groupCreatorNames().end(),
+      bool names_creator = std::any_of(roots_.names.begin(), roots_.names.end(),
                                        [&](const std::string& c) { return text->find(c) != std::string::npos; });
       if (depth == 0 && !names.empty()) {
         for (const ImportedName& imported : importsOf(*text)) {
@@ -525,10 +546,12 @@ class Inference {
 
   void infer() {
     if (!standIns_)
-      for (const std::string& creator : groupCreatorNames()) searching_[creator].push_back("*");
+      for (const std::string& root : roots_.names) searching_[root].push_back("*");
     readings_.resize(texts_.size());
     for (int round = 0; round < kMaxRounds && !searching_.empty(); ++round) {
+      rootsOnly_ = round == 0 && !standIns_;
       readSought();
+      rootsOnly_ = false;
       searching_ = closeOver();
     }
   }
@@ -542,7 +565,7 @@ class Inference {
       size_t dot = dotted.rfind('.');
       if (dot == std::string::npos) return;
       std::string module = dotted.substr(0, dot), name = dotted.substr(dot + 1);
-      if (name.empty() || groupCreatorNames().contains(name) || !isTrackable(name)) return;
+      if (name.empty() || roots_.names.contains(name) || !isTrackable(name)) return;
       std::string key = module + ":" + name;
       origins_[key].insert(origin);
       if (!wrappers_.insert(key).second) return;
@@ -640,6 +663,51 @@ class Inference {
     return out;
   }
 
+  // After infer(): each wrapper's first call in a loop among the sources `loopCounts` accepts
+  // (unset: all), or, for one that wrappers call outside loops only, the first such call of theirs.
+  std::map<std::string, LoopedCall> loopedWrappers(const std::function<bool(size_t)>& loopCounts) {
+    if (!searching_.empty()) readSought();  // the calls of the wrappers the last round found
+    std::map<std::string, LoopedCall> looped;
+    auto note = [&](const std::string& key, LoopedCall at) {
+      auto [it, added] = looped.try_emplace(key, at);
+      if (!added && std::tie(at.source, at.row) < std::tie(it->second.source, it->second.row)) it->second = at;
+    };
+    std::map<std::string, std::set<std::string>> calledBy;  // wrapper -> the wrappers calling it outside loops
+    const FunctionCalls moduleLevel;
+    for (size_t i = 0; i < readings_.size(); ++i) {
+      std::optional<bool> counts;  // asked at the source's first loop
+      auto visit = [&](const CallInFunction& c, const FunctionCalls& f, const std::string& caller) {
+        for (const std::string& k : keysReached(c, f, i)) {
+          if (k == caller || !wrappers_.contains(k)) continue;
+          if (c.loopDepth > 0) {
+            if (!counts) counts = !loopCounts || loopCounts(i);
+            if (*counts) note(k, {i, c.row});
+          } else if (!caller.empty()) {
+            calledBy[k].insert(caller);
+          }
+        }
+      };
+      for (const FunctionCalls& f : readings_[i].functions) {
+        std::string key = keyOf(f, i);
+        for (const CallInFunction& c : f.calls) visit(c, f, wrappers_.contains(key) ? key : "");
+      }
+      for (const CallInFunction& c : readings_[i].module.calls) visit(c, moduleLevel, "");
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& [callee, callers] : calledBy) {
+        if (looped.contains(callee)) continue;
+        for (const std::string& caller : callers)
+          if (auto it = looped.find(caller); it != looped.end()) {
+            looped.emplace(callee, it->second);
+            changed = true;
+            break;
+          }
+      }
+    }
+    return looped;
+  }
+
   std::set<std::string> wrappers() const { return wrappers_; }
   const std::vector<std::string>& environmentModules() const { return environmentModules_; }
 
@@ -701,6 +769,8 @@ class Inference {
       auto inHere = inModule.find(modules_[i]);
       bool mayCall = callsAny(called_[i], everywhere) || (inHere != inModule.end() && callsAny(called_[i], inHere->second));
       if (!mayCall && !aliased) return;
+      // The roots are torch's only in a source that holds the word their module needs.
+      if (rootsOnly_ && !roots_.mention.empty() && texts_[i].find(roots_.mention) == std::string_view::npos) return;
       std::vector<size_t> hits = callsOf(texts_[i], aliased ? local : names);
       if (!hits.empty()) hits = reachingHits(texts_[i], std::move(hits), searching_, modules_[i], aliases_[i]);
       if (hits.empty()) return;
@@ -823,13 +893,10 @@ class Inference {
 
   // What a call reaches that creates groups, as a chain; empty if nothing.
   std::string creationVia(const CallInFunction& call, const FunctionCalls& f, size_t source, bool& throughModel) const {
-    const std::set<std::string>& creators = groupCreatorNames();
     if (call.backend && !selectsEagerNccl(*call.backend)) return "";
     throughModel = false;
-    if (!standIns_ && creators.contains(call.name)) {
-      const std::string& q = call.qualifiedName;
-      if (!q.starts_with("torch.") || isDistributed(q, call.name)) return "torch.distributed." + call.name;
-    }
+    if (!standIns_ && roots_.names.contains(call.name) && roots_.isRoot(call.name, call.qualifiedName))
+      return "torch.distributed." + call.name;
     if (std::string key = index_.reached(call, modules_[source]); !key.empty()) {
       throughModel = throughModel_.contains(key);
       return viaOf(key);
@@ -852,7 +919,7 @@ class Inference {
   // point, with the classes whose methods or construction create groups and the functions that
   // make their instances; returns what the next round seeks.
   Sought closeOver() {
-    const std::set<std::string>& creators = groupCreatorNames();
+    const std::set<std::string>& creators = roots_.names;
     Sought added;
     for (bool changed = true; changed;) {
       changed = false;
@@ -915,6 +982,7 @@ class Inference {
     return false;
   }
 
+  const TableRoots& roots_;
   std::vector<std::string_view> texts_;
   std::vector<std::string> modules_;
   std::vector<bool> environment_;  // per source: an installed module's
@@ -937,10 +1005,44 @@ class Inference {
   // The what-if of modulesNeeded: names imported from outside the tree stand in for wrappers, and
   // torch's creators are not sought.
   bool standIns_ = false;
+  bool rootsOnly_ = false;  // the first round, which seeks the roots alone
   std::map<std::string, std::set<std::string>> origins_;  // a stand-in's key -> the module of its import
 };
 
 }  // namespace
+
+const TableRoots& groupCreatorRoots() {
+  static const TableRoots roots{groupCreatorNames(),
+                                [](const std::string& name, const std::string& qualified) {
+                                  return !qualified.starts_with("torch.") || isDistributed(qualified, name);
+                                },
+                                ""};
+  return roots;
+}
+
+// Every way of naming torch.distributed (`import torch.distributed as dist`, `from torch import
+// distributed`, `torch.distributed.send(`) holds the word.
+const TableRoots& pointToPointRoots() {
+  static const TableRoots roots{{"send", "recv", "isend", "irecv", "batch_isend_irecv"},
+                                [](const std::string& name, const std::string& qualified) { return isDistributed(qualified, name); },
+                                "distributed"};
+  return roots;
+}
+
+std::shared_ptr<const TreeSurvey> surveyTree(const std::vector<std::string_view>& texts, unsigned threads) {
+  Inference inference(texts, std::vector<std::string>(texts.size()), threads);
+  inference.readTree();
+  return std::make_shared<const TreeSurvey>(inference.surveyed());
+}
+
+std::map<std::string, LoopedCall> pointToPointInLoops(const std::vector<std::string_view>& texts,
+                                                      const std::vector<std::string>& modules, unsigned threads,
+                                                      const std::function<bool(size_t)>& loopCounts, const TreeSurvey* survey) {
+  Inference inference(texts, modules, threads, pointToPointRoots());
+  inference.readTree(survey);
+  inference.infer();
+  return inference.loopedWrappers(loopCounts);
+}
 
 std::set<std::string> functionsCalling
 (std::string_view source, const std::set<std::string>& creators) {
@@ -973,8 +1075,15 @@ GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& te
 GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
                                          unsigned threads, const ModuleReader& environment,
                                          const std::vector<KnownWrapper>& known, int groupSitesThreshold) {
+  return buildGroupWrapperTable(texts, modules, threads, environment, known, groupSitesThreshold, nullptr);
+}
+
+GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
+                                         unsigned threads, const ModuleReader& environment,
+                                         const std::vector<KnownWrapper>& known, int groupSitesThreshold,
+                                         const TreeSurvey* survey) {
   Inference inference(texts, modules, threads);
-  inference.readTree();
+  inference.readTree(survey);
   // Installed code is read only where it can change a finding: most trees never ask.
   std::set<std::string> needed;
   if (environment) needed = inference.modulesNeeded(inference.importsLeavingTree(), groupSitesThreshold);

@@ -1,5 +1,7 @@
 // The project-wide table of group-creating wrappers: functions of the scanned tree whose body calls
-// torch.distributed's group creators, directly or through another such function. A cheap scan of
+// torch.distributed's group creators, directly or through another such function. The same
+// inference from other roots (TableRoots) gives NM502's table of functions issuing point-to-point
+// transfers that the tree calls in loops. A cheap scan of
 // each source for calls of the names sought picks the statements worth reading (python_scopes.h);
 // only those are parsed (frontends/python_project.h), each at most once, so signatures over
 // several lines, decorators, nested functions and methods are read as Python reads them.
@@ -7,6 +9,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,6 +22,27 @@ namespace nccl_migrate::lint {
 // One source's functions that call one of `creators` (bare names), where the call names no backend
 // other than an eager NCCL one and is not one of torch's other functions. For tests and the fuzzer.
 std::set<std::string> functionsCalling(std::string_view source, const std::set<std::string>& creators);
+
+// The calls a table is built from: torch's functions by their last names, and whether a call of
+// one (its last name and the name the file's imports qualify it to) is torch's rather than a
+// function of the same name elsewhere.
+struct TableRoots {
+  std::set<std::string> names;
+  std::function<bool(const std::string& name, const std::string& qualified)> isRoot;
+  // A word a source holds wherever its calls of the roots can be torch's (empty: any source).
+  std::string mention;
+};
+// torch.distributed's group creators; a call of one not resolved to another of torch's functions
+// counts (a project's own mirror of torch.distributed).
+const TableRoots& groupCreatorRoots();
+// torch.distributed's calls that issue point-to-point transfers (send, recv, isend, irecv,
+// batch_isend_irecv), resolved through the file's imports: the names alone are too common.
+const TableRoots& pointToPointRoots();
+
+// One pass over a tree's sources (the names each calls, the imports each makes), which the tables
+// built from the same texts share rather than each making its own.
+struct TreeSurvey;
+std::shared_ptr<const TreeSurvey> surveyTree(const std::vector<std::string_view>& texts, unsigned threads);
 
 // The wrappers defined in `texts` (Python sources of the modules `modules`, from
 // pythonModuleOf; empty: unknown), to the fixed point, as keys of frontends/python_project.h
@@ -76,6 +101,26 @@ struct GroupWrapperTable {
 GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
                                          unsigned threads, const ModuleReader& environment,
                                          const std::vector<KnownWrapper>& known, int groupSitesThreshold);
+// The same, with the tree's sources surveyed already (surveyTree of the same texts).
+GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
+                                         unsigned threads, const ModuleReader& environment,
+                                         const std::vector<KnownWrapper>& known, int groupSitesThreshold,
+                                         const TreeSurvey* survey);
+// A function of the tree that issues point-to-point transfers, directly or through the tree's
+// functions and methods, and the first call (in the sources' order) that runs it in a loop: its
+// own, or one of a function that calls it. Module functions, methods (called through self or an
+// object whose class the tree shows) and nested functions, keyed as the table keys them.
+struct LoopedCall {
+  size_t source = 0;  // index in the texts, the loop's source
+  uint32_t row = 0;   // 0-based, the call's row
+};
+// A loop counts only in a source that `loopCounts` accepts (asked once per source that has one;
+// unset: every source); the others are read for the functions they define.
+std::map<std::string, LoopedCall> pointToPointInLoops(const std::vector<std::string_view>& texts,
+                                                      const std::vector<std::string>& modules, unsigned threads,
+                                                      const std::function<bool(size_t source)>& loopCounts = {},
+                                                      const TreeSurvey* survey = nullptr);
+
 // The same for any threshold: one site outside loops is enough to read a module.
 GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& texts, const std::vector<std::string>& modules,
                                          unsigned threads, const ModuleReader& environment,

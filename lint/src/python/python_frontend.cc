@@ -93,7 +93,7 @@ class PythonWalker {
         leftOut_(leftOut) {
     names_.setEquivalentModules(&equivalences.modules);
     // The module the project-wide table knows this file as (linter.cc names it the same way).
-    if (!wrappers_.empty()) {
+    if (!wrappers_.empty() || !equivalences.functionsCalledInLoops.empty()) {
       std::error_code ec;
       module_ = pythonModuleOf(std::filesystem::absolute(model.path, ec).lexically_normal().generic_string());
     }
@@ -404,6 +404,7 @@ class PythonWalker {
     visitChildren(node, 0, steps, [](std::string_view) { return true; });
     function_ = static_cast<int>(functions_.size());
     functionIsWrapper_.push_back(isGroupWrapperFunction(name));
+    functionCalledInLoopAt_.push_back(calledInLoopAt(name));
     model_.functions.push_back(name);
     functions_.push_back(std::move(name));
     arm_ = -1;
@@ -745,6 +746,16 @@ class PythonWalker {
     return wrappers_.reaches(call, module_);
   }
 
+  // Where the project model saw this file's function `name` called in a loop (a module's function,
+  // a method or a nested function of that name here); empty if nowhere.
+  std::string calledInLoopAt(const std::string& name) const {
+    const std::map<std::string, std::string>& table = equivalences_.functionsCalledInLoops;
+    if (table.empty()) return "";
+    for (const char* scope : {":", "#self:", "#local:"})
+      if (auto it = table.find(module_ + scope + name); it != table.end()) return it->second;
+    return "";
+  }
+
   // A function the project's group wrappers, inferred or configured, name.
   bool isGroupWrapperFunction(const std::string& name) const {
     if (wrappers_.names(name)) return true;
@@ -784,6 +795,7 @@ class PythonWalker {
       call.function = functions_[function_];
       call.functionId = function_;
       call.inGroupWrapper = functionIsWrapper_[static_cast<size_t>(function_)];
+      call.calledInLoopAt = functionCalledInLoopAt_[static_cast<size_t>(function_)];
     }
     if (arm_ >= 0) call.branches = armsHere();
     collectArguments(field(node, kField.arguments), call);
@@ -974,6 +986,7 @@ class PythonWalker {
   int statements_ = 0;            // `if` statements so far
   std::vector<std::string> functions_;
   std::vector<bool> functionIsWrapper_;  // per function: one of the project's group wrappers
+  std::vector<std::string> functionCalledInLoopAt_;  // per function: Call::calledInLoopAt
   std::vector<Arm> arms_;
   mutable std::deque<TSTreeCursor> cursors_;  // forEachNamedChild's, by nesting level
   mutable size_t openCursors_ = 0;

@@ -1,4 +1,5 @@
 // NM502 p2p-on-eager-backend: point-to-point loops (pipeline stages) on the default NCCL backend.
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -9,11 +10,14 @@
 namespace nccl_migrate::lint {
 namespace {
 
-bool isPointToPoint(const std::string& q) {
-  for (const char* name : {"send", "recv", "isend", "irecv", "batch_isend_irecv", "P2POp"})
+// A call that issues a transfer; a P2POp only describes one for batch_isend_irecv.
+bool issuesTransfer(const std::string& q) {
+  for (const char* name : {"send", "recv", "isend", "irecv", "batch_isend_irecv"})
     if (isDistributed(q, name)) return true;
   return false;
 }
+
+bool isPointToPoint(const std::string& q) { return issuesTransfer(q) || isDistributed(q, "P2POp"); }
 
 // The argument holding the tensor a call sends or receives: `dist.send(t, dst)`, `P2POp(op, t, peer)`.
 const Argument* transferredTensor(const Call& call) {
@@ -77,17 +81,27 @@ class P2pOnEagerBackend final : public Rule {
       if (s.value.find("nccl-lazy") != std::string::npos || s.value == "gloo") return;
     }
     bool defaultDeviceIsCpu = !changesDefaultDevice(model);
+    // One finding per file for its own loops: the advice is per process group, not per call. A
+    // function the project calls in a loop elsewhere has one of its own, where its transfer stands.
+    bool loopReported = false;
+    std::set<int> functionsReported;
     for (const Call& call : model.calls) {
-      if (call.loopDepth == 0 || !isPointToPoint(call.qualifiedName)) continue;
+      if (!isPointToPoint(call.qualifiedName)) continue;
+      bool inLoop = call.loopDepth > 0;
+      bool calledInLoop = !inLoop && !call.calledInLoopAt.empty() && issuesTransfer(call.qualifiedName);
+      if (inLoop ? loopReported : (!calledInLoop || functionsReported.contains(call.functionId))) continue;
       if (const Argument* tensor = transferredTensor(call)) {
         TracedValue value = traceValue(model, call, *tensor);
         if (value.root() && onCpu(value, *value.root(), defaultDeviceIsCpu)) continue;  // not NCCL's transfer
       }
+      std::string where = inLoop ? "() in a loop"
+                                 : "() in " + call.function + "(), which " + call.calledInLoopAt + " calls in a loop";
       out.push_back(finding(model, call.where,
-                            call.spelling + "() in a loop: torch 2.15's NCCL backend runs send/recv on the group's "
+                            call.spelling + where + ": torch 2.15's NCCL backend runs send/recv on the group's "
                             "one communicator, so transfers to different peers do not overlap; for a pipeline's "
                             "group, consider backend=\"nccl-lazy\" (per-peer communicators, created lazily)"));
-      return;  // one finding per file: the advice is per process group, not per call
+      if (inLoop) loopReported = true;
+      else functionsReported.insert(call.functionId);
     }
   }
 

@@ -113,6 +113,10 @@ struct Call {
   std::string function;
   int functionId = -1;  // which definition that is, numbered in the file (-1: module level)
   bool inGroupWrapper = false;
+  // Where the project model saw that function called in a loop, in this file or another, as
+  // "path:line" of the call: the call runs once per iteration there. Empty when it saw none. Known
+  // for the functions that issue torch's point-to-point transfers (NM502's table) only.
+  std::string calledInLoopAt;
   // An arm of an `if` statement: the statement (numbered in the file) and which arm (0 for its
   // `if` block, then each `elif`, then `else`).
   struct Arm {

@@ -1,0 +1,219 @@
+// NM502 across files: a function that issues point-to-point transfers is reported where its
+// transfer stands when the tree calls it in a loop, from its own file or another, directly, through
+// a function that calls it, or through an object's method (python/group_wrappers.h,
+// pointToPointInLoops).
+#include "python/group_wrappers.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "nccl_migrate/lint/linter.h"
+
+namespace nccl_migrate::lint {
+namespace {
+namespace fs = std::filesystem;
+
+class PointToPointLoopsTree : public testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("nccl-migrate-p2p-loops-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void write(const std::string& file, const std::string& text) {
+    fs::create_directories((root_ / file).parent_path());
+    std::ofstream(root_ / file) << text;
+  }
+  // NM502's findings as "file:line", with their messages in messages_; a warning fails the test.
+  std::vector<std::string> findings() {
+    LintOptions options;
+    options.jobs = 2;
+    options.config.select = {"NM502"};
+    LintReport report = lintPaths({root_}, options);
+    EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+    std::vector<std::string> found;
+    messages_.clear();
+    for (const Finding& f : report.findings) {
+      found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line));
+      messages_.push_back(f.message);
+    }
+    return found;
+  }
+  fs::path root_;
+  std::vector<std::string> messages_;
+};
+
+// A pipeline stage's exchange with its neighbours, in its own module.
+const char* kStageComm =
+    "import torch\n"
+    "import torch.distributed as dist\n"
+    "\n"
+    "\n"
+    "def exchange_activations(send_buf, recv_shape, peer, *, dtype=torch.bfloat16):\n"
+    "    recv_buf = torch.empty(recv_shape, dtype=dtype, device=\"cuda\")\n"
+    "    ops = [\n"
+    "        dist.P2POp(dist.isend, send_buf, peer),\n"
+    "        dist.P2POp(dist.irecv, recv_buf, peer),\n"
+    "    ]\n"
+    "    for work in dist.batch_isend_irecv(ops):\n"
+    "        work.wait()\n"
+    "    return recv_buf\n";
+
+TEST_F(PointToPointLoopsTree, AHelperInAnotherFileCalledInAForLoop) {
+  write("stagepipe/comm.py", kStageComm);
+  write("stagepipe/schedule.py",
+        "from stagepipe.comm import exchange_activations\n"
+        "\n"
+        "\n"
+        "def one_forward_one_backward(stage, microbatches, next_rank):\n"
+        "    grads = []\n"
+        "    for mb in microbatches:\n"
+        "        out = stage(mb)\n"
+        "        grads.append(\n"
+        "            exchange_activations(out, out.shape, next_rank)\n"
+        "        )\n"
+        "    return grads\n");
+  EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:11"}));
+  ASSERT_EQ(messages_.size(), 1u);
+  EXPECT_NE(messages_[0].find("dist.batch_isend_irecv() in exchange_activations(), which "), std::string::npos) << messages_[0];
+  EXPECT_NE(messages_[0].find("stagepipe/schedule.py:9 calls in a loop"), std::string::npos) << messages_[0];
+}
+
+TEST_F(PointToPointLoopsTree, AHelperCalledOnceOutsideLoopsIsNotReported) {
+  write("stagepipe/comm.py", kStageComm);
+  write("stagepipe/warmup.py",
+        "from .comm import exchange_activations\n"
+        "\n"
+        "\n"
+        "def handshake(stage, sample, next_rank):\n"
+        "    if stage.is_first:\n"
+        "        return None\n"
+        "    return exchange_activations(stage(sample), sample.shape, next_rank)\n");
+  EXPECT_TRUE(findings().empty());
+}
+
+// A relative import from the schedule's package, and a loop two calls away: the step function is
+// called once per microbatch, and calls the exchange once.
+TEST_F(PointToPointLoopsTree, ALoopAroundACallerOfTheHelperCounts) {
+  write("stagepipe/comm.py", kStageComm);
+  write("stagepipe/schedule.py",
+        "from . import comm\n"
+        "\n"
+        "\n"
+        "def _step(stage, mb, peer):\n"
+        "    out = stage(mb)\n"
+        "    return comm.exchange_activations(out, out.shape, peer)\n"
+        "\n"
+        "\n"
+        "def run_schedule(stage, microbatches, peer):\n"
+        "    return [_step(stage, mb, peer) for mb in microbatches]\n");
+  EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:11"}));
+  ASSERT_EQ(messages_.size(), 1u);
+  EXPECT_NE(messages_[0].find("stagepipe/schedule.py:10 calls in a loop"), std::string::npos) << messages_[0];
+}
+
+// Context parallelism's ring: a class collects the step's sends and receives and commits them in
+// one batch; the attention loop commits once per ring step through an instance.
+TEST_F(PointToPointLoopsTree, AnObjectsMethodCalledInALoop) {
+  write("ringattn/ring_comm.py",
+        "import torch.distributed as dist\n"
+        "\n"
+        "\n"
+        "class RingComm:\n"
+        "    def __init__(self, group):\n"
+        "        self.group = group\n"
+        "        self.ops = []\n"
+        "        self.reqs = None\n"
+        "\n"
+        "    def send_recv(self, to_send, recv_buf, src, dst):\n"
+        "        self.ops.append(dist.P2POp(dist.isend, to_send, dst, group=self.group))\n"
+        "        self.ops.append(dist.P2POp(dist.irecv, recv_buf, src, group=self.group))\n"
+        "\n"
+        "    def commit(self):\n"
+        "        self.reqs = dist.batch_isend_irecv(self.ops)\n"
+        "\n"
+        "    def wait(self):\n"
+        "        for r in self.reqs:\n"
+        "            r.wait()\n"
+        "        self.ops, self.reqs = [], None\n");
+  write("ringattn/attention.py",
+        "import torch\n"
+        "from ringattn.ring_comm import RingComm\n"
+        "\n"
+        "\n"
+        "def ring_attention(q, k, v, group, world_size, src, dst):\n"
+        "    comm = RingComm(group)\n"
+        "    out = torch.zeros_like(q)\n"
+        "    for step in range(world_size):\n"
+        "        if step + 1 != world_size:\n"
+        "            next_k, next_v = torch.empty_like(k), torch.empty_like(v)\n"
+        "            comm.send_recv(k, next_k, src, dst)\n"
+        "            comm.send_recv(v, next_v, src, dst)\n"
+        "            comm.commit()\n"
+        "        out += torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v\n"
+        "        if step + 1 != world_size:\n"
+        "            comm.wait()\n"
+        "            k, v = next_k, next_v\n"
+        "    return out\n");
+  EXPECT_EQ(findings(), (std::vector<std::string>{"ring_comm.py:15"}));
+  ASSERT_EQ(messages_.size(), 1u);
+  EXPECT_NE(messages_[0].find("dist.batch_isend_irecv() in commit(), which "), std::string::npos) << messages_[0];
+  EXPECT_NE(messages_[0].find("ringattn/attention.py:13 calls in a loop"), std::string::npos) << messages_[0];
+}
+
+// The schedule runs on a gloo group (a CPU test of the pipeline): its loop is no NCCL loop.
+TEST_F(PointToPointLoopsTree, ALoopInAFileOnGlooIsNotReported) {
+  write("stagepipe/comm.py", kStageComm);
+  write("stagepipe/cpu_check.py",
+        "import torch.distributed as dist\n"
+        "from stagepipe.comm import exchange_activations\n"
+        "\n"
+        "\n"
+        "def check_pipeline(stage, microbatches, next_rank):\n"
+        "    dist.init_process_group(backend=\"gloo\")\n"
+        "    for mb in microbatches:\n"
+        "        exchange_activations(stage(mb), mb.shape, next_rank)\n");
+  EXPECT_TRUE(findings().empty());
+}
+
+// A same-named function of another module, called in a loop, is not the helper.
+TEST_F(PointToPointLoopsTree, ASameNamedFunctionElsewhereIsNotTheHelper) {
+  write("stagepipe/comm.py", kStageComm);
+  write("tools/replay.py",
+        "from tools.fake_comm import exchange_activations\n"
+        "\n"
+        "\n"
+        "def replay(trace):\n"
+        "    for event in trace:\n"
+        "        exchange_activations(event.tensor, event.shape, event.peer)\n");
+  write("tools/fake_comm.py",
+        "def exchange_activations(send_buf, recv_shape, peer):\n"
+        "    return send_buf\n");
+  EXPECT_TRUE(findings().empty());
+}
+
+// The table itself: the helper's key and the loop's source and row.
+TEST(PointToPointInLoops, KeysEachHelperWithItsLoop) {
+  std::vector<std::string_view> texts = {kStageComm,
+                                         "from stagepipe.comm import exchange_activations\n"
+                                         "def drain(bufs, peer):\n"
+                                         "    while bufs:\n"
+                                         "        exchange_activations(bufs.pop(), (4,), peer)\n"};
+  std::vector<std::string> modules = {"stagepipe.comm", "stagepipe.drain"};
+  std::map<std::string, LoopedCall> looped = pointToPointInLoops(texts, modules, 1);
+  ASSERT_EQ(looped.size(), 1u);
+  EXPECT_EQ(looped.begin()->first, "stagepipe.comm:exchange_activations");
+  EXPECT_EQ(looped.begin()->second.source, 1u);
+  EXPECT_EQ(looped.begin()->second.row, 3u);
+  // Its loop in a source that does not count: none.
+  EXPECT_TRUE(pointToPointInLoops(texts, modules, 1, [](size_t source) { return source != 1; }).empty());
+}
+
+}  // namespace
+}  // namespace nccl_migrate::lint
