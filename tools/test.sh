@@ -10,7 +10,7 @@ cd "$root"
 bash tools/setup.sh
 bash tools/build.sh
 
-# No test writes to torch's cache in the user's home (ctest gives its tests build/test-home,
+# No test writes to torch's cache in the user's home (ctest gives its tests build/test-dumps,
 # pytest each worker a HOME of its own: tests/python/suite_home.py); checked after both.
 torch_cache="${XDG_CACHE_HOME:-$HOME/.cache}/torch"
 since=$(mktemp)

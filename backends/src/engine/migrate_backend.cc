@@ -12,6 +12,7 @@
 #include <c10/util/Logging.h>
 
 #include "common/bounded_run.h"
+#include "common/exit_gate.h"
 #include "engine_internals.h"
 #include "engine_work.h"
 #include "nccl_migrate/backends/engine_services.h"
@@ -155,8 +156,11 @@ Communicator& MigrateBackend::communicatorFor(const CommunicatorRequest& request
   services_->registry->recordCreated({options_.groupName, policy_->policyName(), made->info()});
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    communicators_.emplace(request.key, made);
-    creationOrder_.push_back(request.key);
+    auto [it, inserted] = communicators_.emplace(request.key, made);
+    // Another thread's communicator for this key came first: the map's is the one that lives on
+    // (ours is freed as `made` goes); never a reference to one only `made` holds.
+    if (inserted) creationOrder_.push_back(request.key);
+    made = it->second;
     if (!aborted_) return *made;
   }
   // An abort that ran while this one was created did not see it: it is aborted as the others
@@ -476,18 +480,25 @@ void MigrateBackend::abortTogether(std::vector<std::shared_ptr<Communicator>> co
   // watchdog every group of the process needs, a shrink, the job) waits for them a bounded time.
   if (comms.empty()) return;
   std::vector<std::function<void()>> aborts;
-  for (const std::shared_ptr<Communicator>& comm : comms) aborts.emplace_back([comm] { comm->abort(); });
+  for (const std::shared_ptr<Communicator>& comm : comms) {
+    // The abort's thread may drop the communicator's last reference after this thread moved on,
+    // perhaps once the interpreter's exit has begun: released through the exit gate (exit_gate.h).
+    aborts.emplace_back([comm]() mutable {
+      comm->abort();
+      ExitGate::release(std::move(comm));
+    });
+  }
   std::vector<size_t> running = runTogetherWithin(std::move(aborts), kAbortWait);
   if (running.empty()) return;
   std::string keys;
   for (size_t i : running) keys += (keys.empty() ? "'" : ", '") + comms[i]->info().key + "'";
   LOG(ERROR) << "[nccl_migrate] the abort of group '" << options_.groupName << "' (" << backendName_ << ", rank "
              << rank_ << ") did not finish within " << kAbortWait.count() << " ms: communicator(s) " << keys
-             << " are still aborting. Their abort waits for a kernel they launched, which is queued behind an op that "
-                "has not ended: most likely an op of another group on the same stream, ended once that group "
-                "times out and is aborted, or the job's own work on that stream. The abort goes on in the "
-                "background and ends with that op; until then the communicators' device memory stays held. If it "
-                "never ends, the device stays blocked and the process must end to recover.";
+             << " are still aborting. An abort waits for every kernel its communicator launched; if this does not "
+                "end soon, most likely one of them is queued behind an op that has not ended (an op of another group "
+                "on the same stream, ended once that group times out and is aborted, or the job's own work on that "
+                "stream). The abort goes on in the background; until it ends the communicators' device memory "
+                "stays held. If it never ends, the device stays blocked and the process must end to recover.";
 }
 
 void MigrateBackend::dropCommunicators() {

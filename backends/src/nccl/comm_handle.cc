@@ -208,7 +208,9 @@ void CommHandle::abortNow(ncclComm_t comm) noexcept {
     std::lock_guard<std::mutex> kept(keptMutex_);
     released.swap(kept_);
   }
-  // `released` goes here, outside the lock: a tensor's release may take Python's lock.
+  // Released outside the lock: a tensor's release may take Python's lock, which a thread must not
+  // take once the interpreter's exit has begun (exit_gate.h); this may be an abort's own thread.
+  ExitGate::release(std::move(released));
 }
 
 void CommHandle::keepUntilFreed(std::shared_ptr<void> what) {
