@@ -6,15 +6,17 @@ behaviour served each group the job made with backend "nccl"."""
 
 from __future__ import annotations
 
-from .spec import BACKEND_VARIABLE, BEHAVIOUR_VARIABLE, Side
+from .spec import BACKEND_VARIABLE, BEHAVIOUR_VARIABLE, BEHAVIOURS, Side
 
 
 def expected_behaviour(side: Side) -> str | None:
     """The behaviour a group made with backend "nccl" gets on this side, or None where the SPEC
-    does not decide it (backend=NAME replaces the job's name; KEY=VALUE items alone leave it)."""
+    does not decide it (backend=NAME replaces the job's name; KEY=VALUE items alone leave it): the
+    behaviour whose variables (spec.BEHAVIOURS, the one table of them) the side's environment holds."""
     if BACKEND_VARIABLE in side.env or BEHAVIOUR_VARIABLE not in side.env:
         return None
-    return "legacy" if side.env[BEHAVIOUR_VARIABLE] == "0" else "rewritten"
+    return next((name for name, env in BEHAVIOURS.items()
+                 if BACKEND_VARIABLE not in env and env[BEHAVIOUR_VARIABLE] == side.env[BEHAVIOUR_VARIABLE]), None)
 
 
 def overridden(side: Side, reports: dict[int, dict]) -> str | None:

@@ -30,6 +30,7 @@ def test_the_behaviour_a_spec_asks_for():
     assert expected_behaviour(parse("b", "lazy")) is None  # the name is replaced: no "nccl" group to judge
     assert expected_behaviour(parse("b", "backend=gloo")) is None
     assert expected_behaviour(parse("b", "X=1")) is None
+    assert expected_behaviour(parse("b", "TORCH_DIST_USE_NCCL2=1")) is None  # not a SPEC behaviour: not judged
 
 
 def test_a_side_that_ran_another_behaviour_is_named_with_what_overrode_it():
