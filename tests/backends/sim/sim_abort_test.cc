@@ -28,15 +28,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A worker stream as the calling thread's current stream: the job's stream, which the host does
-// not wait for (the simulated device's default current stream is the host itself). A wait()
-// without a timeout makes it wait for the op, so the job's next op queues behind that one.
-struct JobStream {
-  std::shared_ptr<SimStream> stream = SimRuntime::instance()->makeWorkerStream("job");
-  JobStream() { SimRuntime::instance()->setCurrentStream(stream.get()); }
-  ~JobStream() { SimRuntime::instance()->setCurrentStream(nullptr); }
-};
-
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -173,15 +164,7 @@ TEST(SimulatedAbort, AnAbortStuckBehindAnotherGroupReturnsWithinItsBound) {
 // A simulated NCCL communicator of `size` ranks in NCCL's nonblocking mode, ready: rank 0 makes
 // the unique id, the others read it from the store, and each polls its init until it completed.
 ncclComm_t nonblockingCommunicator(RankContext& ctx, backends::nccl::NcclApi& api, int size) {
-  ncclUniqueId id;
-  if (ctx.rank == 0) {
-    check(api.getUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
-    const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
-    ctx.store->set("unique id", std::vector<uint8_t>(bytes, bytes + sizeof(id)));
-  } else {
-    std::vector<uint8_t> bytes = ctx.store->get("unique id");
-    std::memcpy(&id, bytes.data(), sizeof(id));
-  }
+  ncclUniqueId id = sharedUniqueId(ctx, api);
   ncclComm_t comm = nullptr;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;

@@ -1,8 +1,10 @@
 // The simulated-device suites' shared helpers: see sim_backend.h.
 #include "sim_backend.h"
 
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace nccl_migrate::sim {
 namespace {
@@ -59,6 +61,19 @@ c10d::AllreduceOptions allreduceWith(c10d::ReduceOp op) {
   c10d::AllreduceOptions o;
   o.reduceOp = op;
   return o;
+}
+
+ncclUniqueId sharedUniqueId(RankContext& ctx, backends::nccl::NcclApi& api) {
+  ncclUniqueId id;
+  if (ctx.rank == 0) {
+    check(api.getUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
+    ctx.store->set("unique id", std::vector<uint8_t>(bytes, bytes + sizeof(id)));
+  } else {
+    std::vector<uint8_t> bytes = ctx.store->get("unique id");
+    std::memcpy(&id, bytes.data(), sizeof(id));
+  }
+  return id;
 }
 
 }  // namespace nccl_migrate::sim

@@ -14,6 +14,7 @@
 #include "nccl_migrate/backends/communicator_policy.h"
 #include "nccl_migrate/backends/migrate_backend.h"
 #include "ranks.h"
+#include "sim_device.h"
 #include "sim_nccl.h"
 
 namespace nccl_migrate::sim {
@@ -34,6 +35,20 @@ c10::intrusive_ptr<backends::MigrateBackend> simBackend(
     backends::DeviceCommOptions comms = {},
     std::shared_ptr<backends::EngineServices> services = backends::EngineServices::process(),
     c10::intrusive_ptr<c10d::Store> transfers = nullptr);
+
+// A worker stream as the calling thread's current stream while it lives: the job's stream, which
+// the host does not wait for (the simulated device's default current stream is the host itself).
+// A wait() without a timeout makes it wait for an op, so the job's next op queues behind that one.
+struct JobStream {
+  std::shared_ptr<SimStream> stream = SimRuntime::instance()->makeWorkerStream("job");
+  JobStream() { SimRuntime::instance()->setCurrentStream(stream.get()); }
+  ~JobStream() { SimRuntime::instance()->setCurrentStream(nullptr); }
+  SimStream* operator->() const { return stream.get(); }
+};
+
+// The unique id of a simulated NCCL communicator of the ranks of `ctx`: rank 0 makes it and the
+// others read it from the store, as a job hands NCCL's id around.
+ncclUniqueId sharedUniqueId(RankContext& ctx, backends::nccl::NcclApi& api);
 
 // Throws `what` unless `ok`.
 void check(bool ok, const std::string& what);

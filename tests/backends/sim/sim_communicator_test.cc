@@ -35,15 +35,6 @@ using backends::GroupOptions;
 using backends::MigrateBackend;
 using backends::PolicyMaker;
 
-// A worker stream as the calling thread's current stream: the job's stream, which the host does
-// not wait for (the simulated device's default current stream is the host itself).
-struct JobStream {
-  std::shared_ptr<SimStream> stream = SimRuntime::instance()->makeWorkerStream("job");
-  JobStream() { SimRuntime::instance()->setCurrentStream(stream.get()); }
-  ~JobStream() { SimRuntime::instance()->setCurrentStream(nullptr); }
-  SimStream* operator->() const { return stream.get(); }
-};
-
 // A toolkit backend over seams a test holds (to ask the simulated NCCL what it saw), with the
 // group options as the test set them.
 c10::intrusive_ptr<MigrateBackend> simBackendOver(RankContext& ctx, std::shared_ptr<const backends::NcclSeams> seams,
@@ -707,15 +698,7 @@ TEST(SimulatedDevice, AMissingPeerFailsTheFirstSendOfADirectionWithinTheTimeout)
 // A simulated NCCL communicator of `size` ranks for tests that call NCCL directly: rank 0 makes
 // the unique id and the others read it from the store.
 ncclComm_t simCommunicator(RankContext& ctx, backends::nccl::NcclApi& api, int size) {
-  ncclUniqueId id;
-  if (ctx.rank == 0) {
-    check(api.getUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
-    const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
-    ctx.store->set("unique id", std::vector<uint8_t>(bytes, bytes + sizeof(id)));
-  } else {
-    std::vector<uint8_t> bytes = ctx.store->get("unique id");
-    std::memcpy(&id, bytes.data(), sizeof(id));
-  }
+  ncclUniqueId id = sharedUniqueId(ctx, api);
   ncclComm_t comm = nullptr;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   check(api.commInitRankConfig(&comm, size, id, ctx.rank, &config) == ncclSuccess, "ncclCommInitRankConfig");
