@@ -60,6 +60,11 @@ class DeviceCommunicatorFactory final : public CommunicatorFactory {
 #else
     auto gloo = makeGloo_(store_, prefix, info.rank, info.size, timeout_);  // its timeout stays as made
 #endif
+    // Gloo's connect returns on each member once its own pairs answered, perhaps while a peer still
+    // reads the last handshake; a member that then tears down at once (a job that creates its
+    // group and destroys it) cuts that peer's connect short ("Connection closed by peer"). NCCL's
+    // init returns on every member together, so a creation ends when every member has connected.
+    meetMembers(store_, prefix + "/connected", info, groupName_, timeout_);
     info.creationTime = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
     info.implementation = "gloo";
     return std::make_unique<GlooCommunicator>(std::move(info), std::move(gloo), timeout_);
