@@ -97,10 +97,27 @@ def test_ranks_of_one_rank_number_are_ordered_by_pid(monkeypatch):
     assert [p.pid for p in launch.ranks_running_under(10)[0]] == [30, 31]
 
 
+def _wait_until_it_runs(proc, program: bytes, within: float = 10.0) -> None:
+    """Until ``proc`` has exec'd ``program``: before that, /proc/PID/environ is still the
+    environment of the process it was forked from (seen on a loaded machine: RANK not there yet)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[0].endswith(program):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise AssertionError(f"{program!r} did not start within {within} s")
+
+
 def test_the_rank_variable_is_read_from_the_process_environment():
     child = subprocess.Popen(["sleep", "30"], env={"PATH": os.environ["PATH"], "RANK": "7"})
     other = subprocess.Popen(["sleep", "30"], env={"PATH": os.environ["PATH"], "RANK": "x", "NOT_RANK": "3"})
     try:
+        for proc in (child, other):
+            _wait_until_it_runs(proc, b"sleep")
         assert launch._rank_variable(child.pid) == 7
         assert launch._rank_variable(other.pid) is None
         assert launch._rank_variable(2 ** 22 + 12345) is None  # no such process
