@@ -38,6 +38,11 @@ def test_a_side_that_ran_another_behaviour_is_named_with_what_overrode_it():
     assert said.startswith('side b (rewritten) asked for the rewritten behaviour, but its job\'s groups made with '
                            'backend "nccl" ran legacy')
     assert "export TORCH_DIST_USE_NCCL2=..." in said and "NM501" in said
+    mixed = overridden(parse("b", "rewritten"), {**_reports("legacy"), 1: {"pid": 2}, 2: _reports("x", "rewritten-lazy-p2p")[1]})
+    assert mixed.startswith('side b (rewritten) asked for the rewritten behaviour, but its job\'s groups made with '
+                            'backend "nccl" ran legacy and rewritten-lazy-p2p: the job\'s own environment overrode the '
+                            "side's (an `export TORCH_DIST_USE_NCCL2=...` in its launch script, which `nccl-migrate lint` "
+                            "reports as NM501); remove it, or give ab the .py job itself"), mixed
 
 
 def test_a_side_that_ran_what_it_asked_or_says_nothing_is_left_alone():

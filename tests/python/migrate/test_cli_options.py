@@ -238,3 +238,31 @@ def test_run_refuses_a_run_directory_an_earlier_run_left_files_in(tmp_path, laun
     said = capsys.readouterr().err
     assert f"--run-dir {run_dir} holds an earlier run's files (report_0.json, fr)" in said and "give a new folder" in said
     assert launched == [] and (run_dir / "report_0.json").exists()  # nothing of the user's removed
+
+
+def test_the_environment_a_command_is_started_with_is_read_past():
+    assert job_command.starts_own_ranks(["env", "-i", "A=1", "B=2", "torchrun", "j.py"])
+    assert job_command.starts_own_ranks(["A=1", "B=2", "srun", "j"])
+    assert not job_command.starts_own_ranks(["env", "A=1", "B=2", "python", "j.py"])
+    assert not job_command.starts_own_ranks(["/opt/a=b/train"])  # a path with '=' is a program
+    assert not job_command.starts_own_ranks(["./a=b"]) and not job_command.starts_own_ranks(["-x=1"])
+    assert not job_command.starts_own_ranks(["env"]) and not job_command.starts_own_ranks(["env", "A=1"])
+    assert not job_command.starts_own_ranks(["python", "-m"])  # no module named
+
+
+def test_the_launch_options_a_launch_command_refuses_are_named_whole():
+    assert job_command.launcher_options_problem(["srun", "j"], ["--nnodes", "--rdzv-id"]) == (
+        "--nnodes, --rdzv-id apply to a .py job only: srun is a launch command, run once as given, and starts the "
+        "ranks itself; give them to it (torchrun --nproc-per-node ...), or give the .py job itself")
+    assert job_command.launcher_options_problem(["j.py"], ["--nnodes"]) is None
+    assert job_command.launcher_options_problem(["srun", "j"], []) is None
+
+
+def test_what_an_interpreter_is_given_is_checked_past_the_environment(tmp_path):
+    missing = str(tmp_path / "gone.py")
+    assert job_command.unrunnable(["env", "A=1", missing]).startswith(f"the job's script {missing} does not exist")
+    assert job_command.unrunnable(["python", "-m", "gone"]) is None  # a module: found when it runs
+    assert job_command.unrunnable(["python", str(tmp_path / "data.txt")]) is None  # not a script of ours to check
+    assert job_command.unrunnable([str(tmp_path / "tool")]) == (
+        f"{tmp_path}/tool does not exist or is not a file; give the path of the job's program or launch command, "
+        "absolute or from the current directory")
