@@ -12,19 +12,14 @@ import tempfile
 from .job_command import launcher_options_problem, starts_own_ranks, unrunnable
 from .launch_options import (
     add_launcher_options,
+    add_nproc_option,
+    apply_defaults,
+    given_launch_flags,
     launch_option_error,
     launcher_arguments,
 )
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
-
-
-class _NoteGiven(argparse.Action):
-    """Stores the value and notes that the option was given (its default is not asked for)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, values)
-        setattr(namespace, f"{self.dest}_given", True)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -38,7 +33,8 @@ def _run(args: argparse.Namespace) -> int:
     if not command:
         print("nccl-migrate run: no command given; usage: nccl-migrate run [--nproc N] -- python job.py", file=sys.stderr)
         return EXIT_ERROR
-    given = (["--nproc"] if getattr(args, "nproc_given", False) else []) + launcher_arguments(args)[::2]  # flags
+    given = given_launch_flags(args)
+    apply_defaults(args)
     problem = launch_option_error(args) or launcher_options_problem(command, given) or unrunnable(command)
     if problem:
         print(f"nccl-migrate run: {problem}", file=sys.stderr)
@@ -117,8 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "rank ends the others. A launch command (torchrun, srun, a shell script) runs "
                                      "once, as given. What the job writes for itself (reports, flight-recorder dumps, "
                                      "logs) goes to the run directory.")
-    run.add_argument("--nproc", type=int, default=2, action=_NoteGiven,
-                     help="ranks per node for a .py job or a program (default 2)")
+    add_nproc_option(run, "ranks per node for a .py job or a program")
     add_launcher_options(run)
     run.add_argument("--timeout", type=float, default=600.0, help="seconds before the whole job is ended (default 600)")
     run.add_argument("--run-dir", help="where the job's own files go: the toolkit's reports (report_{rank}.json, "
@@ -157,7 +152,4 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return EXIT_OK if exit_.code == 0 else EXIT_ERROR
-    if getattr(args, "nproc", 1) < 1:
-        print("nccl-migrate run: --nproc must be at least 1", file=sys.stderr)
-        return EXIT_ERROR
     return args.handler(args)

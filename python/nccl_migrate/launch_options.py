@@ -6,6 +6,26 @@ from __future__ import annotations
 
 import argparse
 
+DEFAULT_RANKS_PER_NODE = 2
+
+
+def add_nproc_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """--nproc, left None when not given: whether it was given decides whether it may apply to a
+    launch command (given_launch_flags), and its value is set once that is known (apply_defaults)."""
+    parser.add_argument("--nproc", type=int, default=None, metavar="N",
+                        help=f"{help_text} (default {DEFAULT_RANKS_PER_NODE})")
+
+
+def given_launch_flags(args: argparse.Namespace) -> list[str]:
+    """The launch options the user gave (flags, not values), --nproc among them when given."""
+    return (["--nproc"] if args.nproc is not None else []) + launcher_arguments(args)[::2]
+
+
+def apply_defaults(args: argparse.Namespace) -> None:
+    """Sets what was not given to its default, once given_launch_flags has been asked."""
+    if args.nproc is None:
+        args.nproc = DEFAULT_RANKS_PER_NODE
+
 
 def launcher_arguments(args: argparse.Namespace) -> list[str]:
     """torchrun's multi-node options, passed on as given."""
@@ -28,7 +48,7 @@ def add_launcher_options(parser: argparse.ArgumentParser) -> None:
 def launch_option_error(args: argparse.Namespace) -> str | None:
     """What is wrong with the launch options `run`, `ab` and `ab record` share, or None: one check
     for all three, before anything starts."""
-    if args.nproc < 1:
+    if args.nproc is not None and args.nproc < 1:
         return f"--nproc {args.nproc}: give at least 1 rank per node"
     if args.timeout is not None and not args.timeout > 0:
         return f"--timeout {args.timeout}: give a positive number of seconds" + (

@@ -16,6 +16,14 @@ import tempfile
 
 from .. import run_files
 from ..job_command import launcher_options_problem, unrunnable
+from ..launch_options import (
+    add_launcher_options,
+    add_nproc_option,
+    apply_defaults,
+    given_launch_flags,
+    launch_option_error,
+    launcher_arguments,
+)
 from ..record_files import write_whole
 from . import report, side_behaviour
 from .compare import Comparison, compare
@@ -80,7 +88,7 @@ def add_parser(sub) -> None:
                     help="one run: every op the job issues (from Python, and DDP's from C++) also runs on a shadow "
                          "group with side b's backend, on clones of its tensors, and is compared live (for jobs too "
                          "costly to run twice)")
-    ab.add_argument("--nproc", type=int, default=2, help="ranks per side for a script (default 2)")
+    add_nproc_option(ab, "ranks per side for a script")
     ab.add_argument("--timeout", type=float, default=600.0, help="seconds each side may run (default 600)")
     ab.add_argument("--tolerance", type=float, default=0.0,
                     help="accept |a-b| <= T*max(1,|a|) element-wise; needs --keep-tensors, or --shadow "
@@ -143,8 +151,6 @@ def _shadow_runs(run: SideRun, shadow_side) -> list[SideRun]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..launch_options import launch_option_error
-
     explicit = args.command[:1] == ["--"]
     command = args.command[1:] if explicit else args.command
     if not explicit and command[:1] == ["compare"]:
@@ -153,6 +159,7 @@ def main(args: argparse.Namespace) -> int:
         return record(command[1:])
     if not command:
         return _fail("no command given; usage: nccl-migrate ab [--a SPEC] [--b SPEC] [--shadow] -- job.py [ARGS]")
+    apply_defaults(args)
     problem = launch_option_error(args)
     if problem:
         return _fail(problem)
@@ -187,8 +194,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _record_parser() -> argparse.ArgumentParser:
-    from ..launch_options import add_launcher_options
-
     parser = argparse.ArgumentParser(
         prog="nccl-migrate ab record", usage="%(prog)s --side SPEC --dir DIR [OPTIONS] -- COMMAND [ARGS...]",
         epilog=SPEC_HELP, formatter_class=_HelpFormatter,
@@ -202,7 +207,7 @@ def _record_parser() -> argparse.ArgumentParser:
                     "succeeded, 2 otherwise.")
     parser.add_argument("--side", required=True, metavar="SPEC", help="the side recorded (SPEC below)")
     parser.add_argument("--dir", required=True, help="where this side's records go (empty, or this run's own)")
-    parser.add_argument("--nproc", type=int, help="ranks per node for a .py COMMAND (default 2)")
+    add_nproc_option(parser, "ranks per node for a .py COMMAND")
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds the job may run before it is ended (default: no limit, as for any training job)")
     parser.add_argument("--keep-tensors", type=int, default=0, metavar="MAX_BYTES",
@@ -219,7 +224,6 @@ def _record_parser() -> argparse.ArgumentParser:
 
 def record(argv: list[str]) -> int:
     """`ab record --side SPEC --dir DIR -- COMMAND`: one side, recorded for a later compare."""
-    from ..launch_options import launch_option_error, launcher_arguments
     from .runner import job_environment, job_log, record_side
 
     try:
@@ -227,11 +231,11 @@ def record(argv: list[str]) -> int:
     except SystemExit as exit_:
         return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    given = (["--nproc"] if args.nproc is not None else []) + launcher_arguments(args)[::2]  # flags, not values
+    given = given_launch_flags(args)
     problem = launcher_options_problem(command, given) if command else None
     if problem:
         return _fail(f"ab record: {problem}")
-    args.nproc = 2 if args.nproc is None else args.nproc
+    apply_defaults(args)
     args.timeout_optional = True
     problem = launch_option_error(args)
     if problem:

@@ -7,6 +7,28 @@ import pytest
 from nccl_migrate import cli
 from nccl_migrate.ab import command
 
+# The SPEC epilog both `ab` and `ab record` end with, as a user reads it.
+SPEC_TEXT = (
+        'SPEC, one side: items joined by commas, applied left to right (later ones win):\n'
+        '\n'
+        '  legacy|rewritten|lazy[:toolkit|:torch|:auto]\n'
+        '      a behaviour, as an unmodified job gets it (backend "nccl", and torch\n'
+        "      2.15's TORCH_DIST_USE_NCCL2; lazy also forces nccl-lazy), served by the\n"
+        "      toolkit's backends (:toolkit, the default), torch's own (:torch), or\n"
+        "      torch's where this torch and machine can run it, else the toolkit's (:auto)\n"
+        '  backend=NAME\n'
+        "      the backend init_process_group gets instead of the job's (gloo,\n"
+        "      nccl-legacy, migrate-nccl2, ...); torch's NCCL names run torch's own\n"
+        '  KEY=VALUE\n'
+        '      any environment variable of the job (KEY= sets it empty)\n'
+        '\n'
+        'Quote an item that holds a comma, CSV style. Examples:\n'
+        '\n'
+        "  --b 'rewritten,NCCL_MIGRATE_EAGER_SUBGROUPS=1'\n"
+        '  --a backend=gloo --b backend=migrate-nccl2\n'
+        '  --a \'"backend=cpu:gloo,cuda:nccl"\'\n'
+)
+
 HELP = {
     'ab': (
         'usage: nccl-migrate ab [OPTIONS] [--a SPEC] [--b SPEC] [--shadow] -- COMMAND [ARGS...]\n'
@@ -36,7 +58,7 @@ HELP = {
         "  --shadow              one run: every op the job issues (from Python, and DDP's from C++) also\n"
         "                        runs on a shadow group with side b's backend, on clones of its tensors,\n"
         '                        and is compared live (for jobs too costly to run twice)\n'
-        '  --nproc NPROC         ranks per side for a script (default 2)\n'
+        '  --nproc N             ranks per side for a script (default 2)\n'
         '  --timeout TIMEOUT     seconds each side may run (default 600)\n'
         '  --tolerance TOLERANCE\n'
         '                        accept |a-b| <= T*max(1,|a|) element-wise; needs --keep-tensors, or\n'
@@ -55,24 +77,7 @@ HELP = {
         '                        to the run directory as report.html\n'
         "  --run-dir DIR         where records and the job's output go (default: a new temporary folder)\n"
         '\n'
-        'SPEC, one side: items joined by commas, applied left to right (later ones win):\n'
-        '\n'
-        '  legacy|rewritten|lazy[:toolkit|:torch|:auto]\n'
-        '      a behaviour, as an unmodified job gets it (backend "nccl", and torch\n'
-        "      2.15's TORCH_DIST_USE_NCCL2; lazy also forces nccl-lazy), served by the\n"
-        "      toolkit's backends (:toolkit, the default), torch's own (:torch), or\n"
-        "      torch's where this torch and machine can run it, else the toolkit's (:auto)\n"
-        '  backend=NAME\n'
-        "      the backend init_process_group gets instead of the job's (gloo,\n"
-        "      nccl-legacy, migrate-nccl2, ...); torch's NCCL names run torch's own\n"
-        '  KEY=VALUE\n'
-        '      any environment variable of the job (KEY= sets it empty)\n'
-        '\n'
-        'Quote an item that holds a comma, CSV style. Examples:\n'
-        '\n'
-        "  --b 'rewritten,NCCL_MIGRATE_EAGER_SUBGROUPS=1'\n"
-        '  --a backend=gloo --b backend=migrate-nccl2\n'
-        '  --a \'"backend=cpu:gloo,cuda:nccl"\'\n'
+        + SPEC_TEXT
     ),
     'ab compare': (
         'usage: nccl-migrate ab compare [-h] [--tolerance TOLERANCE] [--allow-job-nondeterminism]\n'
@@ -123,7 +128,7 @@ HELP = {
         '  -h, --help            show this help message and exit\n'
         '  --side SPEC           the side recorded (SPEC below)\n'
         "  --dir DIR             where this side's records go (empty, or this run's own)\n"
-        '  --nproc NPROC         ranks per node for a .py COMMAND (default 2)\n'
+        '  --nproc N             ranks per node for a .py COMMAND (default 2)\n'
         '  --timeout TIMEOUT     seconds the job may run before it is ended (default: no limit, as for any\n'
         '                        training job)\n'
         '  --keep-tensors MAX_BYTES\n'
@@ -143,24 +148,7 @@ HELP = {
         '  --max-restarts MAX_RESTARTS\n'
         "                        torchrun's --max-restarts (default 0)\n"
         '\n'
-        'SPEC, one side: items joined by commas, applied left to right (later ones win):\n'
-        '\n'
-        '  legacy|rewritten|lazy[:toolkit|:torch|:auto]\n'
-        '      a behaviour, as an unmodified job gets it (backend "nccl", and torch\n'
-        "      2.15's TORCH_DIST_USE_NCCL2; lazy also forces nccl-lazy), served by the\n"
-        "      toolkit's backends (:toolkit, the default), torch's own (:torch), or\n"
-        "      torch's where this torch and machine can run it, else the toolkit's (:auto)\n"
-        '  backend=NAME\n'
-        "      the backend init_process_group gets instead of the job's (gloo,\n"
-        "      nccl-legacy, migrate-nccl2, ...); torch's NCCL names run torch's own\n"
-        '  KEY=VALUE\n'
-        '      any environment variable of the job (KEY= sets it empty)\n'
-        '\n'
-        'Quote an item that holds a comma, CSV style. Examples:\n'
-        '\n'
-        "  --b 'rewritten,NCCL_MIGRATE_EAGER_SUBGROUPS=1'\n"
-        '  --a backend=gloo --b backend=migrate-nccl2\n'
-        '  --a \'"backend=cpu:gloo,cuda:nccl"\'\n'
+        + SPEC_TEXT
     ),
 }
 

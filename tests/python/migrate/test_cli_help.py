@@ -8,7 +8,7 @@ from nccl_migrate import cli
 
 HELP = {
     'run': (
-        'usage: nccl-migrate run [-h] [--nproc NPROC] [--nnodes NNODES] [--node-rank NODE_RANK]\n'
+        'usage: nccl-migrate run [-h] [--nproc N] [--nnodes NNODES] [--node-rank NODE_RANK]\n'
         '                        [--rdzv-backend RDZV_BACKEND] [--rdzv-endpoint RDZV_ENDPOINT]\n'
         '                        [--rdzv-id RDZV_ID] [--max-restarts MAX_RESTARTS] [--timeout TIMEOUT]\n'
         '                        [--run-dir RUN_DIR] [--no-activate]\n'
@@ -25,7 +25,7 @@ HELP = {
         '\n'
         'options:\n'
         '  -h, --help            show this help message and exit\n'
-        '  --nproc NPROC         ranks per node for a .py job or a program (default 2)\n'
+        '  --nproc N             ranks per node for a .py job or a program (default 2)\n'
         "  --nnodes NNODES       torchrun's --nnodes (N or MIN:MAX); with --rdzv-endpoint, one command per\n"
         '                        node\n'
         '  --node-rank NODE_RANK\n'

@@ -138,7 +138,7 @@ def test_a_failed_job_says_why_and_exits_2(launched, capsys):
     (["run", "--"], "no command given"),
     (["run", "--timeout", "-1", "--", "job.py"], "nccl-migrate run: --timeout -1.0: give a positive number of seconds"),
     (["run", "--max-restarts", "-2", "--", "job.py"], "nccl-migrate run: --max-restarts -2: give 0 or more"),
-    (["run", "--nproc", "0", "--", "job.py"], "nccl-migrate run: --nproc must be at least 1"),
+    (["run", "--nproc", "0", "--", "job.py"], "nccl-migrate run: --nproc 0: give at least 1 rank per node"),
 ])
 def test_a_bad_run_is_refused_before_anything_starts(launched, capsys, argv, said):
     assert cli.main(argv) == cli.EXIT_ERROR
@@ -154,6 +154,8 @@ def test_parse_errors_exit_2_and_help_exits_0(capsys):
 
 def test_run_defaults():
     args = cli.build_parser().parse_args(["run", "job.py"])
+    assert launch_options.given_launch_flags(args) == []  # --nproc's default is not a given option
+    launch_options.apply_defaults(args)
     assert (args.nproc, args.timeout, args.activate, args.command) == (2, 600.0, True, ["job.py"])
 
 
