@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "commands.h"
 #include "nccl_migrate/lint/baseline.h"
@@ -239,7 +240,11 @@ int runLint(const std::vector<std::string>& args) {
     report = lint::lintPaths(parsed.paths, options);
     if (!parsed.baseline.empty()) lint::applyBaseline(report, parsed.baseline);
   } catch (const UsageError& e) {
-    std::cerr << "nccl-migrate lint: " << e.what() << "\n\n" << kLintUsage;
+    // The mistake, the usage line and where the rest is: the whole help would bury the one line
+    // that says what to change.
+    std::string_view usage(kLintUsage);
+    std::cerr << "nccl-migrate lint: " << e.what() << '\n'
+              << usage.substr(0, usage.find('\n') + 1) << "`nccl-migrate lint --help` lists the options\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "nccl-migrate lint: " << e.what() << '\n';
