@@ -126,9 +126,13 @@ GlooCommunicator::GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10
 
 GlooCommunicator::~GlooCommunicator() = default;
 
-c10d::Backend& GlooCommunicator::gloo() {
-  TORCH_CHECK(gloo_, "communicator ", info_.key, " was aborted");
-  return *gloo_;
+c10::intrusive_ptr<c10d::Backend> GlooCommunicator::gloo() {
+  // A copy taken under the abort's lock: abort() takes gloo_ away on another thread (the engine
+  // aborts off its own lock), and an op being issued meanwhile must neither read gloo_ as it is
+  // moved nor lose the backend under its call. The op's copy keeps it alive until the call returns.
+  std::lock_guard<std::mutex> lock(abortSignal_->mutex);
+  TORCH_CHECK(gloo_ && !abortSignal_->aborted, "communicator ", info_.key, " was aborted");
+  return gloo_;
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::track(c10::intrusive_ptr<c10d::Work> work, bool hasFuture,
@@ -177,14 +181,14 @@ std::unique_ptr<InFlight> GlooCommunicator::allReduce(at::Tensor& tensor, const 
   std::vector<at::Tensor> tensors{tensor};
   c10d::AllreduceOptions options;
   options.reduceOp = glooOpFor(reduction, tensor);
-  return track(gloo().allreduce(tensors, options), /*hasFuture=*/true, averaged(reduction, tensor));
+  return track(gloo()->allreduce(tensors, options), /*hasFuture=*/true, averaged(reduction, tensor));
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::broadcast(at::Tensor& tensor, int root) {
   std::vector<at::Tensor> tensors{tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  return track(gloo().broadcast(tensors, options));
+  return track(gloo()->broadcast(tensors, options));
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::reduce(at::Tensor& tensor, int root, const Reduction& reduction) {
@@ -195,11 +199,11 @@ std::unique_ptr<InFlight> GlooCommunicator::reduce(at::Tensor& tensor, int root,
   c10d::ReduceOptions options;
   options.rootRank = root;
   options.reduceOp = glooOpFor(reduction, source);
-  return track(gloo().reduce(tensors, options), /*hasFuture=*/true, isRoot ? averaged(reduction, tensor) : nullptr);
+  return track(gloo()->reduce(tensors, options), /*hasFuture=*/true, isRoot ? averaged(reduction, tensor) : nullptr);
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::allGather(at::Tensor& output, at::Tensor& input) {
-  return track(gloo()._allgather_base(output, input));
+  return track(gloo()->_allgather_base(output, input));
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::reduceScatter(at::Tensor& output, at::Tensor& input,
@@ -209,7 +213,7 @@ std::unique_ptr<InFlight> GlooCommunicator::reduceScatter(at::Tensor& output, at
   at::Tensor source = reduction.kind == Reduction::Kind::PreMulSum ? input.clone() : input;
   options.reduceOp = glooOpFor(reduction, source);
   // Gloo gives no future for the flat reduce-scatter.
-  return track(gloo()._reduce_scatter_base(output, source, options), /*hasFuture=*/false,
+  return track(gloo()->_reduce_scatter_base(output, source, options), /*hasFuture=*/false,
                averaged(reduction, output));
 }
 
@@ -218,7 +222,7 @@ std::unique_ptr<InFlight> GlooCommunicator::allToAll(at::Tensor& output, at::Ten
                                                      const std::vector<int64_t>& inputSplits) {
   // Gloo takes the split sizes by reference and may consume them: it gets copies.
   std::vector<int64_t> outSplits = outputSplits, inSplits = inputSplits;
-  return track(gloo().alltoall_base(output, input, outSplits, inSplits));
+  return track(gloo()->alltoall_base(output, input, outSplits, inSplits));
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::gather(std::vector<at::Tensor>& outputs, at::Tensor& input, int root) {
@@ -227,7 +231,7 @@ std::unique_ptr<InFlight> GlooCommunicator::gather(std::vector<at::Tensor>& outp
   std::vector<at::Tensor> inputs{input};
   c10d::GatherOptions options;
   options.rootRank = root;
-  return track(gloo().gather(outputLists, inputs, options));
+  return track(gloo()->gather(outputLists, inputs, options));
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::scatter(at::Tensor& output, std::vector<at::Tensor>& inputs, int root) {
@@ -236,13 +240,13 @@ std::unique_ptr<InFlight> GlooCommunicator::scatter(at::Tensor& output, std::vec
   if (info_.rank == root) inputLists.push_back(inputs);
   c10d::ScatterOptions options;
   options.rootRank = root;
-  return track(gloo().scatter(outputs, inputLists, options));
+  return track(gloo()->scatter(outputs, inputLists, options));
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::allToAll(std::vector<at::Tensor>& outputs,
                                                      std::vector<at::Tensor>& inputs) {
 #if NCCL_MIGRATE_TORCH_HAS_GLOO_ALLTOALL
-  return track(gloo().alltoall(outputs, inputs));
+  return track(gloo()->alltoall(outputs, inputs));
 #else
   // Older torch's Gloo (2.11) has only the flat all-to-all: the inputs go as one buffer split
   // per peer, and each peer's part is copied out once it arrived.
@@ -268,18 +272,18 @@ std::unique_ptr<InFlight> GlooCommunicator::allToAll(std::vector<at::Tensor>& ou
       offset += outSplits[i];
     }
   };
-  return track(gloo().alltoall_base(flatOut, flatIn, outSplitsArg, inSplitsArg), /*hasFuture=*/true, copyOut);
+  return track(gloo()->alltoall_base(flatOut, flatIn, outSplitsArg, inSplitsArg), /*hasFuture=*/true, copyOut);
 #endif
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::send(at::Tensor& tensor, int peer) {
   std::vector<at::Tensor> tensors{tensor};
-  return track(gloo().send(tensors, peer, /*tag=*/0), /*hasFuture=*/false);
+  return track(gloo()->send(tensors, peer, /*tag=*/0), /*hasFuture=*/false);
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::recv(at::Tensor& tensor, int peer) {
   std::vector<at::Tensor> tensors{tensor};
-  return track(gloo().recv(tensors, peer, /*tag=*/0), /*hasFuture=*/false);
+  return track(gloo()->recv(tensors, peer, /*tag=*/0), /*hasFuture=*/false);
 }
 
 // Gloo ops never block each other at issue, so a batch is issued op by op and completes as a set.
@@ -304,20 +308,22 @@ std::unique_ptr<InFlight> GlooCommunicator::endBatch() {
 }
 
 void GlooCommunicator::abort() {
+  c10::intrusive_ptr<c10d::Backend> gloo;
   {
     std::lock_guard<std::mutex> lock(abortSignal_->mutex);
     // Once: a group's abort may meet another's (the engine aborts off its lock, on threads of
     // their own), and only the first may take gloo_.
     if (abortSignal_->aborted) return;
     abortSignal_->aborted = true;  // pending ops fail now
+    gloo = std::move(gloo_);  // under the lock that gloo() copies it under
   }
   abortSignal_->changed.notify_all();
-  if (!gloo_) return;
+  if (!gloo) return;
   // Gloo's abort and its teardown wait for an op blocked on a peer that may never answer; the
   // caller (the watchdog, shrink, reconfigure) must not, so they finish on their own thread.
   // Its teardown joins Gloo's workers, which let go of the last ops there: inside a section, so
   // that an exit starting meanwhile waits for it (ExitGate).
-  std::thread([gloo = std::move(gloo_)]() mutable {
+  std::thread([gloo = std::move(gloo)]() mutable {
     try {
       gloo->abort();
     } catch (...) {

@@ -52,7 +52,7 @@ class GlooCommunicator final : public Communicator, public NativeListOps {
   std::unique_ptr<InFlight> allToAll(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs) override;
 
  private:
-  c10d::Backend& gloo();
+  c10::intrusive_ptr<c10d::Backend> gloo();
   // Wraps an issued Gloo op, with host work to follow it (`then`); inside a batch it joins the
   // batch.
   std::unique_ptr<InFlight> track(c10::intrusive_ptr<c10d::Work> work, bool hasFuture = true,
