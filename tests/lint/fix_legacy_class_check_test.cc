@@ -364,6 +364,73 @@ TEST(FixLegacyClassCheckPython, TheHelperTakesAFreeNameAndIsRecognised) {
   EXPECT_NE(again.find("def g(b):\n    return _is_nccl_backend_2(b)\n"), std::string::npos) << again;
 }
 
+// A statement ruff split because the old call made it long (88 columns here) is joined where the
+// new call makes it fit, its parentheses dropped, as ruff writes it; one that fitted on a line
+// before was split by its author and keeps its lines, as does one with a comment.
+TEST(FixLegacyClassCheckPython, AStatementSplitForTheOldCallIsJoinedWhereTheNewOneFits) {
+  const std::string text = R"(import torch.distributed as dist
+
+
+def f(backend, high_priority_stream_for_this_bucket):
+    nccl = (
+        isinstance(backend, dist.ProcessGroupNCCL)
+        and high_priority_stream_for_this_bucket is None
+    )
+    if (
+        isinstance(backend.group, dist.ProcessGroupNCCL)
+        and backend.group.size() >= minimum_size
+    ):
+        return (
+            isinstance(backend.group, dist.ProcessGroupNCCL)
+            and backend.group.size() >= minimum_size
+        )
+    return nccl
+
+
+def by_hand(backend, stream):
+    nccl = (
+        isinstance(backend, dist.ProcessGroupNCCL)
+        and stream is None
+    )
+    commented = (
+        isinstance(backend, dist.ProcessGroupNCCL)  # the legacy class
+        and high_priority_stream_for_this_bucket is None
+    )
+    return nccl, commented
+)";
+  const std::string out = fixed("job.py", text);
+  EXPECT_NE(out.find(R"(
+def f(backend, high_priority_stream_for_this_bucket):
+    nccl = _is_nccl_backend(backend) and high_priority_stream_for_this_bucket is None
+    if _is_nccl_backend(backend.group) and backend.group.size() >= minimum_size:
+        return _is_nccl_backend(backend.group) and backend.group.size() >= minimum_size
+    return nccl
+)"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"(
+    nccl = (
+        _is_nccl_backend(backend)
+        and stream is None
+    )
+    commented = (
+        _is_nccl_backend(backend)  # the legacy class
+        and high_priority_stream_for_this_bucket is None
+    )
+)"), std::string::npos) << out;
+  EXPECT_FALSE(fixBreaksSyntax("job.py", text, out).has_value());
+  EXPECT_EQ(fixed("job.py", out), out);
+  // Parentheses `:=` needs stay when the statement is joined.
+  const std::string walrus =
+      "import torch.distributed as dist\n"
+      "nccl = (\n"
+      "    known := isinstance(backend_of_the_group, dist.ProcessGroupNCCL) and stream_of_bucket is None\n"
+      ")\n";
+  const std::string joined = fixed("job.py", walrus);
+  EXPECT_NE(joined.find("\nnccl = (known := _is_nccl_backend(backend_of_the_group) and stream_of_bucket is None)\n"),
+            std::string::npos)
+      << joined;
+  EXPECT_FALSE(fixBreaksSyntax("job.py", walrus, joined).has_value());
+}
+
 // A comment between the arguments keeps the call's arguments as written: only the name changes.
 TEST(FixLegacyClassCheckPython, ACommentKeepsTheArguments) {
   const std::string text =

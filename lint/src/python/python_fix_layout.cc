@@ -105,6 +105,133 @@ size_t width(const std::string& s) {
 
 std::string_view typeOf(TSNode node) { return ts_node_type(node); }
 
+bool isOpening(char c) { return c == '(' || c == '[' || c == '{'; }
+bool isClosing(char c) { return c == ')' || c == ']' || c == '}'; }
+
+// A statement ruff lays out as one: a simple statement, or the header of an if/elif/while up to
+// its condition's end (the `:` follows). `parens` are the parentheses ruff adds around the value
+// of an assignment, a return or a condition when it splits it, and drops when it joins it.
+struct Statement {
+  size_t begin = 0, end = 0;
+  TSNode written;              // what the statement writes between begin and end
+  std::vector<size_t> parens;  // offsets of both characters of each such pair
+};
+
+std::optional<Statement> statementAround(TSNode node) {
+  for (; !ts_node_is_null(node); node = ts_node_parent(node)) {
+    std::string_view type = typeOf(node);
+    bool header = type == "if_statement" || type == "elif_clause" || type == "while_statement";
+    if (type != "expression_statement" && type != "return_statement" && !header) continue;
+    Statement s{ts_node_start_byte(node), ts_node_end_byte(node), node, {}};
+    TSNode value = ts_node_named_child(node, 0);
+    if (header) {
+      value = ts_node_child_by_field_name(node, "condition", 9);
+      if (ts_node_is_null(value)) return std::nullopt;
+      s.end = ts_node_end_byte(value);
+      s.written = value;
+    } else if (!ts_node_is_null(value) && typeOf(value) == "assignment") {
+      value = ts_node_child_by_field_name(value, "right", 5);
+    } else if (type == "expression_statement") {
+      value = TSNode{};
+    }
+    // Not around `yield` or `:=`, which need them there.
+    TSNode inner = ts_node_is_null(value) ? value : ts_node_named_child(value, 0);
+    if (!ts_node_is_null(value) && typeOf(value) == "parenthesized_expression" && !ts_node_is_null(inner) &&
+        typeOf(inner) != "yield" && typeOf(inner) != "named_expression")
+      s.parens = {ts_node_start_byte(value), ts_node_end_byte(value) - 1};
+    return s;
+  }
+  return std::nullopt;
+}
+
+// Whether `node`'s subtree holds what the join leaves to ruff: a comment, a string over several
+// lines, strings written one after another.
+bool keepsLines(TSNode node, const std::string& text) {
+  std::string_view type = typeOf(node);
+  if (type == "comment" || type == "concatenated_string") return true;
+  if (type == "string" && text.find('\n', ts_node_start_byte(node)) < ts_node_end_byte(node)) return true;
+  for (uint32_t k = 0; k < ts_node_child_count(node); ++k)
+    if (keepsLines(ts_node_child(node, k), text)) return true;
+  return false;
+}
+
+// `text` over several lines written as ruff writes it on one: nothing after an opening bracket
+// or before a closing one, one space elsewhere. nullopt where ruff keeps it split whatever its
+// length: a magic trailing comma, a backslash continuation.
+std::optional<std::string> flattened(const std::string& text) {
+  std::string out;
+  std::istringstream in(text);
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    std::string piece = first ? line.substr(0, line.find_last_not_of(" \t\r") + 1) : trimmed(line);
+    first = false;
+    if (piece.empty()) continue;
+    if (!out.empty() && out.back() == '\\') return std::nullopt;
+    if (!out.empty() && out.back() == ',' && isClosing(piece.front())) return std::nullopt;
+    if (!out.empty() && !isOpening(out.back()) && !isClosing(piece.front())) out += ' ';
+    out += piece;
+  }
+  return out;
+}
+
+// `begin`..`end` of `text` with `edits` (inside it, in order) applied and the characters at
+// `dropped` left out.
+std::string rewritten(const std::string& text, size_t begin, size_t end, const std::vector<Edit>& edits,
+                      const std::vector<size_t>& dropped) {
+  std::string out;
+  auto copy = [&](size_t from, size_t to) {
+    for (size_t k = from; k < to; ++k)
+      if (std::find(dropped.begin(), dropped.end(), k) == dropped.end()) out += text[k];
+  };
+  size_t at = begin;
+  for (const Edit& e : edits) {
+    copy(at, e.range.begin);
+    out += e.replacement;
+    at = e.range.end;
+  }
+  copy(at, end);
+  return out;
+}
+
+// A statement ruff had split because a call in it was long, joined where the rewritten call makes
+// it fit, as ruff joins it; one whose original would have fitted on one line was split by its
+// author, and stays so. `edits` are in file order; those of a joined statement become one.
+std::vector<Edit> joinShortenedStatements(const std::string& text, TSNode root, std::vector<Edit> edits,
+                                          const std::vector<size_t>& calls, int lineLength) {
+  std::vector<Edit> out;
+  size_t next = 0;  // the first edit not yet in `out`
+  for (size_t call : calls) {
+    if (call < next) continue;
+    TSNode node = ts_node_descendant_for_byte_range(root, edits[call].range.begin, edits[call].range.end);
+    std::optional<Statement> s = statementAround(node);
+    if (!s || text.find('\n', s->begin) >= s->end || keepsLines(s->written, text)) continue;
+    size_t start = lineStart(text, s->begin), stop = lineEnd(text, s->end);
+    std::string indent = text.substr(start, s->begin - start);
+    std::string after = text.substr(s->end, stop - s->end);
+    if (!trimmed(indent).empty() || (!trimmed(after).empty() && trimmed(after) != ":")) continue;
+    size_t first = call, last = call;
+    auto within = [&](const Edit& e) {  // an insertion at the statement's start goes before it
+      return e.range.begin > s->begin || (e.range.begin == s->begin && e.range.end > s->begin);
+    };
+    while (first > next && within(edits[first - 1])) --first;
+    while (last + 1 < edits.size() && edits[last + 1].range.begin < s->end) ++last;
+    if (edits[first].range.begin < s->begin || edits[last].range.end > s->end) continue;
+    std::vector<Edit> inside(edits.begin() + first, edits.begin() + last + 1);
+    std::optional<std::string> was = flattened(rewritten(text, s->begin, s->end, {}, s->parens));
+    std::optional<std::string> now = flattened(rewritten(text, s->begin, s->end, inside, s->parens));
+    auto fits = [&](const std::string& line) {
+      return width(indent + line + trimmed(after)) <= static_cast<size_t>(lineLength);
+    };
+    if (!was || !now || fits(*was) || !fits(*now)) continue;
+    for (size_t k = next; k < first; ++k) out.push_back(edits[k]);
+    out.push_back({{s->begin, s->end}, *now});
+    next = last + 1;
+  }
+  for (size_t k = next; k < edits.size(); ++k) out.push_back(edits[k]);
+  return out;
+}
+
 }  // namespace
 
 int pythonLineLength(const fs::path& file) {
@@ -170,6 +297,7 @@ std::vector<Edit> layOutPythonCalls(const std::string& text, std::vector<Edit> e
   TSNode root = ts_tree_root_node(tree.get());
   std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.range.begin < b.range.begin; });
   std::vector<Edit> out;
+  std::vector<size_t> calls;  // which of `out` rewrote a call whole
   for (size_t i = 0; i < edits.size(); ++i) {
     const Edit& rename = edits[i];
     bool helper = std::find(helpers.begin(), helpers.end(), rename.replacement) != helpers.end();
@@ -224,10 +352,11 @@ std::vector<Edit> layOutPythonCalls(const std::string& text, std::vector<Edit> e
       }
       written = rename.replacement + "(\n" + inner + args + "\n" + indent + ")";
     }
+    calls.push_back(out.size());
     out.push_back({{callBegin, callEnd}, written});
     i = last;
   }
-  return out;
+  return joinShortenedStatements(text, root, std::move(out), calls, lineLength);
 }
 
 }  // namespace nccl_migrate::lint
