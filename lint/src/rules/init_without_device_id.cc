@@ -21,12 +21,15 @@ bool isSetDevice(const std::string& q) { return q == "torch.cuda.set_device" || 
 // AsInferred is that very index; LocalRank equals it under the usual launch (as many ranks per
 // node as it has GPUs, numbered node by node); GlobalRank (unreduced, or modulo something else)
 // and Constant equal it only under a condition the code does not show, which the finding names.
-// Unknown (a parameter, a config object, a function the file does not define) is no evidence.
+// Multiple (`x * n`: a multiple of n, whatever x is) equals it on every rank only where
+// n is 1 or no rank binds cuda:1. Unknown (a parameter, a config object's attribute set in
+// another function, a function the file does not define) is no evidence.
 struct Evidence {
-  enum class Source { LocalRank, AsInferred, GlobalRank, Constant, Unknown };
+  enum class Source { LocalRank, AsInferred, GlobalRank, Constant, Multiple, Unknown };
   Source source = Source::Unknown;
-  std::string shown;    // the index as read: "RANK % 4", "0"
-  std::string divisor;  // for GlobalRank: what the rank is taken modulo ("" when it is not)
+  std::string shown;    // the index as read: "RANK % 4", "0", "cfg.device_id * num_pipeline_devices"
+  std::string divisor;  // for GlobalRank: what the rank is taken modulo ("" when it is not); for
+                        // Multiple: the multiplier n
 };
 
 constexpr std::array kLocalRankVariables = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
@@ -44,6 +47,12 @@ bool digitsOnly(const std::string& s) {
 }
 
 std::string lastName(const std::string& dotted) { return dotted.substr(dotted.rfind('.') + 1); }
+
+// Whether the evidence shows a device other than the one torch binds (on some rank).
+bool showsOtherDevice(const Evidence& e) {
+  return e.source == Evidence::Source::GlobalRank || e.source == Evidence::Source::Constant ||
+         e.source == Evidence::Source::Multiple;
+}
 
 class DeviceReader {
  public:
@@ -103,6 +112,7 @@ class DeviceReader {
         if (n.text == "torch.device" || n.text == "torch.cuda.device") return device(n, depth + 1);
         return {};
       case Kind::Operator: {
+        if (n.text == "*" && n.operands.size() == 2) return multiple(n, depth);
         if (n.text != "%" || n.operands.size() != 2) return {};
         Evidence left = index(value_.operand(n, 0), depth + 1);
         if (left.source != Source::GlobalRank && left.source != Source::LocalRank) return {};
@@ -121,13 +131,42 @@ class DeviceReader {
     }
   }
 
+  // `x * n`: a Multiple of n. The multiplier n is a number written in it, else the operand that
+  // is not an index the reader knows (a rank, a constant), else the right one. A literal 0 or 1
+  // makes it the other operand's evidence.
+  Evidence multiple(const ValueNode& n, int depth) const {
+    const ValueNode& left = value_.operand(n, 0);
+    const ValueNode& right = value_.operand(n, 1);
+    auto number = [](const ValueNode& v) { return v.kind == ValueNode::Kind::Literal && digitsOnly(v.text); };
+    for (const auto& [factor, other] : {std::pair{&left, &right}, std::pair{&right, &left}}) {
+      if (!number(*factor)) continue;
+      if (factor->text == "0") return {Evidence::Source::Constant, "0"};
+      if (factor->text == "1") return index(*other, depth + 1);
+    }
+    bool multiplierLeft = number(left) && !number(right);
+    if (!number(left) && !number(right)) {
+      multiplierLeft = index(left, depth + 1).source == Evidence::Source::Unknown &&
+                       index(right, depth + 1).source != Evidence::Source::Unknown;
+    }
+    const ValueNode& multiplier = multiplierLeft ? left : right;
+    std::string shown = spelledIndex(left, depth) + " * " + spelledIndex(right, depth);
+    return {Evidence::Source::Multiple, shown, spelled(multiplier)};
+  }
+
+  // An index as the message quotes it: as read where the reader knows it, else as written.
+  std::string spelledIndex(const ValueNode& n, int depth) const {
+    Evidence e = index(n, depth + 1);
+    if (e.source == Evidence::Source::Unknown || e.shown.empty()) return spelled(n);
+    return e.shown.find(' ') == std::string::npos ? e.shown : "(" + e.shown + ")";
+  }
+
   // Evidence against the local rank only when every value that may arrive shows it; any other
   // (the local rank, or one not known) leaves nothing to report.
   Evidence oneOf(const ValueNode& n, int depth, Evidence (DeviceReader::*read)(const ValueNode&, int) const) const {
     Evidence first;
     for (size_t i = 0; i < n.operands.size(); ++i) {
       Evidence e = (this->*read)(value_.operand(n, i), depth + 1);
-      if (e.source != Evidence::Source::GlobalRank && e.source != Evidence::Source::Constant) return e;
+      if (!showsOtherDevice(e)) return e;
       if (i == 0) first = e;
     }
     return first;
@@ -183,6 +222,32 @@ bool singleProcess(const SourceModel& model, const Call& init) {
   return value.root() && value.root()->kind == ValueNode::Kind::Literal && value.root()->text == "1";
 }
 
+// What the file shows of an init's backend. Unread: a value it does not show (a config object's
+// attribute, a parameter), or one of several of which one is nccl: the finding then holds where
+// that value is nccl, and says so.
+enum class Backend { Nccl, NotNccl, Unread };
+
+Backend backendOf(const SourceModel& model, const Call& init) {
+  const Argument* backend = init.argument("backend", 0);
+  if (!backend) return Backend::Nccl;  // torch's default device map, whose CUDA entry is nccl
+  if (backend->stringValue) return selectsDefaultNccl(*backend->stringValue) ? Backend::Nccl : Backend::NotNccl;
+  TracedValue value = traceValue(model, init, *backend);
+  const ValueNode* root = value.root();
+  if (!root) return Backend::Unread;
+  std::vector<const ValueNode*> choices{root};
+  if (root->kind == ValueNode::Kind::OneOf) {
+    choices.clear();
+    for (size_t i = 0; i < root->operands.size(); ++i) choices.push_back(&value.operand(*root, i));
+  }
+  bool allNamed = true, anyNccl = false;
+  for (const ValueNode* c : choices) {
+    if (c->kind != ValueNode::Kind::Literal) allNamed = false;
+    else anyNccl |= selectsDefaultNccl(c->text);
+  }
+  if (allNamed && !anyNccl) return Backend::NotNccl;
+  return allNamed && choices.size() == 1 ? Backend::Nccl : Backend::Unread;
+}
+
 struct Selection {
   const Call* call;
   Evidence evidence;
@@ -201,9 +266,8 @@ class InitWithoutDeviceId final : public Rule {
     if (selections.empty()) return;
     for (const Call& call : model.calls) {
       if (!isDistributed(call.qualifiedName, "init_process_group") || call.keyword("device_id")) continue;
-      const Argument* backend = call.argument("backend", 0);
-      // No backend means torch's default device map, whose CUDA entry is nccl.
-      if (backend && (!backend->stringValue || !selectsDefaultNccl(*backend->stringValue))) continue;
+      Backend backend = backendOf(model, call);
+      if (backend == Backend::NotNccl) continue;
       const Selection* chosen = evidenceFor(selections, call);
       if (!chosen) continue;
       bool constant = chosen->evidence.source == Evidence::Source::Constant;
@@ -211,18 +275,30 @@ class InitWithoutDeviceId final : public Rule {
       const Call& chooser = *chosen->call;
       std::string seen = chooser.spelling + "(" + chooser.arguments.front().text + ") at line " +
                          std::to_string(chooser.where.line) + " selects cuda:" + shownIndex(chosen->evidence);
+      std::string init = "init_process_group() without device_id";
+      if (backend == Backend::Unread) {
+        init += " and backend=" + call.argument("backend", 0)->text +
+                ", which this file does not show to be nccl (what follows holds where it is)";
+      }
       Finding& found = out.emplace_back(finding(
           model, call.where,
-          "init_process_group() without device_id; " + seen +
+          init + "; " + seen +
               ", while torch 2.15's NCCL backend binds each rank to cuda:(global rank % device_count()) "
-              "when given none: the same device only where " + sameDeviceCondition(chosen->evidence) +
+              "when given none" + comparison(chosen->evidence) +
               ". Pass the selected device as device_id=torch.device(\"cuda\", ...)"));
-      found.fix = deviceIdFix(chooser, call);
+      if (backend == Backend::Nccl) found.fix = deviceIdFix(chooser, call);
     }
   }
 
  private:
   // When the selected index is the one the backend binds: a fact of arithmetic, not a guess.
+  static std::string comparison(const Evidence& e) {
+    if (e.source != Evidence::Source::Multiple) return ": the same device only where " + sameDeviceCondition(e);
+    const std::string& n = e.divisor;
+    return ": a rank whose global rank % device_count() is 1 gets cuda:1, no multiple of " + n +
+           (digitsOnly(n) ? "" : " unless " + n + " is 1");
+  }
+
   static std::string sameDeviceCondition(const Evidence& e) {
     if (e.source == Evidence::Source::Constant) {
       return e.shown == "0" ? "each process sees one GPU" : "every rank's global rank % device_count() is " + e.shown;
@@ -237,17 +313,29 @@ class InitWithoutDeviceId final : public Rule {
 
   // The selection that shows `init`'s process picks no local-rank GPU: of the selections that can
   // run with it (those of its function when it has any, else the file's), every one must show it;
-  // the one just before the init in its function is quoted, else the first.
+  // the one just before the init in its function is quoted, else the first. Where they are the
+  // file's, one whose value the file does not show (a parameter, an attribute set elsewhere) may
+  // be the one that runs, so it leaves a global rank or a constant unproven; a multiple it does
+  // not: it shows the job lays its processes out n devices apart, which the bound index (cuda:1
+  // for a node's second rank) does not follow unless n is 1. A selection that shows the local
+  // rank or the bound index clears the init.
   static const Selection* evidenceFor(const std::vector<Selection>& selections, const Call& init) {
     std::vector<const Selection*> reaching;
     bool sameFunction = std::any_of(selections.begin(), selections.end(), [&](const Selection& s) {
       return s.call->functionId == init.functionId && !s.call->exclusiveWith(init);
     });
+    bool unread = false;
     for (const Selection& s : selections) {
       if (s.call->exclusiveWith(init) || (sameFunction && s.call->functionId != init.functionId)) continue;
-      if (s.evidence.source != Evidence::Source::GlobalRank && s.evidence.source != Evidence::Source::Constant) return nullptr;
+      if (s.evidence.source == Evidence::Source::Unknown && !sameFunction) {
+        unread = true;
+        continue;
+      }
+      if (!showsOtherDevice(s.evidence)) return nullptr;
       reaching.push_back(&s);
     }
+    auto notMultiple = [](const Selection* s) { return s->evidence.source != Evidence::Source::Multiple; };
+    if (unread) std::erase_if(reaching, notMultiple);
     if (reaching.empty()) return nullptr;
     const Selection* quoted = reaching.front();
     for (const Selection* s : reaching)
@@ -263,23 +351,29 @@ class InitWithoutDeviceId final : public Rule {
                    "\"Duplicate GPU detected: rank 2 and rank 0 both on CUDA device ...\" this way when its workers "
                    "selected GPUs by something other than LOCAL_RANK, and fixed it by passing each worker's selected "
                    "device to init_process_group. The rule follows the value given to torch.cuda.set_device through "
-                   "the file (assignments in the function and at module level, the file's own functions' returns, "
+                   "the file (assignments in the function and at module level, a config object's attributes set in "
+                   "the function (`cfg.device_id = ...`), the file's own functions' returns, "
                    "f-strings, \"%\" and .format, torch.device(\"cuda\", i), int() and os.environ/os.getenv reads) and "
                    "compares it with the device torch 2.15's NCCL backend binds without device_id, cuda:(global rank % "
                    "device_count()) (ProcessGroupNCCL::setBoundDeviceId). It reports a selection from the global rank "
                    "(RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, dist.get_rank()) taken modulo something else or not at "
-                   "all, and a constant index (unless world_size=1), naming when the two devices agree. A selection "
-                   "of exactly that index, one from the local rank (LOCAL_RANK, SLURM_LOCALID, args.local_rank: the "
-                   "same device under the usual launch), or from anything it "
-                   "cannot read (a parameter, a config object, a function defined elsewhere) is not reported, nor is "
-                   "a file that never calls set_device: its trigger needs both words.",
+                   "all, a constant index (unless world_size=1), and a multiple of a count (`local_rank * n`, a "
+                   "process driving n GPUs: the rank torch binds to cuda:1 selects no multiple of n unless n is 1), "
+                   "naming when the two devices agree. A selection of exactly that index, one from the local rank "
+                   "(LOCAL_RANK, SLURM_LOCALID, args.local_rank: the same device under the usual launch), or from "
+                   "anything it cannot read (a parameter, a config object's attribute set elsewhere, a function "
+                   "defined elsewhere) is not reported, nor is a file that never calls set_device: its trigger needs "
+                   "both words. Where the init's function selects no device, the file's selections count: all must "
+                   "show a mismatch, and one the rule cannot read leaves only a multiple standing. A backend the file "
+                   "does not show (backend=cfg.backend) is reported as NCCL's only where the rest holds, the finding "
+                   "saying it holds where that backend is nccl; a backend shown to be another is not.",
       .example = "rank = int(os.environ[\"RANK\"])\ntorch.cuda.set_device(rank % 4)\n"
                  "dist.init_process_group(\"nccl\")",
       .fix = "Pass the device the process selected: init_process_group(\"nccl\", device_id=torch.device(\"cuda\", dev)). "
              "The fix (unsafe) adds device_id=torch.device(\"cuda\", torch.cuda.current_device()), the device the "
              "selection set, where the selection runs through `torch.` in the same function before the init on every "
-             "path and the init's arguments are written out (no **kwargs); it is unsafe because it changes which "
-             "device the job's groups bind to, on purpose.",
+             "path, the init's arguments are written out (no **kwargs) and its backend is shown to be nccl; it is "
+             "unsafe because it changes which device the job's groups bind to, on purpose.",
       .fixSafety = FixSafety::Unsafe,
       .languages = {Language::Python},
       .enabledByDefault = true,

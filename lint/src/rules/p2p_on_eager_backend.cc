@@ -1,4 +1,5 @@
 // NM502 p2p-on-eager-backend: point-to-point loops (pipeline stages) on the default NCCL backend.
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -9,6 +10,9 @@
 
 namespace nccl_migrate::lint {
 namespace {
+
+// Where the file shows a transferred tensor to live.
+enum class Device { Cpu, Cuda, NotShown };
 
 // A call that issues a transfer; a P2POp only describes one for batch_isend_irecv.
 bool issuesTransfer(const std::string& q) {
@@ -63,6 +67,46 @@ bool onCpu(const TracedValue& value, const ValueNode& n, bool defaultDeviceIsCpu
   return true;
 }
 
+// Whether a device argument names a CUDA device: "cuda", "cuda:N", f"cuda:{i}",
+// torch.device("cuda", ...), torch.cuda.current_device().
+bool cudaDevice(const TracedValue& value, const ValueNode& n) {
+  using Kind = ValueNode::Kind;
+  if (n.kind == Kind::Literal || n.kind == Kind::Format) return n.text == "cuda" || n.text.starts_with("cuda:");
+  if (n.kind != Kind::Call) return false;
+  if (n.text == "torch.cuda.current_device") return true;
+  return n.text == "torch.device" && !n.operands.empty() && cudaDevice(value, value.operand(n, 0));
+}
+
+// Whether the traced value is a CUDA tensor on every path the file shows: `t.cuda()`,
+// `t.to("cuda")`, or a factory of torch's given a CUDA `device=`.
+bool onCuda(const TracedValue& value, const ValueNode& n, int depth = 0) {
+  using Kind = ValueNode::Kind;
+  if (depth > 8) return false;
+  if (n.kind == Kind::OneOf) {
+    for (size_t i = 0; i < n.operands.size(); ++i)
+      if (!onCuda(value, value.operand(n, i), depth + 1)) return false;
+    return !n.operands.empty();
+  }
+  if (n.kind != Kind::Call) return false;
+  bool method = n.text.find('.') != std::string::npos;
+  if (method && lastName(n.text) == "cuda") return true;
+  if (method && lastName(n.text) == "to" && !n.operands.empty()) {
+    const ValueNode& target = value.operand(n, 0);
+    return (target.keyword.empty() || target.keyword == "device") && cudaDevice(value, target);
+  }
+  if (!isDefaultDeviceFactory(n.text)) return false;
+  for (size_t i = 0; i < n.operands.size(); ++i)
+    if (value.operand(n, i).keyword == "device") return cudaDevice(value, value.operand(n, i));
+  return false;
+}
+
+// The group a transfer runs on, as written: its `group` argument, "" for the default group.
+std::string groupOf(const Call& call) {
+  size_t position = isDistributed(call.qualifiedName, "P2POp") ? 3 : 2;
+  const Argument* group = call.argument("group", position);
+  return !group || group->text == "None" ? "" : group->text;
+}
+
 // `torch.set_default_device("cuda")` (or the older default tensor type) makes factories' tensors
 // CUDA tensors: a file that calls either is not read as making CPU tensors.
 bool changesDefaultDevice(const SourceModel& model) {
@@ -81,6 +125,24 @@ class P2pOnEagerBackend final : public Rule {
       if (s.value.find("nccl-lazy") != std::string::npos || s.value == "gloo") return;
     }
     bool defaultDeviceIsCpu = !changesDefaultDevice(model);
+    // What the file shows each group carrying. A group the file sends or receives CPU tensors on
+    // has a CPU backend for its point-to-point traffic (NCCL takes CUDA tensors only); unless the
+    // file also shows a CUDA tensor on it, its transfers of tensors the file does not show (a
+    // queue's, a parameter's) are not known to reach NCCL, so they are not reported.
+    std::map<const Call*, Device> devices;
+    std::set<std::string> cpuGroups, cudaGroups;
+    for (const Call& call : model.calls) {
+      const Argument* tensor = isPointToPoint(call.qualifiedName) ? transferredTensor(call) : nullptr;
+      if (!tensor) continue;
+      TracedValue value = traceValue(model, call, *tensor);
+      if (!value.root()) continue;
+      Device device = onCpu(value, *value.root(), defaultDeviceIsCpu) ? Device::Cpu
+                      : onCuda(value, *value.root())                  ? Device::Cuda
+                                                                       : Device::NotShown;
+      devices[&call] = device;
+      if (device == Device::Cpu) cpuGroups.insert(groupOf(call));
+      if (device == Device::Cuda) cudaGroups.insert(groupOf(call));
+    }
     // One finding per file for its own loops: the advice is per process group, not per call. A
     // function the project calls in a loop elsewhere has one of its own, where its transfer stands.
     bool loopReported = false;
@@ -90,9 +152,11 @@ class P2pOnEagerBackend final : public Rule {
       bool inLoop = call.loopDepth > 0;
       bool calledInLoop = !inLoop && !call.calledInLoopAt.empty() && issuesTransfer(call.qualifiedName);
       if (inLoop ? loopReported : (!calledInLoop || functionsReported.contains(call.functionId))) continue;
-      if (const Argument* tensor = transferredTensor(call)) {
-        TracedValue value = traceValue(model, call, *tensor);
-        if (value.root() && onCpu(value, *value.root(), defaultDeviceIsCpu)) continue;  // not NCCL's transfer
+      auto device = devices.find(&call);
+      if (device != devices.end()) {
+        if (device->second == Device::Cpu) continue;  // not NCCL's transfer
+        std::string group = groupOf(call);
+        if (device->second == Device::NotShown && cpuGroups.contains(group) && !cudaGroups.contains(group)) continue;
       }
       std::string where = inLoop ? "() in a loop"
                                  : "() in " + call.function + "(), which " + call.calledInLoopAt + " calls in a loop";
@@ -113,7 +177,11 @@ class P2pOnEagerBackend final : public Rule {
       .rationale = "The rewritten backend runs collectives and send/recv on one communicator per group. The legacy "
                    "backend created a 2-rank communicator per peer pair, so P2P to different peers could overlap. "
                    "PyTorch's pipelining code warns \"Pipeline parallelism is using an eager NCCL communicator. "
-                   "Consider creating its process group with backend=\"nccl-lazy\"\".",
+                   "Consider creating its process group with backend=\"nccl-lazy\"\". NCCL takes CUDA tensors "
+                   "only: a transfer of a tensor the file shows on the CPU (t.cpu(), t.to(\"cpu\"), a torch factory "
+                   "given no device) is not reported, nor is one whose tensor the file does not show (a queue's, a "
+                   "parameter's) on a group the file shows carrying CPU tensors and no CUDA tensor: that group's "
+                   "point-to-point traffic is not shown to reach NCCL.",
       .example = "for step in range(n):\n    dist.send(activations, dst=next_stage)",
       .fix = "Create the pipeline's group with new_group(ranks, backend=\"nccl-lazy\", use_local_synchronization=True).",
       .fixSafety = FixSafety::None,
