@@ -26,6 +26,7 @@
 #include "python/python_environment.h"
 #include "engine/isolation.h"
 #include "engine/prefilter.h"
+#include "python/python_call_sites.h"
 #include "python/python_docstrings.h"
 #include "python/python_regions.h"
 #include "engine/suppressions.h"
@@ -125,6 +126,7 @@ struct RulePlan {
     std::vector<Trigger> wrappers = groupWrapperTriggers(config, tables.groupWrappers);
     std::vector<std::string> aliases(tables.legacyClassAliases.begin(), tables.legacyClassAliases.end());
     names.inferredGroupWrappers = std::move(tables.groupWrappers);
+    indexWrapperReceivers(config);
     names.functionsCalledInLoops = std::move(tables.functionsCalledInLoops);
     resolvedCalls = std::move(tables.resolvedCalls);
     std::vector<const Rule*> enabled;
@@ -149,10 +151,57 @@ struct RulePlan {
         perLanguage[static_cast<size_t>(language)].push_back(std::move(forLanguage));
       }
     }
+    // JSON has no comments, so no suppressions: NM001 has nothing to report in a .json file, and
+    // its words (every enabled rule's code and slug) would make the scan of a tree's JSON data, often
+    // the largest part of its bytes, the slowest of all.
+    std::vector<RuleTriggers> json;
+    for (const RuleTriggers& r : perLanguage[static_cast<size_t>(Language::Config)])
+      if (r.rule != &unused) json.push_back(r);
     for (std::vector<RuleTriggers>& rules : perLanguage) prefilters.emplace_back(std::move(rules), config.equivalentModules);
+    jsonPrefilter.emplace(std::move(json), config.equivalentModules);
+  }
+
+  // Whether a call `receiver.name(` can reach a group wrapper of that name at all: only through
+  // `self`, or a receiver named as the wrapper's module or its package is (GroupWrapperIndex), unless
+  // the configuration makes other names stand for modules (python_call_sites.h).
+  bool callMayReachWrapper(std::string_view receiver, std::string_view name) const {
+    if (anyReceiver_ || receiver == "self" || receiver == "cls") return true;
+    auto it = wrapperReceivers_.find(name);
+    if (it == wrapperReceivers_.end()) return false;  // only methods and nested functions: through self, or bare
+    return it->second.contains("") || it->second.contains(receiver);
   }
 
   const Prefilter& prefilter(Language language) const { return prefilters[static_cast<size_t>(language)]; }
+  const Prefilter& prefilter(const fs::path& path, Language language) const {
+    if (language == Language::Config && path.string().ends_with(".json")) return *jsonPrefilter;  // as scanConfig tells JSON
+    return prefilter(language);
+  }
+
+ private:
+  void indexWrapperReceivers(const LintConfig& config) {
+    for (const auto& [from, to] : config.equivalentModules)
+      if (to != "torch" && !to.starts_with("torch.")) anyReceiver_ = true;  // a name may stand for a wrapper's module
+    for (const std::string& w : config.groupWrappers) wrapperReceivers_[w.substr(w.rfind('.') + 1)].insert("");
+    for (const std::string& key : names.inferredGroupWrappers) {
+      std::string scope = key.substr(0, key.rfind(':'));
+      if (scope.find('#') != std::string::npos) continue;  // a method or nested function
+      std::set<std::string, std::less<>>& receivers = wrapperReceivers_[groupWrapperName(key)];
+      if (scope.empty()) {
+        receivers.insert("");  // a module not known: any receiver
+        continue;
+      }
+      size_t dot = scope.rfind('.');
+      receivers.insert(scope.substr(dot == std::string::npos ? 0 : dot + 1));
+      if (dot == std::string::npos) continue;
+      std::string package = scope.substr(0, dot);
+      receivers.insert(package.substr(package.rfind('.') == std::string::npos ? 0 : package.rfind('.') + 1));
+    }
+  }
+
+  std::optional<Prefilter> jsonPrefilter;
+  // Group wrappers' names -> the last names of their modules and packages ("": any).
+  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> wrapperReceivers_;
+  bool anyReceiver_ = false;
 };
 
 // The parts of a Python file the rules need (python_regions.h), from the words its scan found.
@@ -282,12 +331,31 @@ void nameChains(std::vector<Finding>& findings, const std::vector<ResolvedCall>&
   }
 }
 
+// NM401 on a file that only group wrappers' names bring it to (not torch's group creators, nor a call
+// the project model resolved) reports nothing where the text shows those names only at fewer calls
+// than group-sites-threshold, all outside loops (python_call_sites.h): it is left out there, and the
+// file is parsed for its other rules alone, or not at all. Tests that call a wrapper to set up
+// their groups are most of the files NM401 was parsed for.
+void dropSilentGroupCreation(std::vector<const Rule*>& rules, const std::string& text, const Prefilter& prefilter,
+                             const PrefilterMatches& matches, const LintConfig& config, const RulePlan& plan) {
+  static const Rule* const rule = findRule("NM401");
+  auto it = std::find(rules.begin(), rules.end(), rule);
+  if (it == rules.end()) return;
+  size_t own = rule->info().triggers.size();  // the wrappers' triggers follow the rule's own (RulePlan)
+  if (prefilter.triggerMatches(matches, rule, 0, own)) return;
+  int threshold = config.groupSitesThreshold;
+  std::vector<std::pair<size_t, size_t>> spans = prefilter.triggerWordSpans(matches, rule, own);
+  auto mayCount = [&](std::string_view receiver, std::string_view name) { return plan.callMayReachWrapper(receiver, name); };
+  if (!onlyFewCallsOutsideLoops(text, spans, threshold > 0 ? static_cast<size_t>(threshold) : 0, mayCount)) return;
+  rules.erase(it);
+}
+
 // One file's source: prefilter, frontend, the triggered rules, per-file ignores, suppressions.
 FileResult lintCode(const fs::path& path, const std::string& text, Language language, const LintOptions& options,
                     const RulePlan& plan) {
   FileResult result;
   result.scanned = true;
-  const Prefilter& prefilter = plan.prefilter(language);
+  const Prefilter& prefilter = plan.prefilter(path, language);
   PrefilterMatches matches = prefilter.scan(text);
   std::vector<const Rule*> rules = prefilter.triggeredRules(matches);
   const std::vector<ResolvedCall>* resolved = resolvedCallsIn(path, language, plan);
@@ -298,6 +366,7 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
     prefilter.dropWithin(matches, pythonDocstrings(text));
     rules = prefilter.triggeredRules(matches);
     if (resolved) addResolvedCallRules(rules, options.config);
+    else dropSilentGroupCreation(rules, text, prefilter, matches, options.config, plan);
     if (rules.empty()) return result;
   }
   result.parsed = true;

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include <cctype>
+#include <cstring>
 #include <deque>
 #include <iterator>
 #include <limits>
@@ -88,6 +89,7 @@ uint32_t Prefilter::wordId(const std::string& spelling) {
   bool openStart = text.starts_with("*"), openEnd = text.size() > 1 && text.ends_with("*");
   if (openStart) text.erase(0, 1);
   if (openEnd) text.pop_back();
+  wordLength_.push_back(static_cast<uint32_t>(text.size()));  // "#" stands for one digit
   if (text.empty()) return id;
   // A digit placeholder at an edge matches any digit there, so the edge stays open.
   bool checkStart = !openStart && text.front() != '#' && isIdentifierByte(text.front());
@@ -103,6 +105,11 @@ void Prefilter::addPattern(const std::string& text, uint32_t word, bool checkSta
 }
 
 void Prefilter::build() {
+  // A few long words (a JSON file's) are found faster one by one with memmem, which skips ahead
+  // by the word's length where the automaton steps through every byte.
+  constexpr size_t kFewPatterns = 4, kLongEnough = 6;
+  fewPatterns_ = patternTexts_.size() <= kFewPatterns &&
+                 std::all_of(patternTexts_.begin(), patternTexts_.end(), [](const std::string& t) { return t.size() >= kLongEnough; });
   for (const std::string& text : patternTexts_) {
     for (unsigned char c : text) {
       if (!byteClass_[c]) byteClass_[c] = static_cast<uint8_t>(classes_++);
@@ -177,14 +184,42 @@ struct Prefilter::Lane {
   if (i < lane.reportFrom) return;
   for (uint32_t p : output_[lane.offset / classes_]) {
     const Pattern& pattern = patterns_[p];
-    size_t start = i + 1 - pattern.length;
-    if (pattern.checkStart && start > 0 && isIdentifierByte(bytes[start - 1])) continue;
-    if (pattern.checkEnd && i + 1 < size && isIdentifierByte(bytes[i + 1])) continue;
-    lane.ends.emplace_back(i + 1, pattern.word);
+    if (boundariesHold(pattern, i + 1, bytes, size)) lane.ends.emplace_back(i + 1, pattern.word);
   }
 }
 
+// Whether the text of `pattern`, ending at `end`, stands as a token where the word requires one.
+bool Prefilter::boundariesHold(const Pattern& pattern, size_t end, const unsigned char* bytes, size_t size) const {
+  size_t start = end - pattern.length;
+  if (pattern.checkStart && start > 0 && isIdentifierByte(bytes[start - 1])) return false;
+  if (pattern.checkEnd && end < size && isIdentifierByte(bytes[end])) return false;
+  return true;
+}
+
+// The same matches as the automaton's, every occurrence of each pattern (overlapping ones too)
+// found with memmem; ends in text order (words that end at the same byte need no order).
+PrefilterMatches Prefilter::scanEachPattern(std::string_view text) const {
+  PrefilterMatches matches;
+  matches.found.assign(words_.size(), 0);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  for (size_t p = 0; p < patterns_.size(); ++p) {
+    const std::string& needle = patternTexts_[p];
+    for (size_t from = 0; from + needle.size() <= text.size();) {
+      const void* hit = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
+      if (!hit) break;
+      size_t start = static_cast<size_t>(static_cast<const char*>(hit) - text.data());
+      if (boundariesHold(patterns_[p], start + needle.size(), bytes, text.size()))
+        matches.ends.emplace_back(start + needle.size(), patterns_[p].word);
+      from = start + 1;
+    }
+  }
+  std::sort(matches.ends.begin(), matches.ends.end());  // by end, then word: words ending together in any order
+  for (const auto& [end, word] : matches.ends) matches.found[word] = 1;
+  return matches;
+}
+
 PrefilterMatches Prefilter::scan(std::string_view text) const {
+  if (fewPatterns_) return scanEachPattern(text);
   constexpr size_t kLanes = 4;
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
   const uint32_t* next = next_.data();
@@ -254,6 +289,29 @@ void Prefilter::dropWithin(PrefilterMatches& matches, const std::vector<std::pai
   for (size_t word = 0; word < matches.found.size(); ++word)
     if (!moduleWord_[word]) matches.found[word] = 0;
   for (const auto& [end, word] : matches.ends) matches.found[word] = 1;
+}
+
+bool Prefilter::triggerMatches(const PrefilterMatches& matches, const Rule* rule, size_t from, size_t to) const {
+  for (size_t r = 0; r < rules_.size(); ++r) {
+    if (rules_[r] != rule) continue;
+    for (size_t t = from; t < std::min(to, triggers_[r].size()); ++t)
+      if (this->matches(triggers_[r][t], matches.found)) return true;
+  }
+  return false;
+}
+
+std::vector<std::pair<size_t, size_t>> Prefilter::triggerWordSpans(const PrefilterMatches& matches, const Rule* rule,
+                                                                   size_t from) const {
+  std::vector<uint8_t> wanted(words_.size(), 0);
+  for (size_t r = 0; r < rules_.size(); ++r) {
+    if (rules_[r] != rule) continue;
+    for (size_t t = from; t < triggers_[r].size(); ++t)
+      for (uint32_t word : triggers_[r][t].anyOf) wanted[word] = 1;
+  }
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (const auto& [end, word] : matches.ends)
+    if (wanted[word]) spans.emplace_back(end - wordLength_[word], end);
+  return spans;
 }
 
 std::vector<size_t> Prefilter::wordEnds(const PrefilterMatches& matches, const std::vector<const Rule*>& rules) const {

@@ -42,6 +42,13 @@ class Prefilter {
   // how the file may name the module, which a string can too, as in `importlib.import_module`).
   void dropWithin(PrefilterMatches& matches, const std::vector<std::pair<size_t, size_t>>& spans) const;
 
+  // Whether one of `rule`'s triggers numbered [from, to) (in the order given) matches.
+  bool triggerMatches(const PrefilterMatches& matches, const Rule* rule, size_t from, size_t to) const;
+
+  // Where the words that `rule`'s triggers from the one numbered `from` on must find (their
+  // `anyOf`) occur: [begin, end) spans, in text order.
+  std::vector<std::pair<size_t, size_t>> triggerWordSpans(const PrefilterMatches& matches, const Rule* rule, size_t from) const;
+
   // Where (one past the end) the words of `rules` (their triggers' words, not their module
   // mentions, and their context words) occur, in order.
   std::vector<size_t> wordEnds(const PrefilterMatches& matches, const std::vector<const Rule*>& rules) const;
@@ -65,11 +72,14 @@ class Prefilter {
   bool matches(const CompiledTrigger& trigger, const std::vector<uint8_t>& found) const;
   struct Lane;
   void report(Lane& lane, size_t i, const unsigned char* bytes, size_t size) const;
+  bool boundariesHold(const Pattern& pattern, size_t end, const unsigned char* bytes, size_t size) const;
+  PrefilterMatches scanEachPattern(std::string_view text) const;
 
   std::vector<const Rule*> rules_;
   std::vector<std::vector<CompiledTrigger>> triggers_;  // per rule
   std::vector<std::vector<uint32_t>> regionWords_;      // per rule: words that keep a block
   std::vector<uint8_t> moduleWord_;                     // per word: a module's mention
+  std::vector<uint32_t> wordLength_;                    // per word: the bytes it matches
   std::map<std::string, uint32_t> words_;               // spelling -> id
   std::vector<Pattern> patterns_;
   // The automaton: a trie over byte classes with failure transitions folded in.
@@ -79,6 +89,7 @@ class Prefilter {
   std::vector<uint32_t> next_;                // state * classes_ + class -> state
   std::vector<std::vector<uint32_t>> output_;  // state -> patterns ending there
   size_t longestPattern_ = 0;
+  bool fewPatterns_ = false;  // searched one by one (scanEachPattern) rather than by the automaton
 };
 
 }  // namespace nccl_migrate::lint

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "python/python_site_paths.h"
+
 namespace nccl_migrate::lint {
 namespace fs = std::filesystem;
 namespace {
@@ -18,8 +20,10 @@ namespace {
 // The standard library never creates process groups: it is left out of the path.
 // `-c` puts the working directory first on sys.path; it is dropped, and the interpreter runs
 // from /, so no file of the linted tree (a json.py) is ever run. `-S` keeps `site` from running
-// the .pth files' imports: the site folders (a virtual environment's, the user's when enabled) and
-// the folders their .pth files name are added here in the order `site` adds them.
+// the .pth files' imports (but for a virtual environment's own, which site.venv adds as `site`
+// does): the site folders (a virtual environment's, the user's when enabled) and the folders their
+// .pth files name are added here in the order `site` adds them. python_site_paths.cc gives the
+// same answer from files, without the interpreter, wherever files decide it.
 constexpr const char* kAskPath =
     "import sys, os, site, sysconfig, json\n"
     "path = sys.path[1:]\n"
@@ -79,9 +83,12 @@ std::string shellQuoted(const std::string& s) {
   return out + "'";
 }
 
-bool isUnder(const fs::path& path, const fs::path& folder) {
-  auto [a, b] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
-  return a == folder.end();
+// The program to run (empty: python3 on PATH); a path named from here keeps naming it after the
+// `cd /` the interpreter runs under.
+std::string absoluteProgram(const std::string& interpreter) {
+  std::string program = interpreter.empty() ? "python3" : interpreter;
+  if (fs::path(program).has_parent_path() && fs::path(program).is_relative()) program = fs::absolute(program).string();
+  return program;
 }
 
 }  // namespace
@@ -90,38 +97,45 @@ std::vector<fs::path> searchPathFromJson(const std::string& printed) {
   nlohmann::json parsed = nlohmann::json::parse(printed, nullptr, false);
   const nlohmann::json* path = parsed.is_array() ? &parsed : parsed.is_object() && parsed.contains("path") ? &parsed["path"] : nullptr;
   if (!path || !path->is_array()) return {};
-  std::vector<fs::path> stdlib;
+  std::vector<std::string> stdlib, entries;
   if (parsed.is_object() && parsed.contains("stdlib") && parsed["stdlib"].is_array())
     for (const nlohmann::json& s : parsed["stdlib"])
-      if (s.is_string() && !s.get<std::string>().empty()) stdlib.push_back(fs::path(s.get<std::string>()).lexically_normal());
-  std::vector<fs::path> out;
-  for (const nlohmann::json& entry : *path) {
-    if (!entry.is_string() || entry.get<std::string>().empty()) continue;  // "": the current folder, the tree itself
-    fs::path p = fs::path(entry.get<std::string>()).lexically_normal();
-    if (std::any_of(stdlib.begin(), stdlib.end(), [&](const fs::path& s) { return isUnder(p, s); })) continue;
-    std::error_code ec;
-    if (!fs::is_directory(p, ec)) continue;  // zip files and missing folders
-    out.push_back(std::move(p));
-  }
-  return out;
+      if (s.is_string()) stdlib.push_back(s.get<std::string>());
+  for (const nlohmann::json& entry : *path)
+    if (entry.is_string()) entries.push_back(entry.get<std::string>());
+  return keptSearchPath(entries, stdlib);
 }
 
 PythonEnvironment PythonEnvironment::ask(const std::string& interpreter, std::string& note) {
-  std::string program = interpreter.empty() ? "python3" : interpreter;
-  // A path named from here keeps naming it after the `cd /` below.
-  if (fs::path(program).has_parent_path() && fs::path(program).is_relative()) program = fs::absolute(program).string();
+  // Where the files decide the path, the interpreter is not started (python_site_paths.h).
+  if (std::optional<SitePaths> fromFiles = sitePathsFromFiles(absoluteProgram(interpreter)))
+    return PythonEnvironment(keptSearchPath(fromFiles->path, fromFiles->stdlib));
+  return askInterpreter(interpreter, note);
+}
+
+std::optional<std::string> printedSysPath(const std::string& interpreter, int& status) {
+  std::string program = absoluteProgram(interpreter);
   // Bounded: an interpreter that hangs (a broken .pth) must not hang the lint.
   std::string command = "cd / && timeout " + std::to_string(kAskSeconds) + " " + shellQuoted(program) + " -S -c " +
                         shellQuoted(kAskPath) + " 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) {
-    note = "no Python environment read (" + program + " could not be started): imports from installed packages are not resolved";
-    return {};
-  }
+  if (!pipe) return std::nullopt;
   std::string printed;
   char buffer[4096];
   for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) printed.append(buffer, n);
-  int status = pclose(pipe);
+  status = pclose(pipe);
+  return printed;
+}
+
+PythonEnvironment PythonEnvironment::askInterpreter(const std::string& interpreter, std::string& note) {
+  std::string program = absoluteProgram(interpreter);
+  int status = 0;
+  std::optional<std::string> asked = printedSysPath(interpreter, status);
+  if (!asked) {
+    note = "no Python environment read (" + program + " could not be started): imports from installed packages are not resolved";
+    return {};
+  }
+  const std::string& printed = *asked;
   if (status != 0 || printed.empty()) {
     if (!interpreter.empty())
       note = "no Python environment read (" + program + " did not print its sys.path): imports from installed packages are "

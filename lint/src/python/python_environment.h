@@ -20,9 +20,13 @@ class PythonEnvironment {
   // Asks `interpreter` (empty: python3 on PATH) once for its sys.path. Without one, or when it
   // fails, the environment is empty and `note` says why, in one line. The interpreter starts
   // without `site` (-S) and works out the site folders and their .pth files' folders itself, as
-  // `site` would, without running any .pth file's code: no code of the environment runs, and the
-  // answer costs a tenth of a full start where a .pth imports something.
+  // `site` would: the answer costs a tenth of a full start where a .pth imports something (a
+  // virtual environment's .pth import lines still run, through site.venv).
+  // Where files alone decide that sys.path (python_site_paths.h), it is read from them instead, and
+  // the interpreter does not start.
   static PythonEnvironment ask(const std::string& interpreter, std::string& note);
+  // The same, always from the interpreter.
+  static PythonEnvironment askInterpreter(const std::string& interpreter, std::string& note);
 
   // The source of a dotted module (`pkg/mod.py` or `pkg/mod/__init__.py` in the first folder of
   // the path holding it); nothing when it is not installed or is too large to be a wrapper's.
@@ -53,6 +57,10 @@ class PythonEnvironmentOnDemand {
   std::optional<PythonEnvironment> environment_;
   std::string note_;
 };
+
+// What `interpreter` (empty: python3 on PATH) prints for its sys.path when PythonEnvironment asks it,
+// with its exit status; nothing when it could not be started.
+std::optional<std::string> printedSysPath(const std::string& interpreter, int& status);
 
 // What the interpreter printed: a JSON list of sys.path, or an object with "path" and "stdlib"
 // (folders left out, with what lies under them). Empty when it is neither.
