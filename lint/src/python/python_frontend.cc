@@ -171,7 +171,7 @@ class PythonWalker {
     if (type == "function_definition") return onFunction(node, steps);
     if (type == "if_statement") return onIf(node, steps);
     if (type == "assignment") onAssignment(node);
-    if (type == "augmented_assignment") bindUnread(field(node, kField.left));
+    if (type == "augmented_assignment") onAugmentedAssignment(node);
     if (type == "for_statement") bindUnread(field(node, kField.left));
     if (type == "return_statement") onReturn(node);
     if (type == "call") {
@@ -487,6 +487,19 @@ class PythonWalker {
     if (auto value = ts_node_is_null(right) ? std::nullopt : stringValueOf(right)) constants_[name] = *value;
     else constants_.erase(name);
     parameters_.erase({function_, name});  // the name now holds what was assigned, as constants_ tells
+  }
+
+  // `x *= n` binds x to `x * n`, its earlier value read where the target stands (so the read
+  // reaches the bindings before this one); a target other than a name or a dotted name is unread.
+  void onAugmentedAssignment(TSNode node) {
+    TSNode left = field(node, kField.left);
+    TSNode right = field(node, kField.right);
+    std::string op = textOf(field(node, kField.operatorField));
+    std::string target = typeOf(left) == "identifier" ? textOf(left) : typeOf(left) == "attribute" ? dottedOf(left) : "";
+    if (target.empty() || ts_node_is_null(right) || op.size() < 2 || op.back() != '=') return bindUnread(left);
+    op.pop_back();
+    int value = addValue({ValueNode::Kind::Operator, op, "", {valueOf(left, 1), valueOf(right, 1)}, locationOf(node)});
+    bind(target, value, left);
   }
 
   void bind(std::string name, int value, TSNode where) {

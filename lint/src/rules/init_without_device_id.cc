@@ -21,7 +21,7 @@ bool isSetDevice(const std::string& q) { return q == "torch.cuda.set_device" || 
 // AsInferred is that very index; LocalRank equals it under the usual launch (as many ranks per
 // node as it has GPUs, numbered node by node); GlobalRank (unreduced, or modulo something else)
 // and Constant equal it only under a condition the code does not show, which the finding names.
-// Multiple (`x * n`: a multiple of n, whatever x is) equals it on every rank only where
+// Multiple (`x * n`, `x *= n`: a multiple of n, whatever x is) equals it on every rank only where
 // n is 1 or no rank binds cuda:1. Unknown (a parameter, a config object's attribute set in
 // another function, a function the file does not define) is no evidence.
 struct Evidence {
@@ -352,7 +352,7 @@ class InitWithoutDeviceId final : public Rule {
                    "selected GPUs by something other than LOCAL_RANK, and fixed it by passing each worker's selected "
                    "device to init_process_group. The rule follows the value given to torch.cuda.set_device through "
                    "the file (assignments in the function and at module level, a config object's attributes set in "
-                   "the function (`cfg.device_id = ...`), the file's own functions' returns, "
+                   "the function (`cfg.device_id = ...`, `cfg.device_id *= n`), the file's own functions' returns, "
                    "f-strings, \"%\" and .format, torch.device(\"cuda\", i), int() and os.environ/os.getenv reads) and "
                    "compares it with the device torch 2.15's NCCL backend binds without device_id, cuda:(global rank % "
                    "device_count()) (ProcessGroupNCCL::setBoundDeviceId). It reports a selection from the global rank "
