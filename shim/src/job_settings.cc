@@ -25,7 +25,6 @@ JobSettings settingsFromEnvironment() {
       .legacyBlockingWait = variable("NCCL_BLOCKING_WAIT"),
       .commNonblocking = variable("TORCH_NCCL_USE_COMM_NONBLOCKING"),
       .asyncErrorHandling = variable("TORCH_NCCL_ASYNC_ERROR_HANDLING"),
-      .ncclCommBlocking = variable("NCCL_COMM_BLOCKING"),
   };
 }
 

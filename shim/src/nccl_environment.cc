@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -31,21 +29,6 @@ std::optional<std::string> parseBool(const char* name, const std::optional<std::
   return std::nullopt;
 }
 
-// NCCL's own reading of an integer parameter (ncclLoadParam, src/misc/param.cc, v2.28.9 and
-// v2.30.7): strtoll in base 0, a value strtoll flags with errno ignored; envConfigOverride
-// (src/init.cc) then stores it in an int and takes 0 and 1 alone. NCCL never rejects a value, so
-// neither does this. Not followed: NCCL also sets variables from the file NCCL_CONF_FILE names (else
-// ~/.nccl.conf) and /etc/nccl.conf when it first loads (initEnv), and reads each parameter once per process.
-std::optional<int> ncclBlockingOverride(const std::optional<std::string>& value) {
-  if (!value || value->empty()) return std::nullopt;
-  errno = 0;
-  long long parsed = std::strtoll(value->c_str(), nullptr, 0);
-  if (errno != 0) return std::nullopt;
-  int stored = static_cast<int>(parsed);  // as NCCL's `int blockingEnv`: 2^32 reads as 0
-  if (stored != 0 && stored != 1) return std::nullopt;
-  return stored;
-}
-
 }  // namespace
 
 Outcome<NcclEnvironment> ncclEnvironment(const JobSettings& settings) {
@@ -66,7 +49,6 @@ Outcome<NcclEnvironment> ncclEnvironment(const JobSettings& settings) {
     }
     env.asyncErrorHandling = v[0] - '0';
   }
-  env.ncclCommBlocking = ncclBlockingOverride(settings.ncclCommBlocking);
   return Outcome<NcclEnvironment>::success(env);
 }
 

@@ -47,27 +47,6 @@ TEST(NcclEnvironment, TheOlderBlockingWaitSpellingCountsWhenTheNewOneIsUnset) {
   EXPECT_FALSE(ncclEnvironment(s).value().blockingWait);
 }
 
-// NCCL_COMM_BLOCKING is NCCL's: strtoll in base 0, then 0 and 1 alone override the config
-// (ncclLoadParam and parseCommConfig); NCCL rejects no value, so other values are ignored.
-TEST(NcclEnvironment, NcclCommBlockingIsReadAsNcclReadsIt) {
-  auto read = [](std::optional<std::string> v) {
-    JobSettings s;
-    s.ncclCommBlocking = std::move(v);
-    return ncclEnvironment(s).value().ncclCommBlocking;
-  };
-  EXPECT_EQ(read(std::nullopt), std::nullopt);
-  EXPECT_EQ(read(""), std::nullopt);
-  EXPECT_EQ(read("0"), 0);
-  EXPECT_EQ(read("1"), 1);
-  EXPECT_EQ(read("0x1"), 1);  // base 0, as strtoll reads it in NCCL
-  EXPECT_EQ(read(" 0"), 0);
-  EXPECT_EQ(read("2"), std::nullopt);
-  EXPECT_EQ(read("-1"), std::nullopt);
-  EXPECT_EQ(read("99999999999999999999"), std::nullopt);  // ERANGE: NCCL keeps its default
-  EXPECT_EQ(read("false"), 0);  // no digits: strtoll gives 0 without an error, and NCCL takes it
-  EXPECT_EQ(read("4294967297"), 1);  // NCCL stores the value in an int: 2^32 + 1 reads as 1
-}
-
 TEST(NcclEnvironment, BadValuesAreNamedWithTheFix) {
   JobSettings s;
   s.blockingWait = "yes please";

@@ -65,6 +65,10 @@ EngineWork::EngineWork(int rank, Identity identity, std::unique_ptr<InFlight> in
       backend_(std::move(backend)),
       unsettled_(std::move(unsettled)) {
   if (unsettled_) unsettled_->fetch_add(1, std::memory_order_relaxed);
+  // Now, before the job issues anything else on the communicator: the future's completion is
+  // ordered right after this op's end. (A batch member is on no device until the batch is issued:
+  // its future is made when asked for.)
+  if (identity_.futureOrder == FutureOrder::CommunicatorStream && inFlight_->onDevice()) (void)getFuture();
 }
 
 std::exception_ptr EngineWork::withContext(const std::exception_ptr& cause) const {

@@ -34,6 +34,11 @@ class EngineWork final : public c10d::Work {
     // ordering the caller's stream after the op.
     bool waitBlocksHost = false;
     uint64_t generation = 0;  // the group's membership when the op was issued
+    // The policy's (CommunicatorRequest::futureOrder). A device op in the communicator's stream
+    // order has its future made and marked at issue, as torch's legacy collective() does right
+    // after the op's end event, so that the future depends on this op alone, never on ops issued
+    // after it; in the caller's stream order, at getFuture(), as nccl2's WorkNCCL does.
+    FutureOrder futureOrder = FutureOrder::CallerStreamWaits;
   };
 
   // `unsettled`, when given, counts this work from construction until it settles.
@@ -74,12 +79,13 @@ class EngineWork final : public c10d::Work {
   std::chrono::milliseconds timeout_;
   std::chrono::steady_clock::time_point deadline_;
   c10::weak_intrusive_ptr<MigrateBackend> backend_;
-  // The op's future, once asked for. A device op's future completes with the op's outputs in
-  // stream order whatever becomes of the op, as torch's NCCL backends' futures do: legacy marks it
-  // at issue with the NCCL stream current, nccl2 at getFuture() after the caller's stream waits
-  // for the op, and neither ever fails it. Its consumers' streams are ordered after the op; a
-  // failure reaches the job through the work (wait(), exception(), getFutureResult()) and the
-  // group's failure handling. A host op's future fails with the op, as torch's Gloo's does.
+  // The op's future, made at issue or once asked for (Identity::futureOrder). A device op's
+  // future completes with the op's outputs in stream order whatever becomes of the op, as torch's
+  // NCCL backends' futures do: legacy marks it at issue with the NCCL stream current, nccl2 at
+  // getFuture() after the caller's stream waits for the op, and neither ever fails it. Its
+  // consumers' streams are ordered after the op; a failure reaches the job through the work
+  // (wait(), exception(), getFutureResult()) and the group's failure handling. A host op's future
+  // fails with the op, as torch's Gloo's does.
   struct OpFuture {
     c10::intrusive_ptr<c10::ivalue::Future> future;
     bool failsWithTheOp = false;  // a host op's

@@ -38,9 +38,9 @@ void applyNcclEnvironment(GroupOptions& options) {
   options.blockingWait = env.value().blockingWait;
   options.abortOnFailure = env.value().asyncErrorHandling != 0;
   if (env.value().commNonblocking && !options.deviceComms.blocking) options.deviceComms.blocking = 0;
-  // NCCL applies NCCL_COMM_BLOCKING over the config it is given, so the mode the communicator's
-  // handle expects is decided here, the same way, and passed on in the config.
-  if (env.value().ncclCommBlocking) options.deviceComms.blocking = *env.value().ncclCommBlocking;
+  // NCCL_COMM_BLOCKING is left to NCCL, which applies it over the config from wherever it read
+  // it (the environment, its config files, an environment plugin) once per process: the
+  // communicator learns the mode from NCCL's answers (nccl::InProgressScope).
 }
 
 MigrateBackend::MigrateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, GroupOptions options,
@@ -255,7 +255,8 @@ c10::intrusive_ptr<c10d::Work> MigrateBackend::issue(Op op, const CommunicatorRe
   auto work = c10::make_intrusive<EngineWork>(
       rank_,
       EngineWork::Identity{op.type, shownSeq, description, std::move(observed),
-                           op.type == c10d::OpType::BARRIER || options_.blockingWait, generation()},
+                           op.type == c10d::OpType::BARRIER || options_.blockingWait, generation(),
+                           target.futureOrder},
       std::move(inFlight), op.outputs, timeout, c10::weak_intrusive_ptr<MigrateBackend>(self),
       batch_ ? nullptr : unsettled_);
   if (!batch_) services_->watchdog->watchUntilSettled(work);

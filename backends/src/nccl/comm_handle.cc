@@ -25,6 +25,22 @@ bool lockWithin(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds li
   return true;
 }
 
+// ncclCommDestroy of a communicator holding an error (one that came after the handle last asked)
+// returns that error and frees nothing: ncclCommEnsureReady hands it back ("if ret is not
+// ncclInProgress, we just keep it", src/init.cc 385 / 434) and NCCLCHECK returns before the
+// reclaim (2381 / 2901), so the bootstrap listener stays open and the proxy thread runs on. Only
+// ncclCommAbort frees it then. Not on the same thread: that early return also skips
+// ncclGroupEndInternal after ncclGroupStartInternal (2373 / 2892), leaving the thread's group
+// depth one level up (ncclGroupDepth is thread-local, src/group.cc), and ncclCommAbort's reclaim
+// would be queued in that group (ncclAsyncLaunch, src/group.cc 37 / 40) and never run. A thread
+// of its own starts at depth 0; it runs within the caller's bound (tearDown).
+void abortAfterFailedDestroy(const std::shared_ptr<NcclApi>& api, ncclComm_t comm, ncclResult_t destroyed,
+                             const std::string& what) {
+  LOG(WARNING) << "[nccl_migrate] " << what << ": ncclCommDestroy answered " << api->errorString(destroyed)
+               << " (NCCL result " << static_cast<int>(destroyed) << ") and freed nothing; aborting it instead";
+  std::thread([api, comm] { (void)api->commAbort(comm); }).join();
+}
+
 // Frees `comm` with ncclCommAbort or ncclCommDestroy on a thread of its own, and waits for that
 // at most kTeardownWait. Both can block: ncclCommDestroy synchronizes NCCL's streams and frees
 // its device memory (commDestroySync and commCleanup through commReclaim), which waits for a
@@ -43,8 +59,14 @@ void tearDown(std::shared_ptr<NcclApi> api, ncclComm_t comm, bool byAbort, const
                  << " once the interpreter is exiting";
     return;
   }
-  if (!runTogetherWithin({[api = std::move(api), comm, byAbort] {
-                           (void)(byAbort ? api->commAbort(comm) : api->commDestroy(comm));
+  if (!runTogetherWithin({[api = std::move(api), comm, byAbort, what] {
+                           if (byAbort) {
+                             (void)api->commAbort(comm);
+                             return;
+                           }
+                           ncclResult_t destroyed = api->commDestroy(comm);
+                           if (destroyed == ncclSuccess) return;
+                           abortAfterFailedDestroy(api, comm, destroyed, what);
                          }},
                          kTeardownWait)
            .empty()) {
@@ -79,7 +101,17 @@ void CommHandle::use(std::string_view op, const std::function<void(ncclComm_t)>&
   AbortLeftToTheHolder afterTheCall{*this};
   std::lock_guard<std::mutex> lock(mutex_);
   ncclComm_t comm = live(op);
+  InProgressScope launches;
   fn(comm);
+  // NCCL's answer decides, not the mode the handle was made for: a call that answered
+  // ncclInProgress launched on NCCL's thread, so this waits until the launch put the op on the
+  // stream, whatever the handle expected (nccl_api.h, InProgressScope).
+  if (launches.seen() && !nonblocking_.exchange(true)) {
+    LOG(WARNING) << "[nccl_migrate] communicator " << key_ << " of group '" << group_ << "' on rank " << rank_
+                 << ": NCCL answered " << op << " with ncclInProgress, so NCCL runs it in nonblocking mode "
+                 << "(NCCL_COMM_BLOCKING=0 from the environment, an NCCL config file or an environment plugin); "
+                 << "every launch on it now waits for NCCL to finish it, within the group's timeout";
+  }
   if (nonblocking_) awaitCompletion(comm, op, launchTimeout_);
 }
 
@@ -89,8 +121,21 @@ CommHandle::~CommHandle() {
   // abort was left to a call that never returned to free it.
   ncclComm_t comm = comm_.exchange(nullptr);
   if (!comm) return;
-  tearDown(api_, comm, aborted_ || broken_ || cachedError_ != ncclSuccess,
-           "communicator " + key_ + " of group '" + group_ + "' on rank " + std::to_string(rank_));
+  bool byAbort = aborted_ || broken_ || cachedError_ != ncclSuccess;
+  if (!byAbort && !ExitGate::closed()) byAbort = holdsAnError(comm);
+  tearDown(api_, comm, byAbort, "communicator " + key_ + " of group '" + group_ + "' on rank " + std::to_string(rank_));
+}
+
+bool CommHandle::holdsAnError(ncclComm_t comm) noexcept {
+  // The cached error is as old as the last poll, and polls stop while no op is pending: a peer
+  // that died while the group was idle leaves its error in NCCL's proxy state
+  // (ncclCommGetAsyncError reads proxyState->asyncResult, src/init.cc 2711 / 3455), and
+  // ncclCommDestroy would answer it and free nothing (abortAfterFailedDestroy). So NCCL is asked
+  // once more, under the lock, right before destroy is chosen.
+  std::lock_guard<std::mutex> lock(mutex_);
+  ncclResult_t state = ncclSuccess;
+  ncclResult_t asked = api_->commGetAsyncError(comm, &state);
+  return asked != ncclSuccess || state != ncclSuccess;
 }
 
 ncclComm_t CommHandle::live(std::string_view op) const {
@@ -124,6 +169,7 @@ ncclResult_t CommHandle::asyncError() noexcept {
 }
 
 void CommHandle::waitUntilReady(std::chrono::milliseconds timeout) {
+  // Asked of NCCL in every mode: in blocking mode it answers at once.
   AbortLeftToTheHolder afterTheWait{*this};
   std::lock_guard<std::mutex> lock(mutex_);
   awaitCompletion(live("communicator init"), "communicator init", timeout);

@@ -22,11 +22,13 @@ inline constexpr std::chrono::milliseconds kAbortLockWait{1000};
 
 class CommHandle {
  public:
-  // `nonblocking`: made in NCCL's nonblocking mode, where init and every call may return before
-  // NCCL finished them (ncclInProgress); `launchTimeout` bounds the wait for them.
+  // `nonblocking`: NCCL answered its init with ncclInProgress (its nonblocking mode), so init and
+  // every call may return before NCCL finished them; a call that answers so later makes it so
+  // too (use). `launchTimeout` bounds the wait for them.
   CommHandle(std::shared_ptr<NcclApi> api, ncclComm_t comm, std::string group, int rank, std::string key,
              bool nonblocking = false, std::chrono::milliseconds launchTimeout = std::chrono::minutes(10));
-  // Destroys the communicator unless it was aborted (aborts it when it is broken), on a thread of
+  // Destroys the communicator unless it was aborted (aborts it when it is broken, or when NCCL,
+  // asked right before, holds an error; and when ncclCommDestroy answers one), on a thread of
   // its own, waiting for that at most kTeardownWait; no NCCL call once the interpreter is exiting.
   ~CommHandle();
   CommHandle(const CommHandle&) = delete;
@@ -36,8 +38,9 @@ class CommHandle {
   CallSite site(std::string_view op) const { return {op, group_, rank_}; }
 
   // Runs fn(comm) while holding the communicator; throws a c10::DistBackendError naming `op` once the
-  // communicator was aborted. In nonblocking mode it returns once NCCL really issued the calls
-  // (their kernels are on the stream), so what the caller records next follows them.
+  // communicator was aborted. Once a call answered ncclInProgress (NCCL's nonblocking mode, known
+  // from NCCL's answers, never from the environment) it returns only once NCCL really issued
+  // the calls (their kernels are on the stream), so what the caller records next follows them.
   void use(std::string_view op, const std::function<void(ncclComm_t)>& fn);
 
   // NCCL's asynchronous error, polled without blocking; once aborted, the error that led there
@@ -63,13 +66,16 @@ class CommHandle {
   // An op of this communicator failed or timed out: when the last owner lets go, the
   // communicator is aborted, not destroyed (ncclCommDestroy would wait for the stuck op).
   void markBroken() noexcept { broken_ = true; }
-  // A communicator made in nonblocking mode (NCCL_COMM_BLOCKING=0 or config.blocking=0) is not
-  // ready when init returns: waits until NCCL says it is, fails, or `timeout` passes.
+  // A communicator NCCL made in nonblocking mode (config.blocking=0, or NCCL_COMM_BLOCKING=0 from
+  // wherever NCCL read it) is not ready when init returns: asks NCCL, and waits until it says it
+  // is, fails, or `timeout` passes.
   void waitUntilReady(std::chrono::milliseconds timeout);
 
  private:
   struct AbortLeftToTheHolder;
   ncclComm_t live(std::string_view op) const;
+  // Whether NCCL, asked now under the lock, holds an error for `comm` (or the asking failed).
+  bool holdsAnError(ncclComm_t comm) noexcept;
   void freeByAbort() noexcept;
   // Frees the communicator by the abort freeByAbort left to the lock's holder, if still left
   // and the lock is free (else its holder does, as it lets go).
@@ -84,7 +90,7 @@ class CommHandle {
   std::string group_;
   int rank_;
   std::string key_;
-  bool nonblocking_;
+  std::atomic<bool> nonblocking_;
   std::chrono::milliseconds launchTimeout_;
   std::mutex mutex_;
   // Atomics: read without the lock by polls that must not wait behind a call inside NCCL.

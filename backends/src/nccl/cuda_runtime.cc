@@ -1,6 +1,9 @@
-// DeviceRuntime over torch's CUDA layer: its stream pool and current streams, its events and its
-// caching allocator, so the communicator's streams are the ones torch and the job see.
+// DeviceRuntime over torch's CUDA layer: its current streams, its events and its caching
+// allocator, so the job's streams are the ones torch sees; each communicator's stream is one of
+// its own (CommunicatorStreams), made at the priorities of torch's pool.
 #include "device_runtime.h"
+
+#include <tuple>
 
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -52,14 +55,41 @@ class CudaEvent final : public DeviceEvent {
   at::cuda::CUDAEvent event_;
 };
 
+// A new stream of `device`, flagged and prioritized as torch's pool makes its own
+// (c10/cuda/CUDAStream.cpp: cudaStreamNonBlocking; priority 0, or the highest torch supports,
+// CUDAStream::priority_range(), for a high-priority one).
+void* makeStream(c10::Device device, bool highPriority) {
+  c10::cuda::CUDAGuard guard(device);
+  RelaxedCaptureMode relaxed;  // another thread may be capturing in torch's global mode
+  int priority = highPriority ? std::get<1>(c10::cuda::CUDAStream::priority_range()) : 0;
+  cudaStream_t stream = nullptr;
+  cudaError_t made = cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority);
+  if (made != cudaSuccess) (void)cudaGetLastError();  // reported here, not by torch's next check
+  TORCH_CHECK(made == cudaSuccess, "could not create a stream for a communicator on ", device.str(), ": ",
+              cudaGetErrorString(made));
+  return stream;
+}
+
+// Whether the device has passed everything issued on `handle`. Anything but done (still
+// running, in a capture the job has not ended, or an error) keeps the stream from reuse.
+bool streamIdle(void* handle, c10::Device device) {
+  c10::cuda::CUDAGuard guard(device);
+  RelaxedCaptureMode relaxed;
+  auto stream = static_cast<cudaStream_t>(handle);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  // Querying a stream in capture would invalidate the job's capture.
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) return false;
+  cudaError_t status = cudaStreamQuery(stream);
+  if (status == cudaErrorNotReady) (void)cudaGetLastError();  // not an error: clear it, as torch does
+  return status == cudaSuccess;
+}
+
 class CudaRuntime final : public DeviceRuntime {
  public:
   StreamRef currentStream(c10::Device device) override {
     return refOf(c10::cuda::getCurrentCUDAStream(device.index()));
   }
-  StreamRef newStream(c10::Device device, bool highPriority) override {
-    return refOf(c10::cuda::getStreamFromPool(highPriority, device.index()));
-  }
+  StreamRef newStream(c10::Device device, bool highPriority) override { return own_.take(device, highPriority); }
   std::unique_ptr<DeviceEvent> newEvent(c10::Device device) override { return std::make_unique<CudaEvent>(device); }
   void recordStream(const at::Tensor& tensor, const StreamRef& stream) override {
     if (tensor.defined() && tensor.is_cuda()) {
@@ -89,6 +119,9 @@ class CudaRuntime final : public DeviceRuntime {
   std::shared_ptr<void> makeCurrent(c10::Device device) override {
     return std::make_shared<c10::cuda::CUDAGuard>(device);
   }
+
+ private:
+  CommunicatorStreams own_{makeStream, streamIdle};
 };
 
 }  // namespace

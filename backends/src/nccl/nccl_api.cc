@@ -9,10 +9,24 @@ std::string where(const CallSite& site) {
   return std::string(site.op) + " in group '" + std::string(site.group) + "' on rank " + std::to_string(site.rank);
 }
 
+thread_local InProgressScope* innermostScope = nullptr;
+
 }  // namespace
 
+InProgressScope::InProgressScope() : outer_(innermostScope) { innermostScope = this; }
+InProgressScope::~InProgressScope() { innermostScope = outer_; }
+
 void check(NcclApi& api, ncclResult_t result, std::string_view call, const CallSite& site) {
-  if (result == ncclSuccess || result == ncclInProgress) return;
+  if (result == ncclSuccess) return;
+  if (result == ncclInProgress && innermostScope) {
+    innermostScope->seen_ = true;
+    return;
+  }
+  if (result == ncclInProgress) {
+    throw NcclError(result, std::string(call) + " answered ncclInProgress (NCCL's nonblocking mode) during " +
+                                where(site) + ", where nothing waits for NCCL to finish it; report this as a bug "
+                                "of the toolkit, and set NCCL_COMM_BLOCKING=1 meanwhile");
+  }
   throw NcclError(result, std::string(call) + " failed during " + where(site) + ": " + api.errorString(result) +
                               " (NCCL result " + std::to_string(static_cast<int>(result)) +
                               "; set NCCL_DEBUG=INFO for NCCL's own diagnosis)");

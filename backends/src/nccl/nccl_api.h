@@ -71,7 +71,32 @@ class NcclApi {
 // The implementation over the libnccl this build linked.
 std::shared_ptr<NcclApi> libraryNcclApi();
 
-// Throws NcclError unless `result` is ncclSuccess or ncclInProgress.
+// ncclInProgress is NCCL's answer in its nonblocking mode: the call's work is launched on a
+// thread of NCCL's own and is not on the stream yet (src/group.cc, ncclGroupEndInternal: ret =
+// ncclInProgress, 738 / 857 in v2.28.9 / v2.30.7). Whether a communicator is in that mode is
+// NCCL's decision: NCCL_COMM_BLOCKING may come from the environment, from NCCL's config files
+// or from an environment plugin, and NCCL reads it once per process (src/misc/param.cc). So
+// the answer itself says how to go on, never an expectation of the mode. Only a caller that
+// then waits until NCCL finished may take it: it holds an InProgressScope on its thread while it
+// calls NCCL (CommHandle::use, which then waits), and check() notes the answer there.
+class InProgressScope {
+ public:
+  InProgressScope();
+  ~InProgressScope();
+  InProgressScope(const InProgressScope&) = delete;
+  InProgressScope& operator=(const InProgressScope&) = delete;
+  // Whether a call checked on this thread since the scope opened answered ncclInProgress.
+  bool seen() const { return seen_; }
+
+ private:
+  friend void check(NcclApi&, ncclResult_t, std::string_view, const CallSite&);
+  InProgressScope* outer_;
+  bool seen_ = false;
+};
+
+// Throws NcclError unless `result` is ncclSuccess, or ncclInProgress inside an InProgressScope
+// (noted there). Without a scope ncclInProgress is an error: taken as success, the caller would
+// record the op's end before NCCL put the op on the stream, and complete it early.
 void check(NcclApi& api, ncclResult_t result, std::string_view call, const CallSite& site);
 
 // Calls between groupStart and groupEnd are deferred to groupEnd. The guard ends the group

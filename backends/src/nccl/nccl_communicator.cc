@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <string>
 
 #include <ATen/ops/full.h>
 #include <c10/util/Exception.h>
@@ -38,7 +40,7 @@ struct NcclCommunicator::OpenBatch {
   // Copies out of staging buffers (copyAfterBatch), run once the group has launched.
   std::vector<std::function<void()>> afterLaunch;
   bool captured = false;
-  // A meeting before the first collective failed, or a call lost its peer: the batch's later ops
+  // A meeting before a collective of a new shape failed, or a call lost its peer: the batch's later ops
   // are not issued, and the batch fails with this.
   std::exception_ptr failure;
   // Sends and receives over directions NCCL has not connected yet, held back until the batch's
@@ -54,6 +56,8 @@ struct NcclCommunicator::OpenBatch {
   };
   std::vector<HeldOp> heldBack;
   std::vector<std::pair<int, int>> heldDirections;
+  // The shapes of the batch's collectives, in the order issued (NcclCommunicator::endBatch).
+  std::vector<std::string> collectiveShapes;
 };
 
 namespace {
@@ -88,6 +92,9 @@ ncclRedOp_t builtinOpOf(Reduction::Kind kind) {
 }
 
 size_t countOf(const at::Tensor& t) { return static_cast<size_t>(t.numel()); }
+
+// The reduction's part of a collective's shape (NCCL picks an algorithm per reduce op too).
+std::string shapeOf(const Reduction& r) { return "op" + std::to_string(static_cast<int>(r.kind)); }
 
 // Runs `issue` with the NCCL reduce op of `r`, creating a PREMUL_SUM op for the call and
 // destroying it once the call is enqueued (NCCL allows that), also when the call throws. A
@@ -208,10 +215,14 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(const c10::intrusive_
   ncclComm_t comm = nullptr;
   std::shared_ptr<nccl::CommHandle> handle;
   try {
-    nccl::check(api, api.commInitRankConfig(&comm, info.size, id, info.rank, &config), "ncclCommInitRankConfig", site);
+    // The mode is the one NCCL chose, told by its answer: NCCL applies NCCL_COMM_BLOCKING over
+    // this config (envConfigOverride, src/init.cc 1647 / 1998) from wherever it read it (the
+    // environment, its config files, an environment plugin; once per process: src/misc/param.cc).
+    ncclResult_t made = api.commInitRankConfig(&comm, info.size, id, info.rank, &config);
+    if (made != ncclInProgress) nccl::check(api, made, "ncclCommInitRankConfig", site);
     handle = std::make_shared<nccl::CommHandle>(seams.api, comm, groupName, info.rank, info.key,
-                                                /*nonblocking=*/config.blocking == 0, timeout);
-    // ncclInProgress (nonblocking mode): no op may be issued before the communicator is ready.
+                                                /*nonblocking=*/made == ncclInProgress, timeout);
+    // No op may be issued before the communicator is ready; NCCL says when (in blocking mode, at once).
     handle->waitUntilReady(timeout);
   } catch (const nccl::NcclError& e) {
     // What init made is aborted, never destroyed (ncclCommDestroy would wait on the failed init).
@@ -244,12 +255,12 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
   // op's own), and waits there for its peers: they meet first, so that a peer that never comes
   // fails the op within the group's timeout, through a work like any failed op (hooks, dump,
   // the group aborted), instead of blocking this thread in NCCL before any work exists. In a
-  // batch the first collective meets when issued: every member issues its collectives in the
-  // same order, so waiting there cannot deadlock, as waiting for a p2p peer could.
+  // batch a collective of a new shape meets when issued: every member issues its collectives in
+  // the same order, so waiting there cannot deadlock, as waiting for a p2p peer could.
   if (!batch_) {
     if (std::exception_ptr failed = meetBeforeConnecting(l.connects)) return std::make_unique<FinishedInFlight>(failed);
-  } else if (!batch_->failure && l.connects.collective) {
-    batch_->failure = meetBeforeConnecting(Connections{true, {}});
+  } else if (!batch_->failure && !l.connects.collectiveShape.empty()) {
+    batch_->failure = meetBeforeConnecting(Connections{l.connects.collectiveShape, {}});
   }
   if (batch_ && batch_->failure) return nullptr;  // the batch fails as a whole, at its end
   // Once one send or receive of a batch is held back, every later one is too: NCCL matches a
@@ -288,6 +299,7 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
   }
   for (const at::Tensor& t : l.tensors) runtime.recordStream(t, stream_);
   if (batch_) {
+    if (!l.connects.collectiveShape.empty()) batch_->collectiveShapes.push_back(l.connects.collectiveShape);
     batch_->stash.insert(batch_->stash.end(), l.tensors.begin(), l.tensors.end());
     batch_->captured = batch_->captured || captured;
     return nullptr;  // the batch's InFlight, from endBatch, covers this op
@@ -295,25 +307,32 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
   return finished(l.op, std::move(l.tensors), captured);
 }
 
-// NCCL connects a collective algorithm's channels the first time a launch needs them when it
-// connects at run time (comm->runtimeConn, set in src/init.cc initTransportsRank where cuMem is
-// supported and NCCL_RUNTIME_CONNECT is not 0; ncclPrepareTasks marks the algorithm, and
-// groupLaunch runs ncclCollPreconnect in src/group.cc), and a p2p direction the first time a send
-// or receive uses it, whatever that setting (p2pTaskAppend in src/enqueue.cc marks connectSend /
-// connectRecv, and groupLaunch runs ncclTransportP2pSetup). Both exchange with the peers through
-// the bootstrap network, on the launching thread in blocking mode (v2.28.9 and v2.30.7). A
-// one-rank communicator connects nothing. The meeting waits for every member before the first
-// collective (a ring or tree connect waits for its neighbours only; waiting for all is stricter,
-// and a collective needs them all anyway) and for the peer of each new direction.
+// NCCL connects a collective algorithm's channels the first time a launch uses that algorithm
+// when it connects at run time (comm->runtimeConn = cuMemSupport && NCCL_RUNTIME_CONNECT, default
+// 1: src/init.cc 57, 1269 / 61, 1552; ncclPrepareTasks marks comm->initAlgoChannels[algorithm],
+// src/enqueue.cc 453-462 / 495-505, and groupLaunch runs ncclCollPreconnect, src/group.cc 144-199),
+// so a later collective that picks another algorithm (ring, tree, PAT, NVLS, CollNet) connects
+// again. A p2p direction connects the first time a send or receive uses it, whatever that
+// setting (p2pTaskAppend in src/enqueue.cc marks connectSend / connectRecv, and groupLaunch runs
+// ncclTransportP2pSetup). Both exchange with the peers through the bootstrap network, on the
+// launching thread in blocking mode (v2.28.9 and v2.30.7). NCCL picks the algorithm from the
+// collective's kind, reduction, element type and bytes (getAlgoInfo, with the communicator's
+// topology), which the toolkit cannot foresee: so the members meet before the first collective
+// of each shape, which covers every algorithm NCCL may pick for it. Connecting everything at init
+// instead (NCCL_RUNTIME_CONNECT=0) is a process-wide parameter, read once, that no ncclConfig_t
+// field carries in 2.28.9 or 2.30.7: it would change torch's own communicators in the process
+// too. A one-rank communicator connects nothing. The meeting waits for every member (a ring or
+// tree connect waits for its neighbours only; waiting for all is stricter, and a collective
+// needs them all anyway) and for the peer of each new direction.
 std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& needs) {
   if (info_.size == 1) return nullptr;
   backends::Meeting meeting{communicatorNamed(info_, groupName_), "", {}, groupRankOf(info_, info_.rank)};
   std::vector<std::pair<int, int>> newDirections;
   std::string connect = meetingPlace_.prefix + "/connect/";
-  bool collective = needs.collective && !collectivesConnected_;
+  bool collective = !needs.collectiveShape.empty() && !collectiveShapesMet_.count(needs.collectiveShape);
   if (collective) {
-    meeting.purpose = "to connect it for its first collective";
-    meeting.places.push_back(backends::everyMemberAt(connect + "collectives", info_));
+    meeting.purpose = "to connect it for its first collective of this shape (" + needs.collectiveShape + ")";
+    meeting.places.push_back(backends::everyMemberAt(connect + "collectives/" + needs.collectiveShape, info_));
   }
   for (const auto& direction : needs.directions) {
     auto [from, to] = direction;
@@ -332,7 +351,7 @@ std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& nee
   } catch (const std::exception&) {
     return std::current_exception();
   }
-  if (collective) collectivesConnected_ = true;
+  if (collective) collectiveShapesMet_.insert(needs.collectiveShape);
   directionsConnected_.insert(newDirections.begin(), newDirections.end());
   return nullptr;
 }
@@ -344,8 +363,12 @@ bool NcclCommunicator::connectsNewDirections(const Connections& needs) const {
   });
 }
 
-NcclCommunicator::Connections NcclCommunicator::collectiveConnections(const at::Tensor& count) {
-  return Connections{count.numel() > 0, {}};
+NcclCommunicator::Connections NcclCommunicator::collectiveConnections(std::string_view op, const at::Tensor& count,
+                                                                      std::string_view reduction) {
+  if (count.numel() == 0) return {};
+  return Connections{std::string(op) + ":" + c10::toString(count.scalar_type()) + ":" + std::to_string(count.numel()) +
+                         (reduction.empty() ? "" : ":" + std::string(reduction)),
+                     {}};
 }
 
 // NCCL's taskAppend issues a one-rank collective at once (ncclLaunchOneRank: a copy, a scaling
@@ -382,7 +405,7 @@ std::unique_ptr<InFlight> NcclCommunicator::allReduce(at::Tensor& tensor, const 
                                                        ncclTypeOf(tensor.scalar_type()), op, c, s),
                                  "ncclAllReduce", site("allreduce"));
                    });
-                 }, collectiveConnections(tensor)});
+                 }, collectiveConnections("allreduce", tensor, shapeOf(reduction))});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::broadcast(at::Tensor& tensor, int root) {
@@ -391,7 +414,7 @@ std::unique_ptr<InFlight> NcclCommunicator::broadcast(at::Tensor& tensor, int ro
                                seams_.api->broadcast(tensor.data_ptr(), tensor.data_ptr(), countOf(tensor),
                                                      ncclTypeOf(tensor.scalar_type()), root, c, s),
                                "ncclBroadcast", site("broadcast"));
-                 }, collectiveConnections(tensor)});
+                 }, collectiveConnections("broadcast", tensor)});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::reduce(at::Tensor& tensor, int root, const Reduction& reduction) {
@@ -402,7 +425,7 @@ std::unique_ptr<InFlight> NcclCommunicator::reduce(at::Tensor& tensor, int root,
                                                     ncclTypeOf(tensor.scalar_type()), op, root, c, s),
                                  "ncclReduce", site("reduce"));
                    });
-                 }, collectiveConnections(tensor)});
+                 }, collectiveConnections("reduce", tensor, shapeOf(reduction))});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::allGather(at::Tensor& output, at::Tensor& input) {
@@ -411,7 +434,7 @@ std::unique_ptr<InFlight> NcclCommunicator::allGather(at::Tensor& output, at::Te
                                seams_.api->allGather(input.data_ptr(), output.data_ptr(), countOf(input),
                                                      ncclTypeOf(input.scalar_type()), c, s),
                                "ncclAllGather", site("allgather"));
-                 }, collectiveConnections(input)});
+                 }, collectiveConnections("allgather", input)});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::reduceScatter(at::Tensor& output, at::Tensor& input,
@@ -425,7 +448,7 @@ std::unique_ptr<InFlight> NcclCommunicator::reduceScatter(at::Tensor& output, at
                                                                       op, c, s),
                                             "ncclReduceScatter", site("reduce_scatter"));
                               });
-                 }, collectiveConnections(output)});
+                 }, collectiveConnections("reduce_scatter", output, shapeOf(reduction))});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::allToAll(at::Tensor& output, at::Tensor& input,
@@ -462,7 +485,7 @@ std::unique_ptr<InFlight> NcclCommunicator::send(at::Tensor& tensor, int peer) {
                                seams_.api->send(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()),
                                                 peer, c, s),
                                "ncclSend", site("send"));
-                 }, Connections{false, {{info_.rank, peer}}}});
+                 }, Connections{"", {{info_.rank, peer}}}});
 }
 
 std::unique_ptr<InFlight> NcclCommunicator::recv(at::Tensor& tensor, int peer) {
@@ -471,7 +494,7 @@ std::unique_ptr<InFlight> NcclCommunicator::recv(at::Tensor& tensor, int peer) {
                                seams_.api->recv(tensor.data_ptr(), countOf(tensor), ncclTypeOf(tensor.scalar_type()),
                                                 peer, c, s),
                                "ncclRecv", site("recv"));
-                 }, Connections{false, {{peer, info_.rank}}}});
+                 }, Connections{"", {{peer, info_.rank}}}});
 }
 
 void NcclCommunicator::beginBatch() {
@@ -500,9 +523,19 @@ std::unique_ptr<InFlight> NcclCommunicator::endBatch() {
   // The held-back sends and receives meet here: a peer that never comes fails the batch within
   // the timeout, and they are never issued.
   std::exception_ptr failure = batch->failure;
+  // So do batches of several collectives: NCCL picks one algorithm for the collectives of a
+  // group that share a kind, reduction and type, from their bytes together (ncclPrepareTasks,
+  // getAlgoInfo on the aggregate, src/enqueue.cc 399 / v2.28.9), which may be one none of them
+  // picks alone: the batch's shape is the sequence of its collectives' shapes.
   // (An aborted communicator meets no one: its calls below fail at once.)
-  if (!failure && !batch->heldBack.empty() && !handle_->aborted()) {
-    failure = meetBeforeConnecting(Connections{false, batch->heldDirections});
+  std::string batchShape;
+  if (batch->collectiveShapes.size() > 1) {
+    std::string all;
+    for (const auto& shape : batch->collectiveShapes) all += shape + ";";
+    batchShape = "batch" + std::to_string(batch->collectiveShapes.size()) + ":" + std::to_string(std::hash<std::string>{}(all));
+  }
+  if (!failure && (!batch->heldBack.empty() || !batchShape.empty()) && !handle_->aborted()) {
+    failure = meetBeforeConnecting(Connections{batchShape, batch->heldDirections});
   }
   // Whatever was issued launches as the group closes, failed batch or not (an NCCL group must
   // end, and peers may wait for its ops): after the job's writes, as a batch that succeeded.

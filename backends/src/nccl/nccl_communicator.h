@@ -2,9 +2,10 @@
 // seams (NcclApi, DeviceRuntime), so the same code runs on a GPU and on the simulated device of
 // the tests. Every op is ordered after the caller's current stream, runs on the communicator's
 // stream, and keeps every tensor it reads or writes, temporaries included, until the stream has
-// passed it. Before NCCL connects on first use (which blocks the calling thread until the peers
-// connect too), the members meet in the store within the group's timeout, so a peer that never
-// comes fails the op instead of hanging the caller before any work exists.
+// passed it. Before NCCL may connect on first use (which blocks the calling thread until the
+// peers connect too: each new p2p direction, and each collective algorithm, so before the first
+// collective of each shape), the members meet in the store within the group's timeout, so a peer
+// that never comes fails the op instead of hanging the caller before any work exists.
 #pragma once
 
 #include <chrono>
@@ -61,10 +62,11 @@ class NcclCommunicator final : public Communicator {
 
  private:
   // The connections NCCL makes when an op first needs them, inside the call that launches it,
-  // waiting there for the peers to make theirs: the collective ones (every member) and one per
-  // p2p direction, (sender, receiver) in communicator ranks.
+  // waiting there for the peers to make theirs: the collective ones (every member), for the
+  // algorithm NCCL picks for this collective's shape, and one per p2p direction, (sender,
+  // receiver) in communicator ranks.
   struct Connections {
-    bool collective = false;
+    std::string collectiveShape;  // empty: no collective
     std::vector<std::pair<int, int>> directions;
   };
   // How one op is put on the stream: its NCCL calls, the tensors it uses, what it connects.
@@ -91,9 +93,10 @@ class NcclCommunicator final : public Communicator {
   std::exception_ptr meetBeforeConnecting(const Connections& needs);
   // Whether `needs` names a p2p direction not connected yet (never on a one-rank communicator).
   bool connectsNewDirections(const Connections& needs) const;
-  // A collective of `count`'s elements connects unless it has none: NCCL discards a collective
-  // of no elements at the call (taskAppend, src/enqueue.cc).
-  static Connections collectiveConnections(const at::Tensor& count);
+  // A collective connects the algorithm NCCL picks for it, which only NCCL knows: so its shape
+  // (`op`, the element type and count of `count`, the reduction) stands for it. One of no
+  // elements connects nothing: NCCL discards it at the call (taskAppend, src/enqueue.cc).
+  static Connections collectiveConnections(std::string_view op, const at::Tensor& count, std::string_view reduction = "");
   // Whether NCCL launches this communicator's collectives when they are called, group or not.
   bool launchesWhenCalled() const;
   // The communicator's stream waits for what the job queued on `caller` so far.
@@ -108,7 +111,7 @@ class NcclCommunicator final : public Communicator {
   std::shared_ptr<nccl::CommHandle> handle_;
   nccl::StreamRef stream_;
   MeetingPlace meetingPlace_;
-  bool collectivesConnected_ = false;
+  std::set<std::string> collectiveShapesMet_;
   std::set<std::pair<int, int>> directionsConnected_;
   std::unique_ptr<OpenBatch> batch_;
 };

@@ -79,6 +79,9 @@ void NcclInFlight::onDone(std::function<void(std::exception_ptr)> callback) {
   // An abort releases the stream past an op that never finished: the callback is told (the
   // engine completes a device op's future regardless, as torch does). (Only the
   // handle's flag is read: a host function in the stream may not call CUDA.)
+  // In the communicator's stream order the engine asks at issue (EngineWork::Identity), so the
+  // completion follows this op and nothing issued after it, as torch's legacy collective() marks
+  // its future right after the op's end event; in the caller's, at getFuture(), as nccl2's.
   auto complete = [callback = std::move(callback), handle = p_.handle, op = p_.op] {
     if (!handle->aborted()) return callback(nullptr);
     callback(abortedDuring(op));

@@ -23,6 +23,7 @@
 #include "common/member_meeting.h"
 #include "nccl/comm_handle.h"
 #include "ranks.h"
+#include "lagging_store.h"
 #include "sim_backend.h"
 #include "sim_nccl.h"
 #include "stuck_store.h"
@@ -880,8 +881,12 @@ TEST(SimulatedDevice, CollectivesTheSimulationNeverMatchesTimeOutOnEveryRank) {
   EXPECT_EQ(runRanks(2,
                      [](RankContext& ctx) {
                        auto pg = simBackend(ctx, rewritten(), std::chrono::milliseconds(1000));
-                       std::vector<at::Tensor> first{at::ones({4})};
-                       pg->allreduce(first, allreduceWith(c10d::ReduceOp::SUM))->wait();  // connected, healthy
+                       // Both shapes once on every rank: connected and met (the members meet
+                       // before each collective shape's first op), healthy.
+                       for (int64_t n : {4, 8}) {
+                         std::vector<at::Tensor> first{at::ones({n})};
+                         pg->allreduce(first, allreduceWith(c10d::ReduceOp::SUM))->wait();
+                       }
                        int64_t count = ctx.rank == 0 ? 4 : 8;
                        std::vector<at::Tensor> t{at::full({count}, static_cast<float>(ctx.rank + 1))};
                        std::string error;
@@ -1149,41 +1154,6 @@ TEST(SimulatedDevice, BarrierHonoursItsOwnTimeout) {
                      }),
             "");
 }
-
-// A store whose set of the keys ending in `suffix` waits `lag` first. As the store the simulated
-// NCCL moves its data through, it makes a simulated init lag inside NCCL: after the backend's
-// member meeting, which uses the group's own store.
-class LaggingStore final : public c10d::Store {
- public:
-  LaggingStore(c10::intrusive_ptr<c10d::Store> inner, std::string suffix, std::chrono::milliseconds lag)
-      : inner_(std::move(inner)), suffix_(std::move(suffix)), lag_(lag) {}
-
-  c10::intrusive_ptr<c10d::Store> clone() { return inner_->clone(); }  // pure only on newer torch
-  void set(const std::string& key, const std::vector<uint8_t>& value) override {
-    if (key.size() >= suffix_.size() && key.compare(key.size() - suffix_.size(), suffix_.size(), suffix_) == 0) {
-      std::this_thread::sleep_for(lag_);
-    }
-    inner_->set(key, value);
-  }
-  std::vector<uint8_t> get(const std::string& key) override { return inner_->get(key); }
-  int64_t add(const std::string& key, int64_t value) override { return inner_->add(key, value); }
-  bool deleteKey(const std::string& key) override { return inner_->deleteKey(key); }
-  std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
-                                  const std::vector<uint8_t>& desired) override {
-    return inner_->compareSet(key, expected, desired);
-  }
-  bool check(const std::vector<std::string>& keys) override { return inner_->check(keys); }
-  int64_t getNumKeys() override { return inner_->getNumKeys(); }
-  void wait(const std::vector<std::string>& keys) override { inner_->wait(keys); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    inner_->wait(keys, timeout);
-  }
-
- private:
-  c10::intrusive_ptr<c10d::Store> inner_;
-  std::string suffix_;
-  std::chrono::milliseconds lag_;
-};
 
 // Review item 13: a communicator made in NCCL's nonblocking mode (pg_options.config.blocking=0
 // or TORCH_NCCL_USE_COMM_NONBLOCKING=1) returns from init before it is ready; no op may reach it

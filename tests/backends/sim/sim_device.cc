@@ -3,6 +3,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "common/exit_gate.h"
+
 namespace nccl_migrate::sim {
 namespace {
 
@@ -168,7 +170,15 @@ void SimStream::run() {
   }
 }
 
-SimRuntime::SimRuntime() : host_(std::make_shared<SimStream>("host", /*host=*/true)) {}
+SimRuntime::SimRuntime()
+    : host_(std::make_shared<SimStream>("host", /*host=*/true)),
+      own_([this](c10::Device device, bool) -> void* {
+             return makeWorkerStream("sim:" + std::to_string(device.index()) + "/comm").get();
+           },
+           [](void* handle, c10::Device) {
+             auto* stream = static_cast<SimStream*>(handle);
+             return stream->pending() == 0 && !stream->isCapturing();  // CUDA's query answers no in capture
+           }) {}
 
 std::shared_ptr<SimRuntime> SimRuntime::instance() {
   static auto* runtime = new std::shared_ptr<SimRuntime>(new SimRuntime());  // never destroyed
@@ -184,8 +194,19 @@ StreamRef SimRuntime::currentStream(c10::Device device) {
   return {currentOverride ? currentOverride : host_.get(), device};
 }
 
-StreamRef SimRuntime::newStream(c10::Device device, bool) {
-  return {makeWorkerStream("sim:" + std::to_string(device.index()) + "/comm").get(), device};
+StreamRef SimRuntime::newStream(c10::Device device, bool highPriority) { return own_.take(device, highPriority); }
+
+StreamRef SimRuntime::poolStream(c10::Device device, bool highPriority) {
+  std::lock_guard<std::mutex> lock(streamsMutex_);
+  Pool& pool = pools_[{device.index(), highPriority}];
+  if (pool.streams.empty()) {
+    for (size_t i = 0; i < kPoolStreams; ++i) {
+      pool.streams.push_back(std::make_shared<SimStream>(
+          "sim:" + std::to_string(device.index()) + (highPriority ? "/pool-high/" : "/pool/") + std::to_string(i),
+          /*host=*/false));
+    }
+  }
+  return {pool.streams[pool.handedOut++ % kPoolStreams].get(), device};
 }
 
 std::shared_ptr<SimStream> SimRuntime::makeWorkerStream(const std::string& name) {
@@ -215,13 +236,23 @@ void SimRuntime::copy(const at::Tensor& dst, const at::Tensor& src, const Stream
 // make the consumer's current stream wait). The simulation's futures are the CPU's, with no
 // events: the mark runs when the stream gets there, which is when a CUDA consumer's stream would
 // see the outputs. What it marks is the engine's to decide (the op's outputs, never its error).
+// The stream's thread runs it, as Gloo's worker runs a host op's completion: once the
+// interpreter's exit has begun it keeps what the mark holds (exit_gate.h).
 void SimRuntime::completeInStreamOrder(const StreamRef& ref, std::function<void()> mark) {
-  streamOf(ref).enqueue(std::move(mark));
+  streamOf(ref).enqueue([mark = std::move(mark)]() mutable {
+    backends::ExitGate::Section section;
+    if (!section) return backends::ExitGate::keep(std::move(mark));
+    mark();
+    mark = nullptr;  // what it holds goes inside the section
+  });
 }
 
 bool SimRuntime::capturing(const StreamRef& ref) { return streamOf(ref).isCapturing(); }
 
-std::optional<size_t> SimRuntime::freeMemory(c10::Device) { return kTotalBytes - usedBytes.load(); }
+std::optional<size_t> SimRuntime::freeMemory(c10::Device) {
+  size_t used = usedBytes.load();  // more than the device has: none free, never a wrapped count
+  return used >= kTotalBytes ? 0 : kTotalBytes - used;
+}
 
 std::shared_ptr<void> SimRuntime::makeCurrent(c10::Device) { return nullptr; }
 

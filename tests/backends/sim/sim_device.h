@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -73,6 +74,12 @@ class SimRuntime final : public backends::nccl::DeviceRuntime {
 
   backends::nccl::StreamRef currentStream(c10::Device device) override;
   backends::nccl::StreamRef newStream(c10::Device device, bool highPriority) override;
+  // torch's stream pool (c10::cuda::getStreamFromPool), which a job and torch's own backends draw
+  // from: kPoolStreams worker streams per priority per device, made on first use and handed out
+  // round robin by one counter per device and priority for the whole process, so the 33rd
+  // stream asked for is the first again.
+  backends::nccl::StreamRef poolStream(c10::Device device, bool highPriority);
+  static constexpr size_t kPoolStreams = 32;
   std::unique_ptr<backends::nccl::DeviceEvent> newEvent(c10::Device device) override;
   void recordStream(const at::Tensor& tensor, const backends::nccl::StreamRef& stream) override;
   void copy(const at::Tensor& dst, const at::Tensor& src, const backends::nccl::StreamRef& stream) override;
@@ -90,13 +97,19 @@ class SimRuntime final : public backends::nccl::DeviceRuntime {
   std::atomic<bool> failEvents{false};
   // Device memory the simulated communicators hold.
   std::atomic<size_t> usedBytes{0};
-  static constexpr size_t kTotalBytes = size_t(1) << 34;
+  static constexpr size_t kTotalBytes = size_t(80) << 30;  // an H100's
 
  private:
   SimRuntime();
   std::shared_ptr<SimStream> host_;
   std::mutex streamsMutex_;
   std::deque<std::shared_ptr<SimStream>> streams_;  // kept for the life of the process
+  struct Pool {
+    std::vector<std::shared_ptr<SimStream>> streams;
+    size_t handedOut = 0;
+  };
+  std::map<std::pair<c10::DeviceIndex, bool>, Pool> pools_;  // by device and priority, under streamsMutex_
+  backends::nccl::CommunicatorStreams own_;  // the communicators' streams: worker streams, as CUDA's
 };
 
 }  // namespace nccl_migrate::sim

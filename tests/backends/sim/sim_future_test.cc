@@ -167,5 +167,33 @@ TEST(SimulatedFutures, AHookChainedOnTheFutureSeesTheOpsResult) {
   }
 }
 
+// An op's future depends on that op alone, not on ops issued after it (torch's legacy
+// collective() marks it at issue, right after the op's end event; nccl2 at getFuture() orders the
+// caller's stream after the op itself): asked for once a later op is stuck, it completes with the
+// op's outputs long before the stuck op times out and the group's abort releases the stream.
+void futureOfAnOpBeforeAStuckOne(RankContext& ctx, const PolicyMaker& policy) {
+  Faults stallSecond;
+  stallSecond.stallAt = 2;
+  constexpr auto kTimeout = std::chrono::milliseconds(4000);
+  auto pg = simBackend(ctx, policy, kTimeout, stallSecond);
+  std::vector<at::Tensor> t{at::full({4}, static_cast<double>(ctx.rank + 1))}, u{at::ones({4})};
+  auto first = pg->allreduce(t, sum());
+  auto stuck = pg->allreduce(u, sum());
+  auto asked = std::chrono::steady_clock::now();
+  auto future = first->getFuture();
+  bool early = within(kTimeout / 2, [&] { return future->completed(); });
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked);
+  check(early, "the first op's future waited for the stuck op after it (" + std::to_string(took.count()) + " ms)");
+  check(!stuck->isCompleted(), "the stuck op ended before its timeout: the test proves nothing");
+  expectOutputsOf(future, t[0], "the op before a stuck one");
+  check(at::equal(t[0], at::full({4}, 3.0)), "the future completed before the op's result was in its output");
+}
+
+TEST(SimulatedFutures, ALegacyFutureDoesNotWaitForLaterOps) {
+  for (const auto& [name, policy] : bothFutureOrders()) {
+    EXPECT_EQ(runRanks(2, [&](RankContext& ctx) { futureOfAnOpBeforeAStuckOne(ctx, policy); }), "") << name;
+  }
+}
+
 }  // namespace
 }  // namespace nccl_migrate::sim

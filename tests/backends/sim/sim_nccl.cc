@@ -10,13 +10,18 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+
+#include "sim_nccl_memory.h"
+#include "sim_reduction.h"
 
 namespace nccl_migrate::sim {
 
@@ -40,13 +45,29 @@ struct SimComm {
   std::map<int, uint64_t> sends, recvs;
   std::map<int, PreMul> preMuls;
   int nextRedOp = ncclNumOps;
-  // What NCCL connected on first use: the collective channels, and each p2p direction
-  // (sender, receiver). Only the thread launching the communicator's groups touches them.
-  bool collectivesConnected = false;
+  // What NCCL connected on first use: each collective algorithm's channels, and each p2p
+  // direction (sender, receiver). Only the thread launching the communicator's groups touches them.
+  std::set<std::string> algorithmsConnected;
   std::set<std::pair<int, int>> directionsConnected;
+  // The device memory NCCL allocates for it (sim_nccl_memory.h), and what the device was charged
+  // so far: init's, then each connect's; all of it goes back when the communicator is freed.
+  std::optional<NcclMemoryModel> memory;
+  std::atomic<size_t> chargedBytes{0};
   std::atomic<int> queued{0};       // ops on a stream the stream has not passed yet
   std::atomic<int> callsInside{0};  // threads inside a call naming this communicator
 };
+
+// A nonblocking job's end (init's or a launch's) stores its result as the communicator's state
+// (group.cc 611 and 629 / 730 and 749, ncclCommSetAsyncError). A call made before the
+// communicator was ready stores ncclInvalidArgument meanwhile (src/enqueue.cc 2661 / 3170, the
+// `fail:` path of ncclEnqueueCheck). NCCL stores both unconditionally, so the one that lands last
+// holds: the communicator stays failed when the job ended between the call's check and its
+// store. The simulation always keeps the call's: a communicator that took a call before it was
+// ready stays failed, the outcome that keeps the misuse visible.
+void settle(SimComm& comm, ncclResult_t result) {
+  ncclResult_t expected = ncclInProgress;
+  comm.asyncError.compare_exchange_strong(expected, result);
+}
 
 struct SimNcclApi::Op {
   enum Kind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send, Recv } kind;
@@ -65,12 +86,24 @@ struct SimNcclApi::Op {
 
 namespace {
 
-constexpr size_t kCommunicatorBytes = size_t(64) << 20;  // what a simulated communicator "costs"
+// Charges the simulated device what NCCL allocates for `comm`.
+void charge(SimRuntime& runtime, SimComm& comm, size_t bytes) {
+  comm.chargedBytes += bytes;
+  runtime.usedBytes += bytes;
+}
 // How long freeing a communicator waits for the store to hear its listener closed (closeListener).
 constexpr std::chrono::milliseconds kCloseListenerWait{200};
 
 thread_local int groupDepth = 0;
 thread_local std::vector<SimNcclApi::Op> deferredOps;
+// The first error of a call inside the thread's group: the outermost ncclGroupEnd answers it and
+// launches nothing (ncclGroupErrCheck, src/include/group.h; ncclGroupEndInternal's
+// `if ((ret = ncclGroupError) != ncclSuccess) goto fail`, src/group.cc 671 / 790).
+thread_local ncclResult_t groupError = ncclSuccess;
+// Communicators whose ncclCommAbort was called inside a group on this thread: NCCL queues the
+// abort's reclaim in the group (ncclAsyncLaunch, src/group.cc 37 / 40) and runs it at the outermost
+// group end.
+thread_local std::vector<SimComm*> deferredReclaims;
 
 at::ScalarType scalarTypeOf(ncclDataType_t type) {
   switch (type) {
@@ -101,37 +134,14 @@ std::vector<uint8_t> bytesAt(const void* data, size_t bytes) {
 
 double scalarValue(const void* data, ncclDataType_t type) { return viewOf(data, 1, type).item<double>(); }
 
-// The reduction NCCL computes, in a wide type and cast back (integers wrap, as on the GPU).
+// The reduction NCCL's kernels compute, in the element type (sim_reduction.h).
 at::Tensor reduced(const std::vector<at::Tensor>& parts, const SimNcclApi::Op& op) {
-  at::ScalarType type = parts[0].scalar_type();
-  at::ScalarType wide = at::isFloatingType(type) ? at::kDouble : at::kLong;
-  double factor = 1.0;
+  std::optional<double> factor;
   if (op.preMul) {
     factor = op.preMul->residence == ncclScalarDevice ? scalarValue(op.preMul->devicePtr, op.preMul->type)
                                                       : op.preMul->hostValue;
   }
-  at::Tensor acc = parts[0].to(wide);
-  if (op.preMul) acc = acc * factor;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    at::Tensor x = parts[i].to(wide);
-    if (op.preMul) {
-      acc = acc + x * factor;
-      continue;
-    }
-    switch (op.redOp) {
-      case ncclSum:
-      case ncclAvg: acc = acc + x; break;
-      case ncclProd: acc = acc * x; break;
-      case ncclMin: acc = at::minimum(acc, x); break;
-      case ncclMax: acc = at::maximum(acc, x); break;
-      default: TORCH_CHECK(false, "simulated NCCL: reduce op ", static_cast<int>(op.redOp), " unknown");
-    }
-  }
-  if (!op.preMul && op.redOp == ncclAvg) {
-    acc = wide == at::kDouble ? acc / static_cast<double>(parts.size())
-                              : at::div(acc, static_cast<int64_t>(parts.size()), "trunc");
-  }
-  return acc.to(type);
+  return reducedInElementType(parts, op.redOp, factor);
 }
 
 void writeTo(void* data, const at::Tensor& values, ncclDataType_t type) {
@@ -162,8 +172,53 @@ bool processGone(int pid) {
   return matched == 2 && (state == 'Z' || state == 'X');
 }
 
+// NCCL's first look at its parameters loads its config files into the process environment
+// (initEnv, src/misc/param.cc 54-74 / 52-72, once per process): the file NCCL_CONF_FILE names,
+// else ~/.nccl.conf, then /etc/nccl.conf. Each line NAME=VALUE (a line starting with '#', or
+// without '=', is skipped; the value runs to the end of the line, its newline and, in 2.30.7, a
+// carriage return cut) is set with setenv(name, value, 0): the environment wins over both files,
+// and the first file over /etc/nccl.conf. The home directory is $HOME (2.30.7; 2.28.9 asks
+// getpwuid, the same for a job's user). Lines are read whole (2.30.7 reads at most 4095 bytes
+// of one), names and values cut at 1023 bytes.
+void setEnvFile(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "r");
+  if (!file) return;
+  char* line = nullptr;
+  size_t capacity = 0;
+  ssize_t read = 0;
+  while ((read = getline(&line, &capacity, file)) != -1) {
+    std::string text(line, static_cast<size_t>(read));
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.empty() || text[0] == '#') continue;
+    size_t equals = text.find('=');
+    if (equals == std::string::npos) continue;
+    std::string name = text.substr(0, std::min<size_t>(equals, 1023));
+    std::string value = text.substr(equals + 1, 1023);
+    setenv(name.c_str(), value.c_str(), 0);
+  }
+  std::free(line);
+  std::fclose(file);
+}
+
+// ncclGetEnv: the config files first, once (ncclInitEnv -> initEnv), then the variable. NCCL's
+// environment plugins (src/plugin/env.cc) are not simulated: the default one reads getenv.
+const char* ncclGetEnv(const char* name) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* userFile = std::getenv("NCCL_CONF_FILE");
+    if (userFile && *userFile) {
+      setEnvFile(userFile);
+    } else if (const char* home = std::getenv("HOME")) {
+      setEnvFile(std::string(home) + "/.nccl.conf");
+    }
+    setEnvFile("/etc/nccl.conf");
+  });
+  return std::getenv(name);
+}
+
 long environmentOr(const char* name, long fallback) {
-  const char* value = std::getenv(name);
+  const char* value = ncclGetEnv(name);
   if (!value || !*value) return fallback;
   char* end = nullptr;
   long parsed = std::strtol(value, &end, 10);
@@ -236,6 +291,24 @@ class OneThreadAtATime {
   SimComm* comm_;
 };
 
+// ncclCommEnsureReady, which every call that enqueues work, ncclRedOpCreatePreMulSum and
+// ncclCommDestroy start with (src/init.cc 373-390 / 422-439): the communicator's state, where
+// ncclInProgress (init or a launch still running) reads as ncclInvalidArgument ("Attempt to
+// use communicator before the previous operation returned ncclSuccess") and any other error is
+// kept as it is. (With the abort flag set it joins the running job instead: only ncclCommAbort
+// comes here then.)
+ncclResult_t ensureReady(const SimComm& comm) {
+  ncclResult_t state = comm.asyncError.load();
+  return state == ncclInProgress ? ncclInvalidArgument : state;
+}
+
+// ncclGroupErrCheck (src/include/group.h): inside a group, a call's error becomes the group's,
+// which the outermost ncclGroupEnd answers.
+ncclResult_t failed(ncclResult_t result) {
+  if (groupDepth > 0 && result != ncclSuccess && result != ncclInProgress) groupError = result;
+  return result;
+}
+
 [[noreturn]] void useAfterFree(const char* call) {
   std::fprintf(stderr, "simulated NCCL: %s on a communicator that ncclCommAbort or ncclCommDestroy already freed\n",
                call);
@@ -287,6 +360,7 @@ SimComm* SimNcclApi::live(ncclComm_t comm, const char* call) {
 
 ncclResult_t SimNcclApi::getUniqueId(ncclUniqueId* id) {
   note("ncclGetUniqueId");
+  (void)ncclGetEnv("NCCL_CONF_FILE");  // ncclGetUniqueId starts with ncclInitEnv (src/init.cc 159 / v2.28.9)
   std::memset(id, 0, sizeof(*id));
   std::random_device random;
   std::snprintf(id->internal, sizeof(id->internal), "sim-%08x%08x", random(), random());
@@ -295,17 +369,31 @@ ncclResult_t SimNcclApi::getUniqueId(ncclUniqueId* id) {
 
 namespace {
 
-// The mode NCCL gives a new communicator: NCCL_COMM_BLOCKING, when 0 or 1, overrides the config
-// (parseCommConfig, src/init.cc); NCCL reads it with strtoll in base 0 and ignores a value that
-// sets errno (ncclLoadParam, src/misc/param.cc); v2.28.9 and v2.30.7.
+// ncclParamCommBlocking: NCCL_PARAM(CommBlocking, "COMM_BLOCKING", NCCL_CONFIG_UNDEF_INT)
+// (src/init.cc 56 / 60). ncclLoadParam reads it through ncclGetEnv (so from the config files
+// too) with strtoll in base 0, takes the default for a value that sets errno, and caches what
+// it read at the first read for the rest of the process (src/misc/param.cc 76-94 / 78-106):
+// changing the variable later changes nothing. (2.30.7's NCCL_NO_CACHE, which can turn the
+// cache off per parameter, is not simulated.)
+int64_t commBlockingParam() {
+  static std::once_flag once;
+  static int64_t cached = NCCL_CONFIG_UNDEF_INT;
+  std::call_once(once, [] {
+    const char* value = ncclGetEnv("NCCL_COMM_BLOCKING");
+    if (!value || !*value) return;
+    errno = 0;
+    long long parsed = std::strtoll(value, nullptr, 0);
+    if (errno == 0) cached = parsed;
+  });
+  return cached;
+}
+
+// The mode NCCL gives a new communicator: the parameter, stored in an int, overrides the
+// config's blocking when it is 0 or 1 (envConfigOverride, src/init.cc 1647-1649 / 1998-2000).
 bool nonblockingMode(const ncclConfig_t* config) {
   int blocking = config ? config->blocking : NCCL_CONFIG_UNDEF_INT;
-  if (const char* env = std::getenv("NCCL_COMM_BLOCKING"); env && *env) {
-    errno = 0;
-    long long value = std::strtoll(env, nullptr, 0);
-    int stored = static_cast<int>(value);  // NCCL keeps it in an int
-    if (errno == 0 && (stored == 0 || stored == 1)) blocking = stored;
-  }
+  int blockingEnv = static_cast<int>(commBlockingParam());
+  if (blockingEnv == 0 || blockingEnv == 1) blocking = blockingEnv;
   return blocking == 0;
 }
 
@@ -315,12 +403,28 @@ ncclResult_t SimNcclApi::commInitRankConfig(ncclComm_t* comm, int nranks, ncclUn
                                             ncclConfig_t* config) {
   note("ncclCommInitRankConfig");
   if (rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  // What NCCL will allocate; a config NCCL refuses (its maxCTAs or minCTAs) is refused here too.
+  std::optional<int> maxCtas, minCtas;
+  if (config && config->maxCTAs != NCCL_CONFIG_UNDEF_INT) maxCtas = config->maxCTAs;
+  if (config && config->minCTAs != NCCL_CONFIG_UNDEF_INT) minCtas = config->minCTAs;
+  std::optional<NcclMemoryModel> memory;
+  try {
+    memory.emplace(simulatedNodeShape(nranks, rank, maxCtas, minCtas));
+  } catch (const std::invalid_argument&) {
+    return ncclInvalidArgument;
+  }
   auto* sim = new SimComm();  // never deleted: a freed communicator stays as a tombstone
+  sim->memory = std::move(memory);
   sim->id = std::string(id.internal, strnlen(id.internal, sizeof(id.internal)));
   sim->size = nranks;
   sim->rank = rank;
   *comm = reinterpret_cast<ncclComm_t>(sim);
-  runtime_->usedBytes += kCommunicatorBytes;
+  charge(*runtime_, *sim, sim->memory->initBytes());
+  ++liveCommunicators_;
+  {
+    std::lock_guard<std::mutex> lock(commsMutex_);
+    made_.push_back(sim);
+  }
   // Every member announces itself under the id and waits for the others: members holding
   // different ids wait on different names until the store gives up.
   auto rendezvous = [store = store_, sim] {
@@ -339,10 +443,18 @@ ncclResult_t SimNcclApi::commInitRankConfig(ncclComm_t* comm, int nranks, ncclUn
   if (nonblockingMode(config)) {
     sim->nonblocking = true;
     sim->asyncError = ncclInProgress;
-    std::thread([sim, rendezvous] { sim->asyncError = rendezvous(); }).detach();
+    std::thread([sim, rendezvous] { settle(*sim, rendezvous()); }).detach();
     return ncclInProgress;
   }
   return rendezvous();
+}
+
+void SimNcclApi::failWhileIdle(ncclResult_t error) {
+  std::lock_guard<std::mutex> lock(commsMutex_);
+  for (SimComm* sim : made_) {
+    ncclResult_t expected = ncclSuccess;
+    if (!sim->freed.load()) sim->asyncError.compare_exchange_strong(expected, error);
+  }
 }
 
 ncclResult_t SimNcclApi::commGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
@@ -394,26 +506,45 @@ ncclResult_t SimNcclApi::commAbort(ncclComm_t comm) {
   SimComm* sim = live(comm, "ncclCommAbort");
   if (!sim) return ncclInvalidArgument;
   sim->aborted = true;  // this communicator's flag only: its ops waiting on peers give up
-  while (sim->queued.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  sim->freed = true;
-  closeListener(*sim);
-  runtime_->usedBytes -= kCommunicatorBytes;
+  // Inside a group on this thread (one a failed ncclCommDestroy left open, see commDestroy)
+  // NCCL's reclaim waits for the outermost group end.
+  if (groupDepth > 0) {
+    deferredReclaims.push_back(sim);
+    return ncclSuccess;
+  }
+  reclaim(*sim);
   return ncclSuccess;
+}
+
+void SimNcclApi::reclaim(SimComm& sim) {
+  while (sim.queued.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (sim.freed.exchange(true)) return;
+  closeListener(sim);
+  runtime_->usedBytes -= sim.chargedBytes.load();
+  --liveCommunicators_;
 }
 
 // ncclCommDestroy sets no abort flag: its reclaim synchronizes NCCL's streams and frees the
 // communicator's device memory (commReclaim -> commDestroySync, ncclStrongStreamSynchronize;
 // commCleanup; src/init.cc, ncclCommDestroy 2358 / 2879), which waits for the kernels still
 // running, so it returns only once the stream has passed the communicator's ops: never while
-// one is stalled on a peer.
+// one is stalled on a peer. Before that it asks ncclCommEnsureReady (2381 / 2901): a
+// communicator still ncclInProgress answers ncclInvalidArgument, one holding an error answers
+// that error, and NCCLCHECK returns it at once, freeing nothing (the listener stays open) and
+// skipping the ncclGroupEndInternal that matches its ncclGroupStartInternal (2373 / 2892): the
+// calling thread stays one group level up.
 ncclResult_t SimNcclApi::commDestroy(ncclComm_t comm) {
   OneThreadAtATime inside(comm, "ncclCommDestroy");
   SimComm* sim = live(comm, "ncclCommDestroy");
   if (!sim) return ncclInvalidArgument;
-  while (sim->queued.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  sim->freed = true;
-  closeListener(*sim);
-  runtime_->usedBytes -= kCommunicatorBytes;
+  if (faults_.errorAtDestroy) {
+    ncclResult_t expected = ncclSuccess;
+    sim->asyncError.compare_exchange_strong(expected, *faults_.errorAtDestroy);
+  }
+  ++groupDepth;
+  if (ncclResult_t ready = ensureReady(*sim); ready != ncclSuccess) return ready;
+  --groupDepth;
+  reclaim(*sim);
   return ncclSuccess;
 }
 
@@ -422,6 +553,8 @@ ncclResult_t SimNcclApi::redOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncc
   SimComm* sim = live(comm, residence == ncclScalarDevice ? "ncclRedOpCreatePreMulSum(device)"
                                                           : "ncclRedOpCreatePreMulSum(host)");
   if (!sim) return ncclInvalidArgument;
+  // It joins no init: it asks ncclCommEnsureReady and returns what that answers (src/enqueue.cc 2669 / v2.28.9).
+  if (ncclResult_t ready = ensureReady(*sim); ready != ncclSuccess) return ready;
   PreMul preMul{residence, 0.0, nullptr, type};
   if (residence == ncclScalarHostImmediate) {
     preMul.hostValue = scalarValue(scalar, type);
@@ -457,6 +590,12 @@ ncclResult_t SimNcclApi::groupEnd() {
   if (--groupDepth > 0) return ncclSuccess;
   std::vector<Op> ops = std::move(deferredOps);
   deferredOps.clear();
+  std::vector<SimComm*> reclaims = std::move(deferredReclaims);
+  deferredReclaims.clear();
+  for (SimComm* sim : reclaims) reclaim(*sim);
+  if (ncclResult_t failedCall = std::exchange(groupError, ncclSuccess); failedCall != ncclSuccess) {
+    return failedCall;  // groupCleanup drops the group's tasks
+  }
   // Launching a group's ops on a communicator freed meanwhile is a use after free in NCCL.
   for (const Op& op : ops) {
     if (op.comm->freed.load()) useAfterFree("ncclGroupEnd");
@@ -486,10 +625,7 @@ ncclResult_t SimNcclApi::launch(std::vector<Op> ops) {
   ++inProgressReturns_;
   std::thread([self = shared_from_this(), ops = std::move(ops), comms] {
     ncclResult_t result = self->connectAndQueue(ops);
-    for (SimComm* comm : comms) {
-      ncclResult_t expected = ncclInProgress;
-      comm->asyncError.compare_exchange_strong(expected, result);
-    }
+    for (SimComm* comm : comms) settle(*comm, result);
   }).detach();
   return ncclInProgress;
 }
@@ -515,10 +651,22 @@ ncclResult_t SimNcclApi::connectAndQueue(const std::vector<Op>& ops) {
 //   connectSend / connectRecv, src/enqueue.cc 2436-2443 / 2672-2680; groupLaunch runs
 //   ncclP2PPreconnectFunc -> ncclTransportP2pSetup, src/group.cc 135-141 / 138-144).
 // The exchange goes through NCCL's bootstrap network, which waits for the peer until it comes
-// or the communicator's abort flag is set. The simulation connects every collective algorithm at
-// once, at the communicator's first collective, and waits there for every member (NCCL's ring
-// and tree wait for their neighbours only); a p2p direction waits for its peer. A one-rank
-// communicator connects nothing.
+// or the communicator's abort flag is set. The simulation connects an algorithm the first time a
+// launch uses it (algorithmOf), and waits there for every member (NCCL's ring and tree wait for
+// their neighbours only); a p2p direction waits for its peer. A one-rank communicator connects
+// nothing.
+// The algorithm the simulation picks for a collective: tree for an all_reduce of at most 256 KiB,
+// ring for a larger one and for every other collective. NCCL picks from the collective's kind,
+// reduction, type and bytes with the communicator's topology (getAlgoInfo and its tuning tables,
+// src/enqueue.cc and src/graph/tuning.cc), for the collectives of a group that share kind,
+// reduction and type from their bytes together; the simulation takes each op's own bytes, and
+// only as many algorithms as it needs to show that a later collective can connect again.
+std::string SimNcclApi::algorithmOf(const Op& op) {
+  constexpr size_t kTreeBytes = size_t(256) << 10;
+  if (op.kind == Op::AllReduce && bytesOf(op.count, op.type) <= kTreeBytes) return "tree";
+  return "ring";
+}
+
 ncclResult_t SimNcclApi::connect(const std::vector<Op>& ops) {
   struct Pending {
     SimComm* comm;
@@ -532,15 +680,20 @@ ncclResult_t SimNcclApi::connect(const std::vector<Op>& ops) {
       if (comm.size == 1) continue;
       std::string base = comm.id + "/connect/";
       Pending wait{&comm, {}};
-      if (op.collective() && !comm.collectivesConnected) {
-        comm.collectivesConnected = true;  // once per launch too: a group's collectives connect together
-        store.set(base + "coll/" + std::to_string(comm.rank), std::vector<uint8_t>{1});
-        for (int r = 0; r < comm.size; ++r) wait.awaited.emplace_back(base + "coll/" + std::to_string(r), r);
+      if (op.collective() && comm.algorithmsConnected.insert(algorithmOf(op)).second) {
+        // What NCCL allocates to connect the algorithm (sim_nccl_memory.h).
+        charge(*runtime_, comm, comm.memory->connect(algorithmOf(op) == "tree" ? Algorithm::Tree : Algorithm::Ring));
+        // once per launch too: a group's collectives of one algorithm connect together
+        std::string at = base + "coll/" + algorithmOf(op) + "/";
+        store.set(at + std::to_string(comm.rank), std::vector<uint8_t>{1});
+        for (int r = 0; r < comm.size; ++r) wait.awaited.emplace_back(at + std::to_string(r), r);
       }
       if (!op.collective()) {
         std::pair<int, int> direction = op.kind == Op::Send ? std::make_pair(comm.rank, op.root)
                                                             : std::make_pair(op.root, comm.rank);
         if (direction.first != direction.second && comm.directionsConnected.insert(direction).second) {
+          charge(*runtime_, comm,
+                 op.kind == Op::Send ? comm.memory->connectSend(op.root) : comm.memory->connectRecv(op.root));
           std::string at = base + "p2p/" + std::to_string(direction.first) + "-" + std::to_string(direction.second) + "/";
           store.set(at + std::to_string(comm.rank), std::vector<uint8_t>{1});
           wait.awaited.emplace_back(at + std::to_string(op.root), op.root);
@@ -581,9 +734,12 @@ bool SimNcclApi::launchesWhenCalled(const Op& op) { return op.collective() && op
 ncclResult_t SimNcclApi::submit(Op op) {
   static const char* kCallNames[] = {"ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather",
                                      "ncclReduceScatter", "ncclSend", "ncclRecv"};
-  if (faults_.failCall == kCallNames[op.kind] && !failCallSpent_.exchange(true)) return ncclInternalError;
-  // A nonblocking communicator takes no op until its init completed, as in NCCL.
-  if (op.comm->asyncError.load() == ncclInProgress) return ncclInvalidUsage;
+  if (faults_.failCall == kCallNames[op.kind] && !failCallSpent_.exchange(true)) return failed(ncclInternalError);
+  if (ncclResult_t ready = ensureReady(*op.comm); ready != ncclSuccess) {
+    // ncclEnqueueCheck's `fail:` path: a nonblocking communicator keeps the error as its state.
+    if (op.comm->nonblocking) op.comm->asyncError = ready;
+    return failed(ready);
+  }
   // NCCL discards a collective of no elements at the call: taskAppend returns before it appends a
   // task or counts an op ("Empty collectives can be discarded", src/enqueue.cc, v2.28.9 and
   // v2.30.7), so peers that never call it are not waited for. Sends and receives are not.

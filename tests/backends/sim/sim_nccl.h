@@ -6,11 +6,14 @@
 // groupStart and groupEnd are deferred to groupEnd and progress together, so grouped sends and
 // receives cannot deadlock while a lone send waits for its receiver, as in NCCL; a one-rank
 // communicator's collectives are queued when called, as NCCL launches them. A launch first
-// connects what NCCL connects on first use (a communicator's collectives, each p2p direction) and
+// connects what NCCL connects on first use (each collective algorithm, each p2p direction) and
 // waits there, on the calling thread, for the peers to connect too; ranks that posted collectives
 // of different shapes for one op wait for each other until aborted, as NCCL's kernels do.
-// ncclCommDestroy returns once the stream has passed the communicator's ops, and so does
-// ncclCommAbort, after setting only its own communicator's abort flag. Each behaviour and the
+// ncclCommDestroy returns once the stream has passed the communicator's ops (or at once, freeing
+// nothing, when the communicator holds an error or is not ready), and so does ncclCommAbort,
+// after setting only its own communicator's abort flag. NCCL_COMM_BLOCKING is read as NCCL reads
+// it: through NCCL's config files too, once per process. A call before a nonblocking
+// communicator is ready answers ncclInvalidArgument and leaves it failed. Each behaviour and the
 // NCCL source it follows: docs/simulated-nccl.md. Using a
 // communicator after ncclCommAbort or ncclCommDestroy, or calling it while another thread is
 // inside a call on it, ends the process with a message.
@@ -22,6 +25,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -39,6 +43,9 @@ struct Faults {
   std::optional<uint64_t> asyncErrorAt;
   // The first call of this name ("ncclSend") fails with ncclInternalError when it is made.
   std::optional<std::string> failCall;
+  // A peer fails just as a communicator is destroyed: NCCL holds this error from the start of
+  // ncclCommDestroy, after every earlier ncclCommGetAsyncError answered none.
+  std::optional<ncclResult_t> errorAtDestroy;
 };
 // NCCL_MIGRATE_SIM_STALL_AT, NCCL_MIGRATE_SIM_ASYNC_ERROR_AT.
 Faults faultsFromEnvironment();
@@ -84,6 +91,12 @@ class SimNcclApi final : public backends::nccl::NcclApi, public std::enable_shar
   // How often a nonblocking communicator answered a call with ncclInProgress (its group's
   // launch still running).
   int inProgressReturns() const { return inProgressReturns_.load(); }
+  // Communicators made and not freed yet (by ncclCommAbort or ncclCommDestroy).
+  int liveCommunicators() const { return liveCommunicators_.load(); }
+  // Every live communicator without an error gets `error` as NCCL's asynchronous error, as
+  // NCCL's proxy reports a peer's failure (ncclCommGetAsyncError reads proxyState->asyncResult,
+  // src/init.cc 2711 / 3455) while no op is pending.
+  void failWhileIdle(ncclResult_t error);
 
   struct Op;
 
@@ -99,12 +112,16 @@ class SimNcclApi final : public backends::nccl::NcclApi, public std::enable_shar
   ncclResult_t launch(std::vector<Op> ops);
   // Says in the store that this rank's bootstrap listener for `sim` is closed.
   void closeListener(const SimComm& sim);
+  // commReclaim: waits until the stream passed the communicator's ops, then frees it (once).
+  void reclaim(SimComm& sim);
   ncclResult_t connectAndQueue(const std::vector<Op>& ops);
   // Queues ops that launch together on `stream`; their communicators count them until it ran them.
   void queue(SimStream* stream, std::vector<Op> ops);
   // Connects what the ops need and NCCL has not connected, waiting for the peers to connect too;
   // ncclSystemError once the communicator was aborted or the store is gone.
   ncclResult_t connect(const std::vector<Op>& ops);
+  // Which collective algorithm an op connects (docs/simulated-nccl.md).
+  static std::string algorithmOf(const Op& op);
   struct Exchange;
   // Runs ops that launch together on one stream: reads their contributions, lets `transfer`
   // exchange them through the store on a thread of its own, and writes what came back, unless
@@ -122,6 +139,9 @@ class SimNcclApi final : public backends::nccl::NcclApi, public std::enable_shar
   Faults faults_;
   std::atomic<int> livePreMulSums_{0};
   std::atomic<int> inProgressReturns_{0};
+  std::atomic<int> liveCommunicators_{0};
+  std::mutex commsMutex_;
+  std::vector<SimComm*> made_;  // never deleted (tombstones once freed)
   std::atomic<bool> failCallSpent_{false};
   std::mutex callsMutex_;
   std::vector<std::string> calls_;

@@ -17,7 +17,6 @@ struct JobSettings {
   std::optional<std::string> legacyBlockingWait;  // NCCL_BLOCKING_WAIT, torch's older spelling
   std::optional<std::string> commNonblocking;     // TORCH_NCCL_USE_COMM_NONBLOCKING
   std::optional<std::string> asyncErrorHandling;  // TORCH_NCCL_ASYNC_ERROR_HANDLING
-  std::optional<std::string> ncclCommBlocking;    // NCCL_COMM_BLOCKING, NCCL's own
 };
 
 // Reads the variables from this process's environment (unset stays nullopt; set-but-empty is

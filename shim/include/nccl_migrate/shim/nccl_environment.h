@@ -16,10 +16,6 @@ struct NcclEnvironment {
   // its communicators so pending ops fail instead of hanging. torch's modes 1 and 3 also end
   // the process; the toolkit never does: the job sees DistBackendError and decides.
   int asyncErrorHandling = 3;
-  // NCCL_COMM_BLOCKING as NCCL reads it from the environment: 0 or 1 overrides every
-  // communicator's config.blocking (NCCL's envConfigOverride); unset, empty or any other value
-  // leaves the config alone.
-  std::optional<int> ncclCommBlocking;
 };
 
 // A value torch would not take (a boolean other than 0/1/true/false, a mode outside 0-3) is a
