@@ -13,10 +13,9 @@ from .job_command import launcher_options_problem, starts_own_ranks, unrunnable
 from .launch_options import (
     add_launcher_options,
     add_nproc_option,
-    apply_defaults,
-    given_launch_flags,
     launch_option_error,
     launcher_arguments,
+    settle_launch_options,
 )
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -33,8 +32,7 @@ def _run(args: argparse.Namespace) -> int:
     if not command:
         print("nccl-migrate run: no command given; usage: nccl-migrate run [--nproc N] -- python job.py", file=sys.stderr)
         return EXIT_ERROR
-    given = given_launch_flags(args)
-    apply_defaults(args)
+    given = settle_launch_options(args)
     problem = launch_option_error(args) or launcher_options_problem(command, given) or unrunnable(command)
     if problem:
         print(f"nccl-migrate run: {problem}", file=sys.stderr)

@@ -11,28 +11,27 @@ DEFAULT_RANKS_PER_NODE = 2
 
 def add_nproc_option(parser: argparse.ArgumentParser, help_text: str) -> None:
     """--nproc, left None when not given: whether it was given decides whether it may apply to a
-    launch command (given_launch_flags), and its value is set once that is known (apply_defaults)."""
+    launch command, and its value is set once that is known (settle_launch_options)."""
     parser.add_argument("--nproc", type=int, default=None, metavar="N",
                         help=f"{help_text} (default {DEFAULT_RANKS_PER_NODE})")
 
 
-def given_launch_flags(args: argparse.Namespace) -> list[str]:
-    """The launch options the user gave (flags, not values), --nproc among them when given."""
-    return (["--nproc"] if args.nproc is not None else []) + launcher_arguments(args)[::2]
-
-
-def apply_defaults(args: argparse.Namespace) -> None:
-    """Sets what was not given to its default, once given_launch_flags has been asked."""
+def settle_launch_options(args: argparse.Namespace) -> list[str]:
+    """The launch options the user gave (flags, not values; --nproc among them when given), read
+    before the ones not given are set to their defaults, which this then does: one call, so the
+    defaults can never be mistaken for options given."""
+    given = (["--nproc"] if args.nproc is not None else []) + launcher_arguments(args)[::2]
     if args.nproc is None:
         args.nproc = DEFAULT_RANKS_PER_NODE
+    return given
 
 
 def launcher_arguments(args: argparse.Namespace) -> list[str]:
-    """torchrun's multi-node options, passed on as given."""
-    pairs = (("--nnodes", args.nnodes), ("--node-rank", args.node_rank), ("--rdzv-backend", args.rdzv_backend),
-             ("--rdzv-endpoint", args.rdzv_endpoint), ("--rdzv-id", args.rdzv_id),
-             ("--max-restarts", args.max_restarts))
-    return [item for flag, value in pairs if value is not None for item in (flag, str(value))]
+    """torchrun's multi-node options, passed on as given (none for a command without them: `ab`)."""
+    pairs = (("--nnodes", "nnodes"), ("--node-rank", "node_rank"), ("--rdzv-backend", "rdzv_backend"),
+             ("--rdzv-endpoint", "rdzv_endpoint"), ("--rdzv-id", "rdzv_id"), ("--max-restarts", "max_restarts"))
+    given = ((flag, getattr(args, name, None)) for flag, name in pairs)
+    return [item for flag, value in given if value is not None for item in (flag, str(value))]
 
 
 def add_launcher_options(parser: argparse.ArgumentParser) -> None:

@@ -19,10 +19,9 @@ from ..job_command import launcher_options_problem, unrunnable
 from ..launch_options import (
     add_launcher_options,
     add_nproc_option,
-    apply_defaults,
-    given_launch_flags,
     launch_option_error,
     launcher_arguments,
+    settle_launch_options,
 )
 from ..record_files import write_whole
 from . import report, side_behaviour
@@ -159,7 +158,7 @@ def main(args: argparse.Namespace) -> int:
         return record(command[1:])
     if not command:
         return _fail("no command given; usage: nccl-migrate ab [--a SPEC] [--b SPEC] [--shadow] -- job.py [ARGS]")
-    apply_defaults(args)
+    settle_launch_options(args)
     problem = launch_option_error(args)
     if problem:
         return _fail(problem)
@@ -231,11 +230,10 @@ def record(argv: list[str]) -> int:
     except SystemExit as exit_:
         return EXIT_IDENTICAL if exit_.code == 0 else EXIT_FAILED
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    given = given_launch_flags(args)
+    given = settle_launch_options(args)
     problem = launcher_options_problem(command, given) if command else None
     if problem:
         return _fail(f"ab record: {problem}")
-    apply_defaults(args)
     args.timeout_optional = True
     problem = launch_option_error(args)
     if problem:

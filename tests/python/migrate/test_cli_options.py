@@ -154,8 +154,7 @@ def test_parse_errors_exit_2_and_help_exits_0(capsys):
 
 def test_run_defaults():
     args = cli.build_parser().parse_args(["run", "job.py"])
-    assert launch_options.given_launch_flags(args) == []  # --nproc's default is not a given option
-    launch_options.apply_defaults(args)
+    assert launch_options.settle_launch_options(args) == []  # --nproc's default is not a given option
     assert (args.nproc, args.timeout, args.activate, args.command) == (2, 600.0, True, ["job.py"])
 
 
