@@ -204,22 +204,40 @@ struct RulePlan {
   bool anyReceiver_ = false;
 };
 
-// The parts of a Python file the rules need (python_regions.h), from the words its scan found.
-// Empty: the whole file, as for small files, which parse faster than they split.
+// Where each call the project model resolved in the file stands, as a word end inside it: the
+// statement (the function, the member) holding it is parsed as one holding a rule's word is.
+void addResolvedCallEnds(const std::string& text, const std::vector<ResolvedCall>& resolved, std::vector<size_t>& ends) {
+  std::vector<size_t> lineStarts = {0};
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) lineStarts.push_back(at + 1);
+  for (const ResolvedCall& call : resolved) {
+    if (call.line < 1 || static_cast<size_t>(call.line) > lineStarts.size() || call.column < 1) continue;
+    size_t start = lineStarts[call.line - 1] + static_cast<size_t>(call.column - 1);
+    if (start < text.size()) ends.push_back(start + 1);
+  }
+  std::sort(ends.begin(), ends.end());
+}
+
+// The parts of a Python file the rules need (python_regions.h), from the words its scan found and
+// the calls the project model resolved there. Empty: the whole file, as for small files, which
+// parse faster than they split.
 std::vector<ParseRegion> regionsToParse(const std::string& text, const Prefilter& prefilter, const PrefilterMatches& matches,
-                                        const std::vector<const Rule*>& rules, std::vector<ParseRegion>& leftOut) {
+                                        const std::vector<const Rule*>& rules, const std::vector<ResolvedCall>* resolved,
+                                        std::vector<ParseRegion>& leftOut) {
   constexpr size_t kWorthSplitting = 4 * 1024;
   if (text.size() < kWorthSplitting) return {};
-  return pythonRegions(text, prefilter.wordEnds(matches, rules), leftOut);
+  std::vector<size_t> ends = prefilter.wordEnds(matches, rules);
+  if (resolved) addResolvedCallEnds(text, *resolved, ends);
+  return pythonRegions(text, ends, leftOut);
 }
 
 SourceModel parse(const fs::path& path, const std::string& text, Language language, const RulePlan& plan,
-                  const PrefilterMatches& matches, const std::vector<const Rule*>& rules, bool whole) {
+                  const PrefilterMatches& matches, const std::vector<const Rule*>& rules,
+                  const std::vector<ResolvedCall>* resolved) {
   std::string name = path.string();
   switch (language) {
     case Language::Python: {
       std::vector<ParseRegion> leftOut;
-      std::vector<ParseRegion> regions = whole ? std::vector<ParseRegion>{} : regionsToParse(text, plan.prefilter(language), matches, rules, leftOut);
+      std::vector<ParseRegion> regions = regionsToParse(text, plan.prefilter(language), matches, rules, resolved, leftOut);
       return parsePython(name, text, plan.names, regions, leftOut);
     }
     case Language::Cpp: return lexCpp(name, text);
@@ -372,7 +390,7 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
   result.parsed = true;
   SourceModel model;
   try {
-    model = parse(path, text, language, plan, matches, rules, resolved != nullptr);
+    model = parse(path, text, language, plan, matches, rules, resolved);
     if (resolved) markResolvedCalls(model, *resolved);
   } catch (const CppFrontendMissing& e) {
     result.warnings.push_back(path.string() + ": skipped: " + e.what());

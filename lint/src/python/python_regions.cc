@@ -51,14 +51,15 @@ bool isOnlyAString(const std::string& text, const ParseRegion& block) {
   return end != std::string::npos && text.find_first_not_of(" \t\r\n", end) >= block.end;
 }
 
-// A `class` statement, decorated or not.
+// A `class` statement, decorated or not; comments may stand between its decorators and it
+// (`@internal_api`, `# pylint: ...`, `class Context:`).
 bool isClassBlock(const std::string& text, const ParseRegion& block) {
   for (size_t start = block.begin; start < block.end;) {
     size_t end = std::min(text.find('\n', start), block.end);
     std::string_view line(text.data() + start, end - start);
     line.remove_prefix(std::min(line.find_first_not_of(" \t"), line.size()));
     if (line.starts_with("class ")) return true;
-    if (!line.starts_with("@") && !line.empty()) return false;
+    if (!line.starts_with("@") && !line.starts_with("#") && !line.empty()) return false;
     start = end + 1;
   }
   return false;
@@ -132,19 +133,20 @@ class RegionChooser {
 
  private:
   // A class a rule needs: its header and class-level statements, and the members that hold a
-  // word (all of it when none does, so that its body stays a body).
+  // word (all of it when nothing of its body is kept, so that its body stays a body). A word in a
+  // class-level statement alone (a dataclass field) keeps the fields, not every method.
   void keepClass(const ParseRegion& block) {
     std::vector<ParseRegion> needed;
-    bool anyMember = false;
+    bool anyBody = false;
     std::vector<ParseRegion> members = headerAndBody(text_, block);
     for (size_t i = 0; i < members.size(); ++i) {
       const ParseRegion& member = members[i];
       bool word = holdsWord(ends_, member.begin, member.end);
       if ((member.definition && !word) || (i > 0 && isOnlyAString(text_, member))) continue;
-      anyMember |= member.definition;
+      anyBody |= i > 0;
       needed.push_back(member);
     }
-    if (!anyMember) return appendRegion(kept, block);
+    if (!anyBody) return appendRegion(kept, block);
     for (const ParseRegion& member : needed) appendRegion(kept, member);
   }
 

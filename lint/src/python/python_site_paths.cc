@@ -376,11 +376,18 @@ std::vector<fs::path> keptSearchPath(const std::vector<std::string>& path, const
   std::vector<fs::path> folders;
   for (const std::string& s : stdlib)
     if (!s.empty()) folders.push_back(fs::path(s).lexically_normal());
+  // A CPython outside a virtual environment keeps its site folder inside the standard library's
+  // (lib/python3.N/site-packages): that folder, and what its .pth files name inside it, are the
+  // installed modules, not the standard library.
+  auto inStandardLibrary = [&](const fs::path& p) {
+    return std::any_of(folders.begin(), folders.end(),
+                       [&](const fs::path& s) { return isUnder(p, s) && !isUnder(p, s / "site-packages"); });
+  };
   std::vector<fs::path> out;
   for (const std::string& entry : path) {
     if (entry.empty()) continue;  // "": the current folder, the tree itself
     fs::path p = fs::path(entry).lexically_normal();
-    if (std::any_of(folders.begin(), folders.end(), [&](const fs::path& s) { return isUnder(p, s); })) continue;
+    if (inStandardLibrary(p)) continue;
     std::error_code ec;
     if (!fs::is_directory(p, ec)) continue;  // zip files and missing folders
     out.push_back(std::move(p));

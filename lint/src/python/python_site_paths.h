@@ -23,7 +23,8 @@ struct SitePaths {
 std::optional<SitePaths> sitePathsFromFiles(const std::string& interpreter);
 
 // The environment's search path from what the interpreter printed (or sitePathsFromFiles gave):
-// each folder normalized, the current folder, the standard library and what is no folder left out.
+// each folder normalized, the current folder, the standard library (but for the site-packages folder
+// inside it, where a CPython outside a virtual environment installs) and what is no folder left out.
 std::vector<std::filesystem::path> keptSearchPath(const std::vector<std::string>& path, const std::vector<std::string>& stdlib);
 
 }  // namespace nccl_migrate::lint

@@ -1,0 +1,66 @@
+// A file large enough to be split, where the project model resolves a call through an object far
+// from every rule's word: the function around the call is parsed (its file is no longer parsed
+// whole for it), so the call in a loop is still found, and one outside loops is not.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "nccl_migrate/lint/linter.h"
+
+namespace nccl_migrate::lint {
+namespace {
+namespace fs = std::filesystem;
+
+class ResolvedCallRegions : public testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("nccl-migrate-resolved-regions-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "pkg");
+    write("pkg/__init__.py", "");
+    write("pkg/groups.py",
+          "import torch.distributed as dist\n"
+          "class Maker:\n"
+          "    def make(self, ranks):\n"
+          "        return dist.new_group(ranks)\n");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void write(const std::string& file, const std::string& text) { std::ofstream(root_ / file) << text; }
+  std::vector<std::string> findings() {
+    LintOptions options;
+    options.jobs = 2;
+    options.config.environment = false;
+    LintReport report = lintPaths({root_}, options);
+    EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+    std::vector<std::string> found;
+    for (const Finding& f : report.findings)
+      found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line) + ":" + f.code);
+    return found;
+  }
+  fs::path root_;
+};
+
+TEST_F(ResolvedCallRegions, TheFunctionAroundAResolvedCallIsParsed) {
+  std::string filler;
+  for (int i = 0; i < 150; ++i) filler += "def unrelated" + std::to_string(i) + "(a):\n    return [a,\n  1]\n";
+  const std::string source =
+      "from pkg.groups import Maker\n" + filler +
+      "def build(layout):\n"
+      "    maker = Maker()\n"
+      "    for ranks in layout:\n"
+      "        maker.make(ranks)\n" +
+      filler +
+      "def once(ranks):\n"
+      "    maker = Maker()\n"
+      "    return maker.make(ranks)\n";
+  ASSERT_GT(source.size(), 8u * 1024);
+  write("pkg/train.py", source);
+  EXPECT_EQ(findings(), (std::vector<std::string>{"train.py:" + std::to_string(1 + 450 + 4) + ":NM401"}));
+}
+
+}  // namespace
+}  // namespace nccl_migrate::lint
