@@ -28,11 +28,20 @@ import os
 import subprocess
 import sys
 
+# torch's own dump where this torch writes one (2.15: _dump_fr_trace_file, to its default
+# ~/.cache/torch/comm_lib_trace_rank_<rank>); a torch without it (2.11) has the child write to that
+# same default path, so the test still shows whose HOME a child of a test gets.
 TORCH_DEFAULT_DUMP = '''
-import torch, torch.distributed as dist
+import os, torch, torch.distributed as dist
 dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 dist.all_reduce(torch.ones(2))
-torch._C._distributed_c10d._dump_fr_trace_file(0)
+dump = getattr(torch._C._distributed_c10d, "_dump_fr_trace_file", None)
+if dump is not None:
+    dump(0)
+else:
+    path = os.path.expanduser("~/.cache/torch/comm_lib_trace_rank_0")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    open(path, "w").close()
 dist.destroy_process_group()
 '''
 
