@@ -28,6 +28,8 @@ struct AbortSignal {
   // The group's timeout: Gloo's send and recv waits given none fall back to the timeout the
   // context connected under, a fifth of it (glooConnectContextTimeout).
   std::chrono::milliseconds opTimeout{0};
+  // How many op calls hold a reference to the Gloo backend now (GlooCommunicator::InCall).
+  int callsHoldingGloo = 0;
 };
 
 namespace {
@@ -126,13 +128,31 @@ GlooCommunicator::GlooCommunicator(CommunicatorInfo info, c10::intrusive_ptr<c10
 
 GlooCommunicator::~GlooCommunicator() = default;
 
-c10::intrusive_ptr<c10d::Backend> GlooCommunicator::gloo() {
+GlooCommunicator::InCall GlooCommunicator::gloo() {
   // A copy taken under the abort's lock: abort() takes gloo_ away on another thread (the engine
   // aborts off its own lock), and an op being issued meanwhile must neither read gloo_ as it is
   // moved nor lose the backend under its call. The op's copy keeps it alive until the call returns.
   std::lock_guard<std::mutex> lock(abortSignal_->mutex);
   TORCH_CHECK(gloo_ && !abortSignal_->aborted, "communicator ", info_.key, " was aborted");
-  return gloo_;
+  ++abortSignal_->callsHoldingGloo;
+  return InCall(gloo_, abortSignal_);
+}
+
+GlooCommunicator::InCall::InCall(c10::intrusive_ptr<c10d::Backend> gloo, std::shared_ptr<AbortSignal> signal)
+    : gloo_(std::move(gloo)), signal_(std::move(signal)) {}
+
+// The call's reference goes before the count says the call is over: until then the abort's
+// teardown thread holds its own (it waits for the count to reach zero), so the call's is never
+// the last. Were it the last, ~ProcessGroupGloo (which waits for Gloo's work queue and joins its
+// workers, without bound when an op is stuck on a dead peer) would run here, on the job's thread,
+// outside any ExitGate section.
+GlooCommunicator::InCall::~InCall() {
+  gloo_.reset();
+  {
+    std::lock_guard<std::mutex> lock(signal_->mutex);
+    --signal_->callsHoldingGloo;
+  }
+  signal_->changed.notify_all();
 }
 
 std::unique_ptr<InFlight> GlooCommunicator::track(c10::intrusive_ptr<c10d::Work> work, bool hasFuture,
@@ -322,12 +342,18 @@ void GlooCommunicator::abort() {
   // Gloo's abort and its teardown wait for an op blocked on a peer that may never answer; the
   // caller (the watchdog, shrink, reconfigure) must not, so they finish on their own thread.
   // Its teardown joins Gloo's workers, which let go of the last ops there: inside a section, so
-  // that an exit starting meanwhile waits for it (ExitGate).
-  std::thread([gloo = std::move(gloo)]() mutable {
+  // that an exit starting meanwhile waits for it (ExitGate). The thread lets go of the backend
+  // only after every op call that took a copy before the abort has returned (InCall), so that the
+  // teardown is always this thread's, never a job thread's.
+  std::thread([gloo = std::move(gloo), signal = abortSignal_]() mutable {
     try {
       gloo->abort();
     } catch (...) {
       // abort must not throw; the communicator is unusable either way.
+    }
+    {
+      std::unique_lock<std::mutex> lock(signal->mutex);
+      signal->changed.wait(lock, [&] { return signal->callsHoldingGloo == 0; });
     }
     ExitGate::release(std::move(gloo));
   }).detach();

@@ -52,7 +52,21 @@ class GlooCommunicator final : public Communicator, public NativeListOps {
   std::unique_ptr<InFlight> allToAll(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs) override;
 
  private:
-  c10::intrusive_ptr<c10d::Backend> gloo();
+  // The Gloo backend as an op's call uses it (see gloo_communicator.cc): the call's reference,
+  // which an abort's teardown outlives.
+  class InCall {
+   public:
+    InCall(c10::intrusive_ptr<c10d::Backend> gloo, std::shared_ptr<AbortSignal> signal);
+    ~InCall();
+    InCall(const InCall&) = delete;
+    InCall& operator=(const InCall&) = delete;
+    c10d::Backend* operator->() const { return gloo_.get(); }
+
+   private:
+    c10::intrusive_ptr<c10d::Backend> gloo_;
+    std::shared_ptr<AbortSignal> signal_;
+  };
+  InCall gloo();
   // Wraps an issued Gloo op, with host work to follow it (`then`); inside a batch it joins the
   // batch.
   std::unique_ptr<InFlight> track(c10::intrusive_ptr<c10d::Work> work, bool hasFuture = true,

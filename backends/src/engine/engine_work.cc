@@ -67,7 +67,13 @@ EngineWork::EngineWork(int rank, Identity identity, std::unique_ptr<InFlight> in
   if (unsettled_) unsettled_->fetch_add(1, std::memory_order_relaxed);
   // Now, before the job issues anything else on the communicator: the future's completion is
   // ordered right after this op's end. (A batch member is on no device until the batch is issued:
-  // its future is made when asked for.)
+  // its future is made when asked for.) Under CUDA graph capture too, as torch's legacy backend
+  // does: its collective() and pointToPoint() make and mark the future under a guard of the NCCL
+  // stream whatever the capture status, and skip only the watchdog's enqueue while capturing
+  // (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp). The mark then records its event in the
+  // graph, so a wait on the future from a stream outside the capture fails as it fails on torch;
+  // a future made later instead would complete after whatever the stream holds then, not after
+  // the captured op (which only runs when the graph is replayed).
   if (identity_.futureOrder == FutureOrder::CommunicatorStream && inFlight_->onDevice()) (void)getFuture();
 }
 

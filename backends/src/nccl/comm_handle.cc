@@ -131,7 +131,12 @@ bool CommHandle::holdsAnError(ncclComm_t comm) noexcept {
   // that died while the group was idle leaves its error in NCCL's proxy state
   // (ncclCommGetAsyncError reads proxyState->asyncResult, src/init.cc 2711 / 3455), and
   // ncclCommDestroy would answer it and free nothing (abortAfterFailedDestroy). So NCCL is asked
-  // once more, under the lock, right before destroy is chosen.
+  // once more, under the lock, right before destroy is chosen. A nonblocking communicator that
+  // answers ncclInProgress counts as one holding an error too, and is aborted where destroy would
+  // wait: no op is in flight here (each holds the handle), so what NCCL still works on is a launch
+  // or connect that never finished (a peer that never came), which ncclCommDestroy would wait for
+  // without bound, while ncclCommAbort frees the communicator at once. Nothing the job still
+  // needs is lost by aborting: every op of it has already settled.
   std::lock_guard<std::mutex> lock(mutex_);
   ncclResult_t state = ncclSuccess;
   ncclResult_t asked = api_->commGetAsyncError(comm, &state);

@@ -78,9 +78,16 @@ bool streamIdle(void* handle, c10::Device device) {
   auto stream = static_cast<cudaStream_t>(handle);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   // Querying a stream in capture would invalidate the job's capture.
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) return false;
+  // Every answer but success is cleared from the thread's last error (cudaGetLastError), so
+  // that torch's next check (C10_CUDA_CHECK reads it) does not report it as its own:
+  // cudaErrorNotReady is no error at all (torch clears it so too), and any other error counts
+  // only as "not idle" here. A sticky error (the context is broken) stays in the context
+  // whatever is cleared: torch's next CUDA call meets it there.
+  cudaError_t asked = cudaStreamIsCapturing(stream, &capture);
+  if (asked != cudaSuccess) (void)cudaGetLastError();
+  if (asked != cudaSuccess || capture != cudaStreamCaptureStatusNone) return false;
   cudaError_t status = cudaStreamQuery(stream);
-  if (status == cudaErrorNotReady) (void)cudaGetLastError();  // not an error: clear it, as torch does
+  if (status != cudaSuccess) (void)cudaGetLastError();
   return status == cudaSuccess;
 }
 

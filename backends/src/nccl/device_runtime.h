@@ -39,6 +39,8 @@ struct StreamRef {
 // insert_events), which may come long after the communicator is gone. Once the last copy of its
 // ref is gone, the stream waits for a later communicator, which gets it only when the device
 // has passed everything issued on it: a stream with a stuck kernel is never handed out again.
+// So a process keeps as many streams as it ever had communicators alive at once (per device and
+// priority), where torch shares 32: with legacy pair communicators, up to world size - 1 of them.
 class CommunicatorStreams {
  public:
   using Make = std::function<void*(c10::Device device, bool highPriority)>;

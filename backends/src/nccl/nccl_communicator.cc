@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -318,7 +320,18 @@ std::unique_ptr<InFlight> NcclCommunicator::launch(Launch l) {
 // launching thread in blocking mode (v2.28.9 and v2.30.7). NCCL picks the algorithm from the
 // collective's kind, reduction, element type and bytes (getAlgoInfo, with the communicator's
 // topology), which the toolkit cannot foresee: so the members meet before the first collective
-// of each shape, which covers every algorithm NCCL may pick for it. Connecting everything at init
+// of each shape (collectiveConnections), which covers the algorithm NCCL picks for it. The
+// meetings are bounded: at most kMostCollectiveMeetings per communicator. Past the cap, and for
+// a collective whose algorithm changes within its shape's byte bucket, NCCL's connect runs with
+// no meeting before it: in nonblocking mode the group's timeout bounds it (the launch waits for
+// NCCL within it, CommHandle::use, and an abort by the watchdog ends it sooner; the op fails as
+// one that lost its peer), in blocking mode nothing bounds it, and a peer that never comes
+// leaves the caller inside NCCL. Their store keys stay: a member cannot know
+// that every other member has read a place's verdict without one more store write by each of
+// them on the op's path, and a member whose caller stopped waiting for the store comes back to
+// the met try when it issues that shape again, so deleting a place could strand it there; the
+// cap bounds them instead, to kMostCollectiveMeetings places of one key per member and a
+// verdict each (more only for tries a failed op left). Connecting everything at init
 // instead (NCCL_RUNTIME_CONNECT=0) is a process-wide parameter, read once, that no ncclConfig_t
 // field carries in 2.28.9 or 2.30.7: it would change torch's own communicators in the process
 // too. A one-rank communicator connects nothing. The meeting waits for every member (a ring or
@@ -329,7 +342,8 @@ std::exception_ptr NcclCommunicator::meetBeforeConnecting(const Connections& nee
   backends::Meeting meeting{communicatorNamed(info_, groupName_), "", {}, groupRankOf(info_, info_.rank)};
   std::vector<std::pair<int, int>> newDirections;
   std::string connect = meetingPlace_.prefix + "/connect/";
-  bool collective = !needs.collectiveShape.empty() && !collectiveShapesMet_.count(needs.collectiveShape);
+  bool collective = !needs.collectiveShape.empty() && !collectiveShapesMet_.count(needs.collectiveShape) &&
+                    collectiveShapesMet_.size() < kMostCollectiveMeetings;
   if (collective) {
     meeting.purpose = "to connect it for its first collective of this shape (" + needs.collectiveShape + ")";
     meeting.places.push_back(backends::everyMemberAt(connect + "collectives/" + needs.collectiveShape, info_));
@@ -363,10 +377,24 @@ bool NcclCommunicator::connectsNewDirections(const Connections& needs) const {
   });
 }
 
+// NCCL picks a collective's algorithm in getAlgoInfo (src/enqueue.cc 1918, v2.28.9) from the
+// collective's kind, its reduction and element type (which decide whether CollNet and NVLS may
+// serve it: getCollNetSupport, nvlsSupport in ncclPrepareTasks, 382-384) and its bytes: the
+// element size times ncclFuncMaxSendRecvCount (the count times the ranks for all_gather and
+// reduce_scatter), whose estimated time per algorithm and protocol (ncclTopoGetAlgoTime,
+// src/graph/tuning.cc 584: a latency plus bytes over a bandwidth) picks the fastest. The rest is
+// fixed per communicator (topology, channels) or outside the toolkit's view: a tuner plugin,
+// registered buffers or graph registration under capture (regBuff), the collectives grouped with
+// it (numPipeOps). The bytes enter as ceil(log2(bytes)): NCCL's choice changes at byte thresholds,
+// so sizes between two powers of two mostly pick one algorithm, and a job of many sizes meets
+// once per power of two instead of once per size.
 NcclCommunicator::Connections NcclCommunicator::collectiveConnections(std::string_view op, const at::Tensor& count,
-                                                                      std::string_view reduction) {
+                                                                      std::string_view reduction) const {
   if (count.numel() == 0) return {};
-  return Connections{std::string(op) + ":" + c10::toString(count.scalar_type()) + ":" + std::to_string(count.numel()) +
+  bool perRank = op == "allgather" || op == "reduce_scatter";
+  uint64_t bytes = static_cast<uint64_t>(count.numel()) * count.element_size() * (perRank ? info_.size : 1);
+  int bucket = bytes <= 1 ? 0 : 64 - __builtin_clzll(bytes - 1);  // ceil(log2(bytes))
+  return Connections{std::string(op) + ":" + c10::toString(count.scalar_type()) + ":2^" + std::to_string(bucket) +
                          (reduction.empty() ? "" : ":" + std::string(reduction)),
                      {}};
 }
@@ -528,11 +556,18 @@ std::unique_ptr<InFlight> NcclCommunicator::endBatch() {
   // getAlgoInfo on the aggregate, src/enqueue.cc 399 / v2.28.9), which may be one none of them
   // picks alone: the batch's shape is the sequence of its collectives' shapes.
   // (An aborted communicator meets no one: its calls below fail at once.)
+  // Named by a 64-bit FNV-1a hash of the joined shapes, which every member computes alike
+  // whatever its build (std::hash promises that only within one run of one program) and which
+  // keeps the store key short however long the batch.
   std::string batchShape;
   if (batch->collectiveShapes.size() > 1) {
-    std::string all;
-    for (const auto& shape : batch->collectiveShapes) all += shape + ";";
-    batchShape = "batch" + std::to_string(batch->collectiveShapes.size()) + ":" + std::to_string(std::hash<std::string>{}(all));
+    uint64_t hash = 14695981039346656037ULL;  // FNV-1a's 64-bit offset basis and prime
+    for (const auto& shape : batch->collectiveShapes) {
+      for (unsigned char c : shape + ";") hash = (hash ^ c) * 1099511628211ULL;
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+    batchShape = "batch" + std::to_string(batch->collectiveShapes.size()) + ":" + hex;
   }
   if (!failure && (!batch->heldBack.empty() || !batchShape.empty()) && !handle_->aborted()) {
     failure = meetBeforeConnecting(Connections{batchShape, batch->heldDirections});

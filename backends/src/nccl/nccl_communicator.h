@@ -60,6 +60,11 @@ class NcclCommunicator final : public Communicator {
 
   struct OpenBatch;  // the NCCL group of a coalescing batch, open until endBatch
 
+  // How many collective shapes (and batch sequences) the members meet for, at most, per
+  // communicator: NCCL has 7 collective algorithms, so a job meets for the shapes it starts with
+  // and its store work stays bounded whatever sizes it uses later (meetBeforeConnecting).
+  static constexpr size_t kMostCollectiveMeetings = 64;
+
  private:
   // The connections NCCL makes when an op first needs them, inside the call that launches it,
   // waiting there for the peers to make theirs: the collective ones (every member), for the
@@ -94,9 +99,10 @@ class NcclCommunicator final : public Communicator {
   // Whether `needs` names a p2p direction not connected yet (never on a one-rank communicator).
   bool connectsNewDirections(const Connections& needs) const;
   // A collective connects the algorithm NCCL picks for it, which only NCCL knows: so its shape
-  // (`op`, the element type and count of `count`, the reduction) stands for it. One of no
-  // elements connects nothing: NCCL discards it at the call (taskAppend, src/enqueue.cc).
-  static Connections collectiveConnections(std::string_view op, const at::Tensor& count, std::string_view reduction = "");
+  // stands for it, at the grain of NCCL's choice: `op`, the reduction, the element type of
+  // `count` and the power of two at or above the bytes NCCL sizes the op by (nccl_communicator.cc).
+  // One of no elements connects nothing: NCCL discards it at the call (taskAppend, src/enqueue.cc).
+  Connections collectiveConnections(std::string_view op, const at::Tensor& count, std::string_view reduction = "") const;
   // Whether NCCL launches this communicator's collectives when they are called, group or not.
   bool launchesWhenCalled() const;
   // The communicator's stream waits for what the job queued on `caller` so far.
@@ -111,6 +117,8 @@ class NcclCommunicator final : public Communicator {
   std::shared_ptr<nccl::CommHandle> handle_;
   nccl::StreamRef stream_;
   MeetingPlace meetingPlace_;
+  // The collective shapes (and batch shape sequences) the members met for: at most
+  // kMostCollectiveMeetings, past which a new shape connects without a meeting.
   std::set<std::string> collectiveShapesMet_;
   std::set<std::pair<int, int>> directionsConnected_;
   std::unique_ptr<OpenBatch> batch_;
