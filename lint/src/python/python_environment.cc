@@ -20,10 +20,13 @@ namespace {
 // The standard library never creates process groups: it is left out of the path.
 // `-c` puts the working directory first on sys.path; it is dropped, and the interpreter runs
 // from /, so no file of the linted tree (a json.py) is ever run. `-S` keeps `site` from running
-// the .pth files' imports (but for a virtual environment's own, which site.venv adds as `site`
-// does): the site folders (a virtual environment's, the user's when enabled) and the folders their
-// .pth files name are added here in the order `site` adds them. python_site_paths.cc gives the
-// same answer from files, without the interpreter, wherever files decide it.
+// the .pth files' imports, sitecustomize and usercustomize: the site folders and the folders their
+// .pth files name are added here in the order `site.main` adds them: a virtual environment's first
+// (site.venv adds it before the user's, so that it takes precedence), then the user's when enabled,
+// then those of `site.PREFIXES`. site.venv is run for what it decides (the prefixes, whether the
+// user's folder counts) with its own addsitepackages replaced by one that only notes the prefixes
+// it is given, so that no .pth file of the environment runs. python_site_paths.cc gives the same
+// answer from files, without the interpreter, wherever files decide it.
 constexpr const char* kAskPath =
     "import sys, os, site, sysconfig, json\n"
     "path = sys.path[1:]\n"
@@ -40,7 +43,12 @@ constexpr const char* kAskPath =
     "            if l and not l.startswith(('#', 'import ', 'import\\t')):\n"
     "                q = os.path.abspath(os.path.join(d, l))\n"
     "                if os.path.isdir(q) and q not in path: path.append(q)\n"
-    "getattr(site, 'venv', lambda k: k)(None)\n"
+    "venv = []\n"
+    "real, site.addsitepackages = site.addsitepackages, lambda known, prefixes=None: venv.extend(prefixes or []) or known\n"
+    "try: getattr(site, 'venv', lambda k: k)(None)\n"
+    "finally: site.addsitepackages = real\n"
+    "if venv:\n"
+    "    for d in site.getsitepackages(venv): add(d)\n"
     "if site.ENABLE_USER_SITE is None: site.ENABLE_USER_SITE = site.check_enableusersite()\n"
     "if site.ENABLE_USER_SITE: add(site.getusersitepackages())\n"
     "for d in site.getsitepackages(): add(d)\n"

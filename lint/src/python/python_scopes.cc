@@ -68,8 +68,11 @@ ParseRegion regionOf(std::string_view text, size_t begin, size_t end, std::optio
 ParseRegion topLevelStatementAt(std::string_view text, size_t at, std::vector<std::pair<size_t, uint32_t>>& rows) {
   size_t begin = lineStart(text, at);
   while (begin > 0 && (!startsStatement(text, begin) || continuesStatement(text, begin))) begin = lineStart(text, begin - 1);
-  while (begin > 0) {
-    size_t above = lineStart(text, begin - 1);
+  // The decorators above, across the comments and blank lines Python allows between them.
+  for (size_t above = begin; above > 0;) {
+    above = lineStart(text, above - 1);
+    size_t lead = text.find_first_not_of(" \t\r", above);
+    if (lead < text.size() && (text[lead] == '\n' || text[lead] == '#')) continue;
     if (text[above] != '@') break;
     begin = above;
   }
@@ -82,16 +85,17 @@ ParseRegion topLevelStatementAt(std::string_view text, size_t at, std::vector<st
   return regionOf(text, begin, end, row);
 }
 
-// A statement whose body is statements of their own: `def` and `class`, decorated or not, and the
-// clauses of compound statements (`if is_available():` around a whole module).
+// A statement whose body is statements of their own: `def` and `class`, decorated or not (comments
+// and blank lines may stand between the decorators and it, as python_regions.cc's isClassBlock
+// reads them), and the clauses of compound statements (`if is_available():` around a whole module).
 bool hasBody(std::string_view text, const ParseRegion& block) {
   for (size_t start = block.begin; start < block.end;) {
     size_t end = std::min(text.find('\n', start), block.end);
     std::string_view line = text.substr(start, end - start);
-    line.remove_prefix(std::min(line.find_first_not_of(" \t"), line.size()));
+    line.remove_prefix(std::min(line.find_first_not_of(" \t\r"), line.size()));
     if (line.starts_with("class ")) return true;
     if (line.starts_with("async ")) line.remove_prefix(6);
-    if (!line.starts_with("@")) {
+    if (!line.starts_with("@") && !line.starts_with("#") && !line.empty()) {
       for (std::string_view keyword : {"def ", "if ", "elif ", "else:", "try:", "except", "finally:", "with ", "for ", "while "})
         if (line.starts_with(keyword)) return true;
       return false;
@@ -101,12 +105,14 @@ bool hasBody(std::string_view text, const ParseRegion& block) {
   return false;
 }
 
-// The indentation of a block's body: that of its first indented code line; 0 when none.
+// The indentation of a block's body: that of its first code line indented deeper than the block's
+// own first line (a decorated method's `def` stands at its decorator's); 0 when none.
 size_t bodyIndent(std::string_view text, const ParseRegion& block) {
+  size_t own = std::min(text.find_first_not_of(" \t", block.begin), block.end) - block.begin;
   for (size_t nl = text.find('\n', block.begin); nl != std::string_view::npos && nl + 1 < block.end; nl = text.find('\n', nl + 1)) {
     size_t lead = text.find_first_not_of(" \t", nl + 1);
     if (lead == std::string_view::npos || lead >= block.end) break;
-    if (text[lead] != '\n' && text[lead] != '\r' && text[lead] != '#' && lead > nl + 1) return lead - nl - 1;
+    if (text[lead] != '\n' && text[lead] != '\r' && text[lead] != '#' && lead - nl - 1 > own) return lead - nl - 1;
   }
   return 0;
 }

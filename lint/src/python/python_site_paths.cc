@@ -294,9 +294,12 @@ std::optional<SitePaths> fromExecutable(const std::string& executable) {
   // getpath finds the prefix by its landmarks, searching up from the executable's folder; a build
   // folder, a ._pth file, a lib64 platform library folder or a distribution's `site` (Debian's
   // dist-packages) are left to the interpreter.
+  // A macOS framework build (<Name>.framework/Versions/3.N) keeps its user site folder elsewhere
+  // (~/Library/<Name>/3.N/lib/python/site-packages): left to the interpreter too.
+  static const std::regex kFramework(".*/[^/]+\\.framework/Versions/[^/]+");
   if (base.empty() || base == "/" || base == "/usr" || !isFile(stdlib + "/os.py") || !isDirectory(stdlib + "/lib-dynload") ||
       exists(realBin + "/lib/" + series + "/os.py") || exists(realBin + "/pybuilddir.txt") ||
-      exists(base + "/lib64/" + series))
+      exists(base + "/lib64/" + series) || std::regex_match(base, kFramework))
     return std::nullopt;
   std::string exeDir = dirname(normPath(executable)), sitePrefix = dirname(exeDir);
   for (const std::string& folder : {exeDir, realBin}) {
@@ -314,6 +317,7 @@ std::optional<SitePaths> fromExecutable(const std::string& executable) {
   // site.venv: a pyvenv.cfg beside the executable or one folder up makes it a virtual environment.
   std::vector<std::string> prefixes = {base};
   std::optional<bool> userSite;  // site.ENABLE_USER_SITE: unset until check_enableusersite
+  bool virtualEnvironment = false;
   std::string config = isFile(exeDir + "/pyvenv.cfg") ? exeDir + "/pyvenv.cfg" : sitePrefix + "/pyvenv.cfg";
   if (isFile(config)) {
     // getpath reads the other one first: both there would leave a doubt.
@@ -331,6 +335,7 @@ std::optional<SitePaths> fromExecutable(const std::string& executable) {
     }
     // The base interpreter getpath finds through `home` must be the one the executable links to.
     if (normPath(home) != realBin) return std::nullopt;
+    virtualEnvironment = true;
     if (systemSite == "true") {
       prefixes.insert(prefixes.begin(), sitePrefix);
     } else {
@@ -338,6 +343,9 @@ std::optional<SitePaths> fromExecutable(const std::string& executable) {
       userSite = false;
     }
   }
+  // site.venv adds the environment's site folder at once, before the user's, so that the
+  // environment takes precedence; the prefixes after it find it already there.
+  if (virtualEnvironment && !addSiteFolder(sitePrefix + "/lib/" + series + "/site-packages", path)) return std::nullopt;
   if (!userSite) userSite = ::getuid() == ::geteuid() && ::getgid() == ::getegid();
   if (*userSite) {
     const char* home = std::getenv("HOME");

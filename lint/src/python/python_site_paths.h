@@ -2,8 +2,10 @@
 // would print, for the layouts where files alone decide it (a virtual environment, a CPython
 // installed under its own prefix, a pyenv shim), so that lint need not start an interpreter (0.03 s
 // of CPU, 0.1 s through a pyenv shim's bash scripts). Anything it cannot decide exactly (environment
-// variables that move the path, a distribution's patched `site`, pyenv hooks it does not know) it
-// leaves to the interpreter.
+// variables that move the path, a distribution's patched `site`, a macOS framework build's user
+// site folder, pyenv hooks it does not know) it leaves to the interpreter. Like the script, it runs
+// no code: a folder that only a `.pth` import line, sitecustomize or usercustomize would add is not
+// on the path it gives.
 #pragma once
 
 #include <filesystem>

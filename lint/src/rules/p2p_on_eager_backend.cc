@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nccl_migrate/lint/rule.h"
 #include "registry.h"
@@ -107,6 +108,47 @@ std::string groupOf(const Call& call) {
   return !group || group->text == "None" ? "" : group->text;
 }
 
+// Whether a backend value the file shows may select torch 2.15's eager NCCL for CUDA tensors:
+// "nccl" alone or a device map whose entry is NCCL ("cpu:gloo,cuda:nccl", written plainly or as an
+// f-string), as the shim's parser reads it; one of several values the file shows is enough.
+bool mayCarryCudaOnNccl(const SourceModel& model, const Call& call, const Argument& backend) {
+  if (backend.stringValue) return selectsEagerNccl(*backend.stringValue);
+  TracedValue value = traceValue(model, call, backend);
+  const ValueNode* root = value.root();
+  if (!root) return false;
+  std::vector<const ValueNode*> choices{root};
+  if (root->kind == ValueNode::Kind::OneOf) {
+    choices.clear();
+    for (size_t i = 0; i < root->operands.size(); ++i) choices.push_back(&value.operand(*root, i));
+  }
+  for (const ValueNode* choice : choices)
+    if (choice->kind == ValueNode::Kind::Literal && selectsEagerNccl(choice->text)) return true;
+  return false;
+}
+
+// Whether the file makes a group whose CUDA tensors go to NCCL while its CPU tensors may go to a
+// CPU backend: init_process_group given such a backend, or none (torch's default device map sends
+// CUDA to nccl), or a creator given one. Which group a transfer's argument names is not known here,
+// so such a group anywhere in the file means that CPU tensors shown on a group tell nothing of its
+// other transfers.
+bool makesGroupWithCudaOnNccl(const SourceModel& model) {
+  for (const Call& call : model.calls) {
+    const std::string& q = call.qualifiedName;
+    const Argument* backend = nullptr;
+    if (isDistributed(q, "init_process_group")) {
+      backend = call.argument("backend", 0);
+      if (!backend) return true;
+    } else if (isDistributed(q, "new_group")) {
+      backend = call.argument("backend", 2);
+    } else if (isDistributed(q, "new_subgroups") || isDistributed(q, "new_subgroups_by_enumeration") ||
+               isDistributed(q, "split_group")) {
+      backend = call.keyword("backend");
+    }
+    if (backend && mayCarryCudaOnNccl(model, call, *backend)) return true;
+  }
+  return false;
+}
+
 // `torch.set_default_device("cuda")` (or the older default tensor type) makes factories' tensors
 // CUDA tensors: a file that calls either is not read as making CPU tensors.
 bool changesDefaultDevice(const SourceModel& model) {
@@ -127,10 +169,15 @@ class P2pOnEagerBackend final : public Rule {
     bool defaultDeviceIsCpu = !changesDefaultDevice(model);
     // What the file shows each group carrying. A group the file sends or receives CPU tensors on
     // has a CPU backend for its point-to-point traffic (NCCL takes CUDA tensors only); unless the
-    // file also shows a CUDA tensor on it, its transfers of tensors the file does not show (a
-    // queue's, a parameter's) are not known to reach NCCL, so they are not reported.
+    // file also shows a CUDA tensor on a group, or makes a group whose CUDA tensors go to NCCL
+    // beside a CPU backend ("cpu:gloo,cuda:nccl"), that group's transfers of tensors the file does
+    // not show (a queue's, a parameter's) are not known to reach NCCL, so they are not reported.
+    // Groups are told apart by their argument's text only, and different texts may name one group
+    // (`pg` and `self.pg`, a parameter holding either): a CUDA tensor on any group counts against
+    // every group, and CPU tensors count only for a transfer whose group is written the same.
     std::map<const Call*, Device> devices;
-    std::set<std::string> cpuGroups, cudaGroups;
+    std::set<std::string> cpuGroups;
+    bool cudaShown = false;
     for (const Call& call : model.calls) {
       const Argument* tensor = isPointToPoint(call.qualifiedName) ? transferredTensor(call) : nullptr;
       if (!tensor) continue;
@@ -141,8 +188,9 @@ class P2pOnEagerBackend final : public Rule {
                                                                        : Device::NotShown;
       devices[&call] = device;
       if (device == Device::Cpu) cpuGroups.insert(groupOf(call));
-      if (device == Device::Cuda) cudaGroups.insert(groupOf(call));
+      if (device == Device::Cuda) cudaShown = true;
     }
+    bool unshownMayBeNccl = cudaShown || makesGroupWithCudaOnNccl(model);
     // One finding per file for its own loops: the advice is per process group, not per call. A
     // function the project calls in a loop elsewhere has one of its own, where its transfer stands.
     bool loopReported = false;
@@ -156,7 +204,7 @@ class P2pOnEagerBackend final : public Rule {
       if (device != devices.end()) {
         if (device->second == Device::Cpu) continue;  // not NCCL's transfer
         std::string group = groupOf(call);
-        if (device->second == Device::NotShown && cpuGroups.contains(group) && !cudaGroups.contains(group)) continue;
+        if (device->second == Device::NotShown && cpuGroups.contains(group) && !unshownMayBeNccl) continue;
       }
       std::string where = inLoop ? "() in a loop"
                                  : "() in " + call.function + "(), which " + call.calledInLoopAt + " calls in a loop";
@@ -180,8 +228,11 @@ class P2pOnEagerBackend final : public Rule {
                    "Consider creating its process group with backend=\"nccl-lazy\"\". NCCL takes CUDA tensors "
                    "only: a transfer of a tensor the file shows on the CPU (t.cpu(), t.to(\"cpu\"), a torch factory "
                    "given no device) is not reported, nor is one whose tensor the file does not show (a queue's, a "
-                   "parameter's) on a group the file shows carrying CPU tensors and no CUDA tensor: that group's "
-                   "point-to-point traffic is not shown to reach NCCL.",
+                   "parameter's) on a group the file shows carrying CPU tensors, when the file shows no CUDA tensor on "
+                   "any group and makes no group whose CUDA tensors go to NCCL (init_process_group with no backend "
+                   "or a device map such as \"cpu:gloo,cuda:nccl\"): that group's point-to-point traffic is not "
+                   "shown to reach NCCL. Groups are told apart by how their argument is written, and `pg` and "
+                   "`self.pg` may be one group, so a CUDA tensor on any group counts against all of them.",
       .example = "for step in range(n):\n    dist.send(activations, dst=next_stage)",
       .fix = "Create the pipeline's group with new_group(ranks, backend=\"nccl-lazy\", use_local_synchronization=True).",
       .fixSafety = FixSafety::None,
