@@ -35,7 +35,22 @@ def value_of(rank: int, n: int, dtype: torch.dtype, op: str = "SUM") -> torch.Te
     return (i % 3 + rank + 1).to(dtype)
 
 
-def reduce_expected(values: list[torch.Tensor], op: str, dtype: torch.dtype) -> torch.Tensor:
+def nccl_average(values: list[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
+    """AVG of floats as NCCL computes it: a PREMUL_SUM by 1/nRanks stored in the element type,
+    each product and each partial sum rounded to it, in rank order (NCCL's hostToDevRedOp,
+    src/enqueue.cc, and reduce_kernel.h); torch's CPU ops in that dtype round the same way. Gloo
+    divides the exact sum instead, so where 1/nRanks is no binary fraction (3 ranks) the two differ
+    in the last bits."""
+    factor = torch.tensor(1.0 / len(values), dtype=torch.float64).to(dtype)
+    total = values[0].to(dtype) * factor
+    for value in values[1:]:
+        total = total + value.to(dtype) * factor
+    return total
+
+
+def reduce_expected(values: list[torch.Tensor], op: str, dtype: torch.dtype, nccl: bool = False) -> torch.Tensor:
+    if nccl and op == "AVG" and dtype in FLOATS:
+        return nccl_average(values, dtype)
     if dtype == torch.bool:
         stack = torch.stack(values)
         return stack.any(0) if op in ("SUM", "MAX") else stack.all(0)
@@ -200,14 +215,15 @@ def run_case(case: Case, rank: int, world: int, group) -> list:
     raise AssertionError(f"unknown case {case.op}")
 
 
-def expected(case: Case, rank: int, world: int) -> list:
-    """What run_case must return on `rank`, computed without any collective."""
+def expected(case: Case, rank: int, world: int, nccl: bool = False) -> list:
+    """What run_case must return on `rank`, computed without any collective; `nccl`: the group's
+    transport is NCCL's (its floating-point AVG rounds as NCCL's does)."""
     d = case.dtype
     vals = [value_of(r, N, d, case.reduce) for r in range(world)]
     if case.op == "all_reduce":
-        return reduce_expected(vals, case.reduce, d).tolist()
+        return reduce_expected(vals, case.reduce, d, nccl).tolist()
     if case.op == "reduce":
-        return reduce_expected(vals, case.reduce, d).tolist() if rank == world - 1 else []
+        return reduce_expected(vals, case.reduce, d, nccl).tolist() if rank == world - 1 else []
     if case.op == "broadcast":
         return vals[1 % world].tolist()
     if case.op == "all_gather":
@@ -222,7 +238,7 @@ def expected(case: Case, rank: int, world: int) -> list:
         return reduce_expected([value_of(r, rank + 1, d) + rank for r in range(world)], "SUM", d).tolist()
     if case.op in ("reduce_scatter", "reduce_scatter_tensor"):
         chunks = [value_of(r, N, d) + rank for r in range(world)]
-        return reduce_expected(chunks, case.reduce, d).tolist()
+        return reduce_expected(chunks, case.reduce, d, nccl).tolist()
     if case.op == "gather":
         return [v.tolist() for v in vals] if rank == 0 else []
     if case.op == "scatter":
