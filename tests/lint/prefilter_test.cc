@@ -6,19 +6,12 @@
 
 #include "engine/prefilter.h"
 #include "nccl_migrate/lint/linter.h"
+#include "lint_test_support.h"
 
 namespace nccl_migrate::lint {
 namespace {
 
-class StubRule final : public Rule {
- public:
-  explicit StubRule(std::string code) { info_.code = std::move(code); }
-  const RuleInfo& info() const override { return info_; }
-  void check(const SourceModel&, const RuleContext&, std::vector<Finding>&) const override {}
-
- private:
-  RuleInfo info_;
-};
+using testing::StubRule;
 
 // Codes of the rules triggered in `text`, one rule per trigger.
 std::vector<std::string> triggered(const std::vector<Trigger>& triggers, const std::string& text,

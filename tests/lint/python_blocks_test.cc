@@ -8,15 +8,12 @@
 #include "python/python_regions.h"
 #include "python/python_frontend.h"
 #include "nccl_migrate/lint/linter.h"
+#include "lint_test_support.h"
 
 namespace nccl_migrate::lint {
 namespace {
 
-std::vector<std::string> texts(const std::string& source, const std::vector<ParseRegion>& blocks) {
-  std::vector<std::string> out;
-  for (const ParseRegion& b : blocks) out.push_back(source.substr(b.begin, b.end - b.begin));
-  return out;
-}
+using testing::regionTexts;
 
 TEST(PythonBlocks, FollowStatementsNotLines) {
   const std::string source =
@@ -42,7 +39,7 @@ TEST(PythonBlocks, FollowStatementsNotLines) {
       "        pass\n"
       "z = 3";
   std::vector<ParseRegion> blocks = pythonTopLevelBlocks(source);
-  ASSERT_EQ(texts(source, blocks),
+  ASSERT_EQ(regionTexts(source, blocks),
             (std::vector<std::string>{"import os\n",
                                       "@decorator\n@other(\n)\ndef f(\n    a,\n) -> int:\n    \"\"\"Doc\ntext at column 0\n"
                                       "\"\"\"\n    return a\n",
@@ -57,7 +54,7 @@ TEST(PythonBlocks, FollowStatementsNotLines) {
   EXPECT_EQ(blocks.back().endRow, 20u);
   EXPECT_EQ(blocks.back().endColumn, 5u);
   std::vector<ParseRegion> members = pythonStatements(source, blocks[4], 4);
-  EXPECT_EQ(texts(source, members),
+  EXPECT_EQ(regionTexts(source, members),
             (std::vector<std::string>{"class C:\n", "    s = \"(\"\n", "    def m(self):\n        pass\n"}));
   EXPECT_TRUE(members[2].definition);
 }
@@ -144,7 +141,7 @@ TEST(PythonRegions, CompoundStatementsAreSplitLikeTheModule) {
   std::vector<size_t> ends = {source.find("WORD") + 4};
   std::vector<ParseRegion> leftOut;
   std::vector<ParseRegion> regions = pythonRegions(source, ends, leftOut);
-  EXPECT_EQ(texts(source, regions),
+  EXPECT_EQ(regionTexts(source, regions),
             (std::vector<std::string>{"import x\nif ok:\n",
                                       "    def needed():\n        WORD()\n    y = 1\nelse:\n    def other():\n        pass\n"}));
   ASSERT_EQ(leftOut.size(), 1u);
@@ -167,7 +164,7 @@ TEST(PythonRegions, StringStatementsAreLeftOutWhateverWordsTheyHold) {
   for (size_t at = source.find("new_group"); at != std::string::npos; at = source.find("new_group", at + 1)) ends.push_back(at + 9);
   std::vector<ParseRegion> leftOut;
   std::vector<ParseRegion> regions = pythonRegions(source, ends, leftOut);
-  EXPECT_EQ(texts(source, regions),
+  EXPECT_EQ(regionTexts(source, regions),
             (std::vector<std::string>{"import x\n\", \".join(new_group(r))\nr'''new_group''' # noqa: NM401\n",
                                       "def f():\n    \"\"\"Calls new_group.\"\"\"\n"}));
 }

@@ -10,19 +10,12 @@
 #include "engine/prefilter.h"
 #include "python/python_regions.h"
 #include "nccl_migrate/lint/linter.h"
+#include "lint_test_support.h"
 
 namespace nccl_migrate::lint {
 namespace {
 
-class StubRule final : public Rule {
- public:
-  StubRule() { info_.code = "R0"; }
-  const RuleInfo& info() const override { return info_; }
-  void check(const SourceModel&, const RuleContext&, std::vector<Finding>&) const override {}
-
- private:
-  RuleInfo info_;
-};
+using testing::StubRule;
 
 std::vector<std::string> docstrings(const std::string& source) {
   std::vector<std::string> out;

@@ -10,15 +10,12 @@
 #include "nccl_migrate/lint/linter.h"
 #include "python/python_frontend.h"
 #include "python/python_regions.h"
+#include "lint_test_support.h"
 
 namespace nccl_migrate::lint {
 namespace {
 
-std::vector<std::string> texts(const std::string& source, const std::vector<ParseRegion>& blocks) {
-  std::vector<std::string> out;
-  for (const ParseRegion& b : blocks) out.push_back(source.substr(b.begin, b.end - b.begin));
-  return out;
-}
+using testing::regionTexts;
 
 std::vector<ParseRegion> regionsFor(const std::string& source, const std::string& word) {
   std::vector<size_t> ends;
@@ -38,7 +35,7 @@ TEST(PythonRegionsOfClasses, ACommentBetweenDecoratorAndClassStillSplitsTheClass
       "        self.nccl = WORD()\n"
       "    def other(self):\n"
       "        return 1\n";
-  EXPECT_EQ(texts(source, regionsFor(source, "WORD")),
+  EXPECT_EQ(regionTexts(source, regionsFor(source, "WORD")),
             (std::vector<std::string>{"import x\n@internal_api\n# pylint: disable=line-too-long\nclass Context(Base):\n"
                                       "    limit = 3\n    def __init__(self):\n        self.nccl = WORD()\n"}));
 }
@@ -54,7 +51,7 @@ TEST(PythonRegionsOfClasses, AWordInAFieldKeepsTheFieldsNotTheMethods) {
       "    \"\"\"The dispatcher.\"\"\"\n"
       "    def __post_init__(self):\n"
       "        self.size = 2\n";
-  EXPECT_EQ(texts(source, regionsFor(source, "WORD")),
+  EXPECT_EQ(regionTexts(source, regionsFor(source, "WORD")),
             (std::vector<std::string>{"import x\n@dataclass\nclass Config:\n",
                                       "    size: int = 1\n    dispatcher: Literal[WORD, 'nvls'] = 'nvls'\n"}));
 }
@@ -67,7 +64,7 @@ TEST(PythonRegionsOfClasses, AClassWithNothingOfItsBodyKeptStaysWhole) {
       "    \"\"\"Only a docstring and a method.\"\"\"\n"
       "    def m(self):\n"
       "        return 1\n";
-  EXPECT_EQ(texts(source, regionsFor(source, "WORD")), (std::vector<std::string>{}));  // the whole file
+  EXPECT_EQ(regionTexts(source, regionsFor(source, "WORD")), (std::vector<std::string>{}));  // the whole file
 }
 
 // The findings of a file split so: the method's check in a class whose decorators a comment
