@@ -13,6 +13,7 @@
 
 #include <ATen/ATen.h>
 
+#include "forwarding_store.h"
 #include "nccl/nccl_communicator.h"
 #include "ranks.h"
 #include "sim_backend.h"
@@ -24,40 +25,24 @@ using namespace std::chrono_literals;
 
 // The group's store, noting each place under `<prefix>/connect/collectives/` that a member of
 // this process wrote its key at (a meeting's key is `<place>/try-N/<rank>`).
-class MeetingCountingStore final : public c10d::Store {
+class MeetingCountingStore final : public ForwardingStore {
  public:
-  explicit MeetingCountingStore(c10::intrusive_ptr<c10d::Store> inner) : inner_(std::move(inner)) {}
+  explicit MeetingCountingStore(c10::intrusive_ptr<c10d::Store> inner) : ForwardingStore(std::move(inner)) {}
 
   std::set<std::string> places() {
     std::lock_guard<std::mutex> lock(mutex_);
     return places_;
   }
 
-  c10::intrusive_ptr<c10d::Store> clone() { return inner_->clone(); }  // pure only on newer torch
-  void set(const std::string& key, const std::vector<uint8_t>& value) override {
+ private:
+  void seeSet(const std::string& key) override {
     size_t at = key.find("/connect/collectives/"), tryAt = key.rfind("/try-");
     if (at != std::string::npos && tryAt != std::string::npos && tryAt > at) {
       std::lock_guard<std::mutex> lock(mutex_);
       places_.insert(key.substr(0, tryAt));
     }
-    inner_->set(key, value);
-  }
-  std::vector<uint8_t> get(const std::string& key) override { return inner_->get(key); }
-  int64_t add(const std::string& key, int64_t value) override { return inner_->add(key, value); }
-  bool deleteKey(const std::string& key) override { return inner_->deleteKey(key); }
-  std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
-                                  const std::vector<uint8_t>& desired) override {
-    return inner_->compareSet(key, expected, desired);
-  }
-  bool check(const std::vector<std::string>& keys) override { return inner_->check(keys); }
-  int64_t getNumKeys() override { return inner_->getNumKeys(); }
-  void wait(const std::vector<std::string>& keys) override { inner_->wait(keys); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    inner_->wait(keys, timeout);
   }
 
- private:
-  c10::intrusive_ptr<c10d::Store> inner_;
   std::mutex mutex_;
   std::set<std::string> places_;
 };
