@@ -12,6 +12,7 @@ from test_ab_cli import CLI, HERE
 from torch_support import requires_torch
 
 JOB = os.path.join(HERE, "own_words_job.py")  # OWN_RANK=R fails after its all_reduce #0 as OWN_FAULT says
+TORCH_LOG_LINE = re.compile(r"\[[IWEF]\d{4} \d{2}:\d{2}:\d{2}")  # glog's prefix, as torch's C++ logs a line
 
 
 def ab_text(tmp_path, *args, timeout=240):
@@ -64,7 +65,10 @@ def test_a_rank_killed_by_a_signal_is_quoted_by_its_last_lines(tmp_path):
     err = done.stderr
     assert "rank 1 died by SIGKILL after all_reduce #0 of group 0" in err, err[-3000:]
     quoted = err[err.index("--- rank 1 of the job, its own output (last lines, from "):].splitlines()[1:]
-    assert quoted == ["rank 1 step 0", "rank 1 is about to be killed"], err[-3000:]
+    # torch's own log lines of that rank are its output too (c10d warns when the store answers
+    # slowly, as on a loaded machine); the job's lines are the ones this test wrote.
+    job_lines = [line for line in quoted if not TORCH_LOG_LINE.match(line)]
+    assert job_lines == ["rank 1 step 0", "rank 1 is about to be killed"], err[-3000:]
 
 
 @requires_torch("backend_plugins")
