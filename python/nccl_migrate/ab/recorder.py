@@ -71,6 +71,7 @@ from .wrappers import (
 LATER_BYTES = 1 << 20  # below this, handing a digest to the worker costs more than computing it
 ENDED_DIGEST_PATIENCE = 1.0  # seconds a rank ended by a signal waits for GPU digests still computing
 ENDED_WRITER_TIMEOUT = 3.0  # seconds it waits for its record writer to finish
+MEMORY_STOP_TIMEOUT = 2.0  # seconds close() waits for a memory sample under way (one reads /proc, never blocks long)
 HOOK_ID = 0x6162  # our pre/post hooks' id on every group ("ab")
 
 
@@ -391,7 +392,7 @@ class Recorder:
         if self.rank is None or self.second_writer:
             return  # this process never joined a group (a launcher, a parent of spawned ranks), or
             # another process holds its rank's records
-        self.memory.stopped.set()
+        self.memory.stop(timeout=MEMORY_STOP_TIMEOUT)
         self.memory.sample()
         with self.lock:
             if self.out is not None:

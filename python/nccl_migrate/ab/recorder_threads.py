@@ -52,6 +52,13 @@ class MemorySampler(threading.Thread):
         while not self.stopped.wait(self.interval):
             self.sample()
 
+    def stop(self, timeout: float) -> None:
+        """Stops sampling and waits for a sample under way (at most `timeout` s), so that no sample
+        lands after the last one the caller takes and writes."""
+        self.stopped.set()
+        if self.is_alive() and self is not threading.current_thread():
+            self.join(timeout)
+
 
 class RecordWriter(threading.Thread):
     """Writes records as JSON lines on its own thread, so serializing them is not on the op's
