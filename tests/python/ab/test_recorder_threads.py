@@ -221,3 +221,13 @@ def test_close_gives_up_waiting_for_the_thread_after_its_timeout(tmp_path):
     digest.at = time.monotonic()
     writer.join(10)
     assert not writer.is_alive() and json.loads(path.read_text())["out"] == "gpu:late"
+
+
+def test_stop_returns_once_the_sampler_has_ended_and_takes_an_unstarted_one():
+    sampler = MemorySampler(time.monotonic())
+    sampler.stop(timeout=1.0)  # never started: nothing to wait for, and no error
+    running = MemorySampler(time.monotonic())
+    running.interval = 0.001
+    running.start()
+    running.stop(timeout=5.0)
+    assert not running.is_alive()  # no sample can land after the caller's last one
