@@ -14,7 +14,10 @@
 # wheel is built against .venv's torch; an isolated build has none). Both sides are asked for by
 # name: a wheel build otherwise makes what the machine allows (cmake/BuildSides.cmake), and a
 # release wheel must not lose its lint to a missing LLVM. Both wheels build incrementally in build/wheel: the torch wheel reuses the lint wheel's
-# objects and compiles only the torch side. Build output goes to build/logs/wheel.log.
+# objects and compiles only the torch side. Build output goes to build/logs/wheel.log. They compile
+# through ccache where it is installed (a wheel build otherwise leaves it off, so that a user's
+# `pip install` of the sdist never touches their cache): a fresh clone on a machine that has built
+# the wheels before, as in CI, compiles nothing again.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -44,7 +47,8 @@ torch_tag=$("$python" -c 'from packaging import tags; t = next(tags.sys_tags());
 build_wheel() {
   echo "[wheel] building the wheel $1 (log: $log)"
   "$python" -m pip wheel --no-build-isolation --no-deps --progress-bar off --wheel-dir dist \
-    -C build-dir=build/wheel -C "wheel.tags=$1" -C cmake.define.NCCL_MIGRATE_BUILD_LINT=ON -C "cmake.define.NCCL_MIGRATE_BUILD_BACKENDS=$2" . >>"$log" 2>&1 ||
+    -C build-dir=build/wheel -C "wheel.tags=$1" -C cmake.define.NCCL_MIGRATE_BUILD_LINT=ON -C "cmake.define.NCCL_MIGRATE_BUILD_BACKENDS=$2" \
+    -C cmake.define.NCCL_MIGRATE_CCACHE=ON . >>"$log" 2>&1 ||
     fail "building the wheel $1 failed"
 }
 
