@@ -39,7 +39,8 @@ run_pytest() {  # run_pytest PHASE ARGS...: fails the script when a phase fails 
   fi
   [[ $status -eq 0 ]] || exit $status
 }
-run_pytest "in parallel" -n "$workers" --dist worksteal -m "not timing"
+# One test at a time to each worker, the longest files first (tests/python/conftest.py).
+run_pytest "in parallel" -n "$workers" --dist load --maxschedchunk 1 -m "not timing"
 echo "== pytest: the timing-bound files, alone"
 run_pytest "alone" -m timing
 if [[ -d $torch_cache ]] && written=$(find "$torch_cache" -newer "$since" -print) && [[ -n $written ]]; then

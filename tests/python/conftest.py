@@ -39,7 +39,20 @@ def pytest_sessionfinish(session):
     finish(session)  # fails the run when the real HOME gained files while it ran (suite_home.py)
 
 
+# Files holding the suite's longest tests (whole A/B runs under torchrun, the migration guide's
+# every command: 35-280 s each; tests/README.md lists them). Their tests are handed out first,
+# one at a time (tools/test.sh: --dist load --maxschedchunk 1), so no worker starts a four-minute
+# test after the others have run out of work: the parallel phase then ends near its total work
+# divided by the workers, whatever the collection order.
+LONGEST_FIRST = (
+    "test_migrating_guide.py", "test_ab_hooks.py", "test_ab_many_nodes.py", "test_side_behaviour.py",
+    "test_ab_never_guess.py", "test_ab_path.py", "test_ab_shadow.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in TIMING_FILES:
             item.add_marker(pytest.mark.timing)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
