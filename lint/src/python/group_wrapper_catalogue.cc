@@ -1,6 +1,7 @@
 // Reads the compiled-in catalogue (group_wrapper_catalogue.h) with toml++.
 #include "python/group_wrapper_catalogue.h"
 
+#include <map>
 #include <string_view>
 
 #include "engine/toml.h"
@@ -27,6 +28,18 @@ const std::vector<KnownWrapper>& groupWrapperCatalogue() {
     return out;
   }();
   return rows;
+}
+
+std::string manyGroupsCreatorFor(const std::string& qualified) {
+  static const std::map<std::string, std::string, std::less<>> creators = [] {
+    std::map<std::string, std::string, std::less<>> out;
+    for (const KnownWrapper& row : groupWrapperCatalogue())
+      if (row.creates.starts_with("torch.distributed.new_subgroups") && row.function.find('.') == std::string::npos)
+        out[row.module + "." + row.function] = row.creates;
+    return out;
+  }();
+  auto it = creators.find(qualified);
+  return it == creators.end() ? "" : it->second;
 }
 
 }  // namespace nccl_migrate::lint

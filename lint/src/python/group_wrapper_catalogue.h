@@ -3,6 +3,7 @@
 // installed in the environment it runs in.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "python/group_wrappers.h"
@@ -11,5 +12,10 @@ namespace nccl_migrate::lint {
 
 // Its rows, read once.
 const std::vector<KnownWrapper>& groupWrapperCatalogue();
+
+// For a call qualified to a library function of the catalogue that creates one group per block of
+// ranks in one call (apex.parallel.create_syncbn_process_group): torch's function it amounts to
+// ("torch.distributed.new_subgroups"); empty for any other name.
+std::string manyGroupsCreatorFor(const std::string& qualified);
 
 }  // namespace nccl_migrate::lint

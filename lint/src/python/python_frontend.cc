@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include <tree_sitter/api.h>
 
 #include "python/python_frontend.h"
+#include "python/group_wrapper_catalogue.h"
 #include "python/python_names.h"
 #include "python/python_parse.h"
 #include "python/python_project.h"
@@ -128,6 +130,7 @@ class PythonWalker {
       bindLeftOutBefore(ts_node_start_byte(step.node));
       visit(step.node, steps);
     }
+    resolveSavedCalls();
   }
 
   // Definitions left out of the parse bind their names where they stand, as if walked.
@@ -473,6 +476,7 @@ class PythonWalker {
   void onAssignment(TSNode node) {
     TSNode left = field(node, kField.left);
     TSNode right = field(node, kField.right);
+    keepSaved(left, right);
     if (typeOf(left) == "subscript") return onSubscriptAssignment(left, right);
     if (typeOf(left) == "attribute") {
       if (std::string dotted = dottedOf(left); !dotted.empty()) bind(dotted, ts_node_is_null(right) ? -1 : valueOf(right), left);
@@ -487,6 +491,113 @@ class PythonWalker {
     if (auto value = ts_node_is_null(right) ? std::nullopt : stringValueOf(right)) constants_[name] = *value;
     else constants_.erase(name);
     parameters_.erase({function_, name});  // the name now holds what was assigned, as constants_ tells
+  }
+
+  // Where code keeps one of torch's functions other than in a plain name (PythonNames::bindSaved):
+  // `_orig = dist.new_group` in a class body, `self._orig = ...` in a method, `Cls._orig = ...`, a
+  // dict display of them, `saved["new_group"] = dist.new_group`. Calls through such a place are
+  // resolved once the whole file is read (resolveSavedCalls): the method that calls the original
+  // may stand before the one that saves it, as it runs later.
+  void keepSaved(TSNode left, TSNode right) {
+    if (ts_node_is_null(right)) return;
+    std::string_view type = typeOf(left);
+    if (type != "identifier" && type != "attribute" && type != "subscript") return;
+    bool dictionary = typeOf(right) == "dictionary";
+    std::string function = dictionary ? "" : torchFunction(right);
+    if (function.empty() && !dictionary) return;
+    std::string place = placeOf(left);
+    // A plain name outside a class body is names_'s; only a dict display of functions is kept here.
+    if (place.empty() || (!dictionary && type == "identifier" && place.find('.') == std::string::npos)) return;
+    if (!dictionary) {
+      names_.bindSaved(place, function);
+      anySaved_ = true;
+      return;
+    }
+    forEachNamedChild(right, [&](TSNode pair) {
+      if (typeOf(pair) != "pair") return;
+      std::optional<std::string> key = stringValueOf(field(pair, kField.key));
+      std::string saved = key ? torchFunction(field(pair, kField.value)) : "";
+      if (saved.empty()) return;
+      names_.bindSaved(place + "[" + *key + "]", saved);
+      anySaved_ = true;
+    });
+  }
+
+  // Calls through a place that may hold one of torch's functions (keepSaved), once the file is
+  // read: an attribute call is renamed in place; a call through a dict's entry, which is recorded
+  // only then, joins the calls where it stands in the source.
+  void resolveSavedCalls() {
+    if (!anySaved_) return;
+    for (const auto& [index, function] : savedCandidates_) {
+      Call& call = model_.calls[index];
+      if (call.qualifiedName.starts_with("torch.")) continue;
+      if (std::string saved = names_.saved(placeOf(function)); !saved.empty()) call.qualifiedName = saved;
+    }
+    for (auto& [call, function] : savedEntryCalls_) {
+      std::string saved = names_.saved(placeOf(function));
+      if (saved.empty()) continue;
+      call.qualifiedName = saved;
+      auto after = std::upper_bound(model_.calls.begin(), model_.calls.end(), call, [](const Call& a, const Call& b) {
+        return std::tie(a.where.line, a.where.column) < std::tie(b.where.line, b.where.column);
+      });
+      model_.calls.insert(after, std::move(call));
+    }
+  }
+
+  // One of torch's functions named by a dotted expression (`dist.new_group`, also as a class's
+  // `staticmethod(dist.new_group)`), else empty.
+  std::string torchFunction(TSNode value) const {
+    if (typeOf(value) == "call" && textOf(field(value, kField.function)) == "staticmethod" && names_.isBuiltin("staticmethod")) {
+      TSNode arguments = field(value, kField.arguments);
+      if (ts_node_named_child_count(arguments) == 1) value = ts_node_named_child(arguments, 0);
+    }
+    std::string dotted = dottedOf(value);
+    std::string qualified = dotted.empty() ? "" : names_.qualify(dotted);
+    return qualified.starts_with("torch.") ? qualified : "";
+  }
+
+  // Where an assignment target or a callee keeps a value, as PythonNames::bindSaved names it: a
+  // name in a class body or an attribute of self/cls in a method as "Class.name", another dotted
+  // name as written, a subscript by a string as "place[key]"; empty for anything else.
+  std::string placeOf(TSNode node, int depth = 0) const {
+    std::string_view type = typeOf(node);
+    if (type == "subscript") {
+      if (depth > 4) return "";  // nested subscripts are the file's to choose, and the stack is not
+      std::string base = placeOf(field(node, kField.value), depth + 1);
+      std::optional<std::string> key = stringValueOf(field(node, kField.subscript));
+      return base.empty() || !key ? "" : base + "[" + *key + "]";
+    }
+    if (type == "identifier") {
+      std::string owner = classOf(node, false);
+      return owner.empty() ? textOf(node) : owner + "." + textOf(node);
+    }
+    std::string dotted = dottedOf(node);
+    for (const char* receiver : {"self.", "cls."}) {
+      if (!dotted.starts_with(receiver)) continue;
+      std::string rest = dotted.substr(std::strlen(receiver));
+      std::string owner = rest.find('.') == std::string::npos ? classOf(node, true) : "";
+      return owner.empty() ? "" : owner + "." + rest;
+    }
+    return dotted;
+  }
+
+  // The class whose body `node` stands in directly (`inMethod` false), or whose method it stands
+  // in (`inMethod` true); empty when none.
+  std::string classOf(TSNode node, bool inMethod) const {
+    bool sawFunction = false;
+    for (TSNode n = ts_node_parent(node); !ts_node_is_null(n); n = ts_node_parent(n)) {
+      std::string_view type = typeOf(n);
+      if (type == "class_definition") return inMethod == sawFunction ? textOf(field(n, kField.name)) : "";
+      if (type == "function_definition") {
+        if (!inMethod || sawFunction) return "";
+        sawFunction = true;
+      } else if (type == "lambda") {
+        return "";
+      } else if (sawFunction && type != "block" && type != "decorated_definition") {
+        return "";  // a function nested in something other than a class body
+      }
+    }
+    return "";
   }
 
   // `x *= n` binds x to `x * n`, its earlier value read where the target stands (so the read
@@ -786,14 +897,20 @@ class PythonWalker {
   void onCall(TSNode node) {
     TSNode function = field(node, kField.function);
     std::string dotted = dottedOf(function);
+    // A call through a dict's entry (`_SAVED["new_group"](ranks)`) may be one of torch's functions
+    // kept there (keepSaved): recorded aside, it joins the calls if so.
+    bool throughEntry = typeOf(function) == "subscript" && typeOf(field(function, kField.subscript)) == "string";
     // A method of a computed object (`Net().cuda()`) has no qualified name, only its spelling.
-    if (dotted.empty() && typeOf(function) != "attribute") return;
+    if (dotted.empty() && typeOf(function) != "attribute" && !throughEntry) return;
     Call call;
     call.spelling = dotted.empty() ? snippetOf(function) : dotted;
     call.qualifiedName = dotted.empty() ? "" : names_.qualify(dotted);
     // torch's own functions are torch's, whatever the project names its helpers.
     bool torchName = call.qualifiedName.starts_with("torch.");
-    if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted) ||
+    std::string manyGroups = torchName || call.qualifiedName.empty() ? "" : manyGroupsCreatorFor(call.qualifiedName);
+    if (!manyGroups.empty()) {
+      call.qualifiedName = manyGroups;  // a library's call that creates a group per block of ranks
+    } else if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted) ||
         (!torchName && isInferredWrapper(function, dotted, call.qualifiedName))) {
       call.qualifiedName = "torch.distributed.new_group";
     } else if (!torchName && typeOf(function) == "attribute") {
@@ -814,6 +931,11 @@ class PythonWalker {
     collectArguments(field(node, kField.arguments), call);
     if (dotted == "isinstance" && names_.isBuiltin("isinstance")) onIsinstance(function, field(node, kField.arguments));
     onEnvironmentCall(function, field(node, kField.arguments), call);
+    if (throughEntry) return savedEntryCalls_.emplace_back(std::move(call), function), void();
+    // `self.x(...)`, `cls.x(...)`, `Class.x(...)`: a class's attribute that may hold one of torch's
+    // functions (keepSaved).
+    if (call.qualifiedName.empty() && std::count(dotted.begin(), dotted.end(), '.') == 1)
+      savedCandidates_.emplace_back(model_.calls.size(), function);
     model_.calls.push_back(std::move(call));
   }
 
@@ -997,6 +1119,9 @@ class PythonWalker {
   int function_ = -1;             // the innermost function, in functions_
   int arm_ = -1;                  // the innermost arm of an `if`, in arms_
   int statements_ = 0;            // `if` statements so far
+  bool anySaved_ = false;         // a function of torch kept in a class attribute or a dict
+  std::vector<std::pair<size_t, TSNode>> savedCandidates_;  // calls (index, callee) through `a.b`
+  std::vector<std::pair<Call, TSNode>> savedEntryCalls_;    // calls through `a["k"]`, not recorded yet
   std::vector<std::string> functions_;
   std::vector<bool> functionIsWrapper_;  // per function: one of the project's group wrappers
   std::vector<std::string> functionCalledInLoopAt_;  // per function: Call::calledInLoopAt

@@ -63,6 +63,15 @@ void PythonNames::bindAssignment(const std::string& name, const std::string& qua
   bindings_[name] = qualified;
 }
 
+void PythonNames::bindSaved(const std::string& place, const std::string& qualified) {
+  if (!qualified.empty()) saved_[place] = qualified;
+}
+
+std::string PythonNames::saved(const std::string& place) const {
+  auto it = saved_.find(place);
+  return it == saved_.end() ? "" : it->second;
+}
+
 void PythonNames::bindLocalDefinition(const std::string& name) { bindings_[name] = ""; }
 
 std::string PythonNames::qualify(const std::string& dotted) const {

@@ -25,6 +25,15 @@ class PythonNames {
   std::string qualify(const std::string& dotted) const;
   bool isBuiltin(const std::string& name) const { return !bindings_.contains(name); }
 
+  // A function of torch kept where a plain name does not hold it: a class's attribute
+  // ("Registry._orig_new_group", set in the class body, on self/cls, or on the class) or a dict's
+  // entry ("_ORIGINALS[new_group]", "Registry._saved[new_group]"), as code that patches torch
+  // keeps the original. `qualified` is the function's name. The place may hold it from then on,
+  // whatever else is assigned to it (a restore that clears it runs after the calls through it).
+  void bindSaved(const std::string& place, const std::string& qualified);
+  // The function saved at `place`, empty if none.
+  std::string saved(const std::string& place) const;
+
   // Modules the project treats as another ("deepspeed.comm" -> "torch.distributed").
   void setEquivalentModules(const std::map<std::string, std::string>* equivalents) { equivalents_ = equivalents; }
 
@@ -32,6 +41,7 @@ class PythonNames {
   std::string canonical(const std::string& qualified) const;
 
   std::unordered_map<std::string, std::string> bindings_;  // local name -> qualified ("" = local)
+  std::unordered_map<std::string, std::string> saved_;     // place -> qualified torch function
   const std::map<std::string, std::string>* equivalents_ = nullptr;
 };
 

@@ -30,10 +30,12 @@ bool createsGroup(const Call& call) {
   return isDistributed(q, "new_group") || isDistributed(q, "split_group") || createsManyGroups(call);
 }
 
-// A known backend that resolves to no eager NCCL ("gloo", "nccl-lazy") is not eager NCCL.
-bool eagerNccl(const Call& call) {
+// A known backend that resolves to no eager NCCL ("gloo", "nccl-lazy") is not eager NCCL; nor is
+// the default backend in a file whose every init_process_group names a world without NCCL.
+bool eagerNccl(const Call& call, bool worldNotNccl) {
   const Argument* backend = call.keyword("backend");
-  if (!backend || !backend->stringValue) return true;
+  if (!backend) return !worldNotNccl;
+  if (!backend->stringValue) return true;
   return selectsEagerNccl(*backend->stringValue);
 }
 
@@ -43,8 +45,9 @@ class EagerGroupCreation final : public Rule {
 
   void check(const SourceModel& model, const RuleContext& context, std::vector<Finding>& out) const override {
     std::vector<const Call*> sites;
+    bool worldNotNccl = worldShownNotNccl(model);
     for (const Call& call : model.calls) {
-      if (!createsGroup(call) || !eagerNccl(call)) continue;
+      if (!createsGroup(call) || !eagerNccl(call, worldNotNccl)) continue;
       if (call.loopDepth > 0) {
         out.push_back(finding(model, call.where, call.spelling + "() in a loop creates one process group per "
                                                      "iteration; " + kCost + ". Consider: " + kAdvice));
@@ -76,7 +79,14 @@ class EagerGroupCreation final : public Rule {
                    "created (pytorch #192895), one per group. Code that creates many groups, typically in a loop, now "
                    "pays for all of their communicators up front. NCCL documents that more communicators use more "
                    "memory unless they are split with shared resources. new_subgroups and "
-                   "new_subgroups_by_enumeration create one group per subgroup in a single call.",
+                   "new_subgroups_by_enumeration create one group per subgroup in a single call, and so do libraries' "
+                   "calls the catalogue (lint/data/group_wrappers.toml) names with their source: apex's "
+                   "create_syncbn_process_group, fairscale's and Megatron-LM's initialize_model_parallel, DeepSpeed's "
+                   "PipelineParallelGrid, torchrec's intra_and_cross_node_pg; each is reported where it stands, "
+                   "installed or not. One of torch's creators kept in a name, a class attribute or a dict (the "
+                   "original saved before patching new_group) counts as that creator. A group created with the "
+                   "default backend in a file whose every init_process_group names a backend without NCCL "
+                   "(\"gloo\") is not reported.",
       .example = "groups = [dist.new_group(ranks) for ranks in layout]",
       .fix = "Create groups once and reuse them, derive a family with one split_group, or use backend=\"nccl-lazy\". "
              "Project wrappers around new_group can be declared with group-wrappers in the configuration; the "
@@ -88,6 +98,8 @@ class EagerGroupCreation final : public Rule {
       // torch.distributed, `ENV.new_group`) counts without a mention of torch.distributed.
       .triggers = {{.anyOf = {"new_group", "split_group", "new_subgroups*"}, .module = "torch.distributed"},
                    {.anyOf = {".new_group", ".split_group", ".new_subgroups*"}}},
+      // The world's backend, for groups created with the default one.
+      .contextWords = {"init_process_group"},
   };
 };
 

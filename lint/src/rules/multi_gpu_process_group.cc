@@ -2,8 +2,10 @@
 // reported where the file shows several devices (a list of several, a range over several).
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "nccl_migrate/lint/rule.h"
 #include "registry.h"
@@ -76,35 +78,19 @@ std::string described(const Count& c, const std::string& noun) {
   return c.every ? "every visible GPU (range(torch.cuda.device_count()))" : std::to_string(c.items) + " " + noun;
 }
 
-// The file shows its world is not NCCL: it initialises one, and every init_process_group names a
-// backend with no NCCL entry ("gloo").
-bool worldIsNotNccl(const SourceModel& model) {
-  bool initialised = false;
-  for (const Call& call : model.calls) {
-    if (!isDistributed(call.qualifiedName, "init_process_group")) continue;
-    initialised = true;
-    const Argument* backend = call.argument("backend", 0);
-    if (!backend || !backend->stringValue) return false;
-    std::string lower = *backend->stringValue;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (lower.find("nccl") != std::string::npos) return false;
-  }
-  return initialised;
-}
-
 class MultiGpuProcessGroup final : public Rule {
  public:
   const RuleInfo& info() const override { return info_; }
 
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
-    if (worldIsNotNccl(model)) return;
+    if (worldShownNotNccl(model)) return;
     bool distributedJob = false;
     for (const Call& call : model.calls) distributedJob |= call.qualifiedName.starts_with("torch.distributed.");
     for (const Call& call : model.calls) {
       const std::string& q = call.qualifiedName;
       if (isDdp(q)) checkDdp(model, call, out);
       else if (q.starts_with("torch.distributed.") && q.ends_with("_multigpu")) checkMultiGpu(model, call, out);
-      else if (isDataParallel(q) && distributedJob) checkDataParallel(model, call, out);
+      else if (isDataParallel(q) && distributedJob && !onOtherBranchThanDistributed(model, call)) checkDataParallel(model, call, out);
       else if (q.starts_with("torch.distributed.")) checkTensorLists(model, call, out);
     }
   }
@@ -135,8 +121,20 @@ class MultiGpuProcessGroup final : public Rule {
                                                  kWhy + ". Use DistributedDataParallel with one process per GPU"));
   }
 
+  // DataParallel in an arm of an `if` whose other arm makes the job distributed (`if
+  // args.distributed: DDP(...) else: DataParallel(...)`, an `elif ... not distributed`): no run
+  // passes both, so it runs in a process of no distributed job.
+  static bool onOtherBranchThanDistributed(const SourceModel& model, const Call& dataParallel) {
+    for (const Call& call : model.calls)
+      if ((isDdp(call.qualifiedName) || isDistributed(call.qualifiedName, "init_process_group")) && call.exclusiveWith(dataParallel))
+        return true;
+    return false;
+  }
+
   void checkDdp(const SourceModel& model, const Call& call, std::vector<Finding>& out) const {
     const Argument* ids = call.argument("device_ids", 1);
+    bool noIds = !ids || ids->text == "None";
+    if (noIds && checkDdpOverSeveralDevices(model, call, out)) return;
     if (!ids) return checkDdpWithoutDevice(model, call, out);
     Count count = countOf(model, call, *ids);
     if (!count.several()) return;
@@ -148,21 +146,153 @@ class MultiGpuProcessGroup final : public Rule {
   // DDP(model) with no device_ids after model.cuda(), on a path where the process never picks its
   // GPU: every rank's model lands on cuda:0, or one process drives every visible GPU. A GPU picked
   // in another arm of an `if` (the launcher's `if args.gpu is not None:` branch) does not count.
+  // Where the file initialises the process group itself, it shows the process's setup; where it
+  // does not (a helper of another file does), that helper may select the GPU, which the file does
+  // not show: not reported. A process that sees one GPU (CUDA_VISIBLE_DEVICES set in the file) has
+  // selected it.
   void checkDdpWithoutDevice(const SourceModel& model, const Call& ddp, std::vector<Finding>& out) const {
+    for (const Setting& setting : model.settings)
+      if (setting.isEnvironment && setting.key == "CUDA_VISIBLE_DEVICES") return;
     const Call* moved = nullptr;
+    const Call* init = nullptr;
     for (const Call& call : model.calls) {
       if (call.exclusiveWith(ddp)) continue;
       if (selectsDevice(call)) return;
+      if (!init && isDistributed(call.qualifiedName, "init_process_group")) init = &call;
       bool toDefaultCuda = call.spelling.ends_with(".cuda") && call.arguments.empty() && call.where.line <= ddp.where.line;
       if (toDefaultCuda && !moved) moved = &call;
     }
-    if (!moved) return;
+    if (!moved || !init) return;
     out.push_back(finding(model, ddp.where,
                           ddp.spelling + "() without device_ids wraps a model moved with " + moved->spelling +
-                              "() (line " + std::to_string(moved->where.line) +
-                              "), and nothing on this path selects the process's GPU (set_device, device_id=). "
+                              "() (line " + std::to_string(moved->where.line) + "); this file initialises the "
+                              "process group (line " + std::to_string(init->where.line) + ") and nothing in it "
+                              "selects the process's GPU on this path (set_device, device_id=, CUDA_VISIBLE_DEVICES). "
                               "Processes that share a GPU fail under torch 2.15's NCCL backend (\"Duplicate GPU "
                               "detected\"); call torch.cuda.set_device(local_rank) first and pass device_ids=[local_rank]"));
+  }
+
+  // DDP with no device_ids (or None) in a file that places modules or tensors on several explicit
+  // GPUs on one path: a module spread over the process's GPUs (a pipeline within the process),
+  // which DDP takes as a multi-device module. Reported at the DDP call, naming the placements.
+  bool checkDdpOverSeveralDevices(const SourceModel& model, const Call& ddp, std::vector<Finding>& out) const {
+    std::vector<std::pair<const Call*, int>> placed;  // a placement and its GPU index
+    for (const Call& call : model.calls) {
+      if (call.exclusiveWith(ddp)) continue;
+      if (std::optional<int> gpu = explicitGpu(model, call)) placed.emplace_back(&call, *gpu);
+    }
+    for (const Call& call : model.calls) {
+      if (call.exclusiveWith(ddp) || call.loopDepth == 0) continue;
+      auto [list, gpus] = placementOverList(model, call);
+      if (!list) continue;
+      out.push_back(finding(model, ddp.where,
+                            ddp.spelling + "() without device_ids in a file that moves modules or tensors with " +
+                                call.spelling + "() in a loop (line " + std::to_string(call.where.line) + ") over " +
+                                list->name + ", a list of " + std::to_string(gpus) + " different GPUs (line " +
+                                std::to_string(list->where.line) + "): a module spread over several GPUs of one process, "
+                                "whose gradients one process group reduces; " + kWhy +
+                                ". Give each process one GPU (one pipeline stage per process, or the whole model on its "
+                                "GPU) and pass device_ids=[local_rank]"));
+      return true;
+    }
+    for (size_t i = 0; i < placed.size(); ++i)
+      for (size_t j = i + 1; j < placed.size(); ++j) {
+        const auto& [a, gpuA] = placed[i];
+        const auto& [b, gpuB] = placed[j];
+        if (gpuA == gpuB || a->exclusiveWith(*b)) continue;
+        out.push_back(finding(model, ddp.where,
+                              ddp.spelling + "() without device_ids in a file that places modules or tensors on "
+                              "cuda:" + std::to_string(gpuA) + " (" + a->spelling + "(), line " +
+                              std::to_string(a->where.line) + ") and cuda:" + std::to_string(gpuB) + " (" + b->spelling +
+                              "(), line " + std::to_string(b->where.line) + ") on the same path: a module spread over "
+                              "several GPUs of one process, whose gradients one process group reduces; " + kWhy +
+                              ". Give each process one GPU (one pipeline stage per process, or the whole model on its "
+                              "GPU) and pass device_ids=[local_rank]"));
+        return true;
+      }
+    return false;
+  }
+
+  // A `.to(x)` / `.cuda(x)` call whose device is an item of a list display of several different
+  // explicit GPUs (`devices = ["cuda:0", "cuda:1"]`): `x` a loop target bound where a call
+  // iterates the list (`for layer, x in zip(layers, devices)`, `enumerate(devices)`), or
+  // `devices[i]`. The list's binding and how many GPUs it names; none otherwise.
+  static std::pair<const Binding*, size_t> placementOverList(const SourceModel& model, const Call& call) {
+    if (!call.spelling.ends_with(".to") && !call.spelling.ends_with(".cuda")) return {};
+    const Argument* target = call.argument("device", 0);
+    if (!target || target->value < 0) return {};
+    const ValueNode& device = model.values[static_cast<size_t>(target->value)];
+    auto listNamed = [&](const std::string& name) -> std::pair<const Binding*, size_t> {
+      for (const Binding& b : model.bindings) {
+        if (b.name != name || b.value < 0 || (b.functionId != call.functionId && b.functionId != -1)) continue;
+        if (size_t gpus = distinctGpus(model, model.values[static_cast<size_t>(b.value)]); gpus > 1) return {&b, gpus};
+      }
+      return {};
+    };
+    if (device.kind == ValueNode::Kind::Unknown) {  // `devices[i]`
+      size_t bracket = device.text.find('[');
+      return bracket == std::string::npos || bracket == 0 ? std::pair<const Binding*, size_t>{} : listNamed(device.text.substr(0, bracket));
+    }
+    if (device.kind != ValueNode::Kind::Name) return {};
+    for (const Binding& b : model.bindings) {
+      // The loop target: bound to no value in the call's function, on a line that a call
+      // iterating a list stands on.
+      if (b.name != device.text || b.value >= 0 || b.functionId != call.functionId || b.where.line > call.where.line) continue;
+      for (const Call& iterating : model.calls) {
+        if (iterating.where.line != b.where.line || iterating.functionId != call.functionId) continue;
+        for (const Argument& a : iterating.arguments)
+          if (auto found = listNamed(a.text); found.first) return found;
+      }
+    }
+    return {};
+  }
+
+  // How many different explicit GPUs a list display names.
+  static size_t distinctGpus(const SourceModel& model, const ValueNode& list) {
+    if (list.kind != ValueNode::Kind::Sequence) return 0;
+    TracedValue items;
+    std::set<int> gpus;
+    for (int operand : list.operands) {
+      const ValueNode& item = model.values[static_cast<size_t>(operand)];
+      items.nodes.assign(1, item);
+      // torch.device("cuda", 1): its operands are read from the model's values.
+      if (item.kind == ValueNode::Kind::Call) {
+        items.nodes.clear();
+        items.nodes.push_back(item);
+        for (size_t i = 0; i < item.operands.size(); ++i) {
+          items.nodes.push_back(model.values[static_cast<size_t>(item.operands[i])]);
+          items.nodes.front().operands[i] = static_cast<int>(i + 1);
+        }
+      }
+      if (std::optional<int> gpu = gpuOf(items, items.nodes.front(), true)) gpus.insert(*gpu);
+    }
+    return gpus.size();
+  }
+
+  // The GPU index a `.to(...)` / `.cuda(...)` call names explicitly: "cuda:1", 1,
+  // torch.device("cuda:1"), torch.device("cuda", 1), followed through assignments; none otherwise.
+  static std::optional<int> explicitGpu(const SourceModel& model, const Call& call) {
+    bool to = call.spelling.ends_with(".to");
+    if (!to && !call.spelling.ends_with(".cuda")) return std::nullopt;
+    const Argument* target = call.argument("device", 0);
+    if (!target) return std::nullopt;
+    TracedValue value = traceValue(model, call, *target);
+    if (!value.root()) return std::nullopt;
+    return gpuOf(value, *value.root(), !to);
+  }
+
+  static std::optional<int> gpuOf(const TracedValue& value, const ValueNode& n, bool bareIndex) {
+    using Kind = ValueNode::Kind;
+    auto digits = [](const std::string& t) {
+      return !t.empty() && t.size() < 4 && std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c); });
+    };
+    if (n.kind == Kind::Literal && n.text.starts_with("cuda:") && digits(n.text.substr(5))) return std::stoi(n.text.substr(5));
+    if (n.kind == Kind::Literal && bareIndex && digits(n.text)) return std::stoi(n.text);
+    if (n.kind != Kind::Call || n.text != "torch.device" || n.operands.empty()) return std::nullopt;
+    const ValueNode& first = value.operand(n, 0);
+    if (n.operands.size() == 1) return gpuOf(value, first, false);
+    if (first.kind != Kind::Literal || first.text != "cuda") return std::nullopt;
+    return gpuOf(value, value.operand(n, 1), true);
   }
 
   static bool selectsDevice(const Call& call) {
@@ -192,10 +322,14 @@ class MultiGpuProcessGroup final : public Rule {
                    "torch.distributed). Under nccl2 an operation on a second device raises \"ProcessGroupNCCL is bound "
                    "to device ... but an operation was issued on ...\". Reported only on what the file shows: a "
                    "list of several tensors or devices (a list display, range(k) with k > 1, "
-                   "range(torch.cuda.device_count()), followed through assignments), DataParallel without device_ids, "
-                   "tensors on different explicit GPUs, or DDP without device_ids after a bare .cuda() on a path that "
-                   "selects no GPU. A list it cannot count is not reported, nor is a file whose every "
-                   "init_process_group names a backend without NCCL (\"gloo\").",
+                   "range(torch.cuda.device_count()), followed through assignments), DataParallel without device_ids "
+                   "(not where it stands in another arm of an `if` than the file's DDP or init_process_group: the "
+                   "non-distributed branch), tensors on different explicit GPUs, DDP without device_ids in a file that "
+                   "places modules or tensors on two different explicit GPUs on one path, or moves them in a loop to "
+                   "the items of a list of several explicit GPUs (a module spread over the process's GPUs), or DDP without device_ids after a bare .cuda() on a path that selects no GPU "
+                   "(set_device, device_id=, CUDA_VISIBLE_DEVICES) in a file that initialises the process group itself "
+                   "(a setup in another file may select the GPU). A list it cannot count is not reported, nor is a "
+                   "file whose every init_process_group names a backend without NCCL (\"gloo\").",
       .example = "model = DistributedDataParallel(model, device_ids=[0, 1])",
       .fix = "Run one process per GPU (torchrun --nproc-per-node) and give each process group one device.",
       .fixSafety = FixSafety::None,
@@ -205,7 +339,8 @@ class MultiGpuProcessGroup final : public Rule {
                    {.anyOf = {"DataParallel", "*_multigpu", "*cuda:#", ".cuda(#", "\"cuda\", #", "\"cuda\",#",
                               "'cuda', #", "'cuda',#"},
                     .module = "torch.distributed"}},
-      .contextWords = {"set_device*", "set_device_index", "device_id", ".cuda(", "cuda.device"},
+      .contextWords = {"set_device*", "set_device_index", "device_id", ".cuda(", "cuda.device", "init_process_group",
+                       "CUDA_VISIBLE_DEVICES"},
   };
 };
 

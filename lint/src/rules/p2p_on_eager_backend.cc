@@ -1,4 +1,5 @@
 // NM502 p2p-on-eager-backend: point-to-point loops (pipeline stages) on the default NCCL backend.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -191,29 +192,41 @@ class P2pOnEagerBackend final : public Rule {
       if (device == Device::Cuda) cudaShown = true;
     }
     bool unshownMayBeNccl = cudaShown || makesGroupWithCudaOnNccl(model);
-    // One finding per file for its own loops: the advice is per process group, not per call. A
-    // function the project calls in a loop elsewhere has one of its own, where its transfer stands.
-    bool loopReported = false;
-    std::set<int> functionsReported;
+    // Whether the file shows a transfer's tensor off NCCL: on the CPU, or not shown on a group the
+    // file shows carrying CPU tensors only.
+    auto offNccl = [&](Device device, const std::string& group) {
+      return device == Device::Cpu || (device == Device::NotShown && cpuGroups.contains(group) && !unshownMayBeNccl);
+    };
+    // A batch's tensors are its P2POps': those built in its function, else (a method that commits
+    // what other methods queued) those of the file. It is off NCCL only when every one is.
+    auto batchOffNccl = [&](const Call& batch) {
+      std::vector<const Call*> ops, inFunction;
+      for (const Call& call : model.calls)
+        if (isDistributed(call.qualifiedName, "P2POp")) {
+          ops.push_back(&call);
+          if (call.functionId == batch.functionId) inFunction.push_back(&call);
+        }
+      const std::vector<const Call*>& mine = inFunction.empty() ? ops : inFunction;
+      return !mine.empty() && std::all_of(mine.begin(), mine.end(), [&](const Call* op) {
+        auto device = devices.find(op);
+        return offNccl(device == devices.end() ? Device::NotShown : device->second, groupOf(*op));
+      });
+    };
+    // Each call that issues a transfer is its own site: in a loop, or in a function the project
+    // calls in a loop. A P2POp only describes a transfer for batch_isend_irecv, which issues it and
+    // is reported instead.
     for (const Call& call : model.calls) {
-      if (!isPointToPoint(call.qualifiedName)) continue;
+      if (!issuesTransfer(call.qualifiedName)) continue;
       bool inLoop = call.loopDepth > 0;
-      bool calledInLoop = !inLoop && !call.calledInLoopAt.empty() && issuesTransfer(call.qualifiedName);
-      if (inLoop ? loopReported : (!calledInLoop || functionsReported.contains(call.functionId))) continue;
-      auto device = devices.find(&call);
-      if (device != devices.end()) {
-        if (device->second == Device::Cpu) continue;  // not NCCL's transfer
-        std::string group = groupOf(call);
-        if (device->second == Device::NotShown && cpuGroups.contains(group) && !unshownMayBeNccl) continue;
-      }
+      if (!inLoop && call.calledInLoopAt.empty()) continue;
+      if (auto device = devices.find(&call); device != devices.end() && offNccl(device->second, groupOf(call))) continue;
+      if (isDistributed(call.qualifiedName, "batch_isend_irecv") && batchOffNccl(call)) continue;
       std::string where = inLoop ? "() in a loop"
                                  : "() in " + call.function + "(), which " + call.calledInLoopAt + " calls in a loop";
       out.push_back(finding(model, call.where,
                             call.spelling + where + ": torch 2.15's NCCL backend runs send/recv on the group's "
                             "one communicator, so transfers to different peers do not overlap; for a pipeline's "
                             "group, consider backend=\"nccl-lazy\" (per-peer communicators, created lazily)"));
-      if (inLoop) loopReported = true;
-      else functionsReported.insert(call.functionId);
     }
   }
 
@@ -225,7 +238,11 @@ class P2pOnEagerBackend final : public Rule {
       .rationale = "The rewritten backend runs collectives and send/recv on one communicator per group. The legacy "
                    "backend created a 2-rank communicator per peer pair, so P2P to different peers could overlap. "
                    "PyTorch's pipelining code warns \"Pipeline parallelism is using an eager NCCL communicator. "
-                   "Consider creating its process group with backend=\"nccl-lazy\"\". NCCL takes CUDA tensors "
+                   "Consider creating its process group with backend=\"nccl-lazy\"\". Each call that issues a "
+                   "transfer (send, recv, isend, irecv, batch_isend_irecv) in a loop, or in a function the project "
+                   "calls in a loop, is reported at its own line; a P2POp only describes a transfer, so batched "
+                   "transfers are reported at batch_isend_irecv, which is left alone when every P2POp of its function "
+                   "(else of the file) holds a tensor shown off NCCL. NCCL takes CUDA tensors "
                    "only: a transfer of a tensor the file shows on the CPU (t.cpu(), t.to(\"cpu\"), a torch factory "
                    "given no device) is not reported, nor is one whose tensor the file does not show (a queue's, a "
                    "parameter's) on a group the file shows carrying CPU tensors, when the file shows no CUDA tensor on "

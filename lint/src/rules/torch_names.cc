@@ -2,6 +2,8 @@
 // that lint and the backends never disagree on what a value means.
 #include "torch_names.h"
 
+#include <algorithm>
+#include <cctype>
 #include <optional>
 #include <vector>
 
@@ -33,6 +35,20 @@ bool selectsDefaultNccl(const std::string& backend) {
   for (const std::string& name : backendNames(backend))
     if (shim::isDefaultNcclName(name)) return true;
   return false;
+}
+
+bool worldShownNotNccl(const SourceModel& model) {
+  bool initialised = false;
+  for (const Call& call : model.calls) {
+    if (!isDistributed(call.qualifiedName, "init_process_group")) continue;
+    initialised = true;
+    const Argument* backend = call.argument("backend", 0);
+    if (!backend || !backend->stringValue) return false;
+    std::string lower = *backend->stringValue;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lower.find("nccl") != std::string::npos) return false;
+  }
+  return initialised;
 }
 
 bool selectsEagerNccl(const std::string& backend) {

@@ -16,6 +16,10 @@ inline bool isDistributed(const std::string& qualified, std::string_view name) {
          qualified.ends_with(name);
 }
 
+// The file shows its world is not NCCL: it initialises one, and every init_process_group names a
+// backend with no NCCL entry ("gloo"). Groups created with the default backend are then not NCCL's.
+bool worldShownNotNccl(const SourceModel& model);
+
 // A backend string that selects torch's NCCL backend under its default name, as torch reads it:
 // "nccl" in any case, alone or as a device's entry ("cpu:gloo,cuda:NCCL"). Excludes
 // nccl2/nccl-lazy/nccl-legacy, which name one implementation explicitly.
