@@ -1,12 +1,15 @@
 // NM102's messages state what the file showed and nothing more: a multiple of a count names the
-// count (and, where the count is not a number, that it agrees only when that count is 1), and an
-// init whose backend the file does not show says so and carries no fix.
+// count (and, where the count is not a number, that it agrees only when that count is 1), an
+// init whose backend the file does not show says so and carries no fix, and a device from
+// another file's function names that function and what it returns.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "nccl_migrate/lint/linter.h"
+#include "nccl_migrate/lint/rule.h"
+#include "python/python_frontend.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -74,6 +77,91 @@ TEST(InitDeviceEvidence, NamesNoneOfWhichIsNcclAreNotReported) {
                              "    torch.cuda.set_device(0)\n"
                              "    dist.init_process_group(backend)\n")
                   .empty());
+}
+
+// The project model's part, done here by hand: each return of `helper` (a file of module
+// mypkg.utils) traced in its own file, as NameEquivalences::functionReturns carries it.
+NameEquivalences helperReturns(const std::string& helper, const std::string& module) {
+  SourceModel model = parsePython("helper.py", helper, {});
+  NameEquivalences names;
+  for (const Binding& r : model.returns) names.functionReturns[module + ":" + r.name].push_back(traceBinding(model, r));
+  return names;
+}
+
+std::vector<Finding> findingsWithHelper(const std::string& helper, const std::string& text,
+                                        const std::string& module = "mypkg.utils") {
+  SourceModel model = parsePython("train.py", text, helperReturns(helper, module));
+  LintConfig config;
+  std::vector<Finding> out;
+  findRule("NM102")->check(model, RuleContext{config}, out);
+  return out;
+}
+
+const std::string kTrainer = kHeader +
+                             "from mypkg.utils import get_rank\n"
+                             "def main():\n"
+                             "    torch.cuda.set_device(get_rank())\n"
+                             "    device = torch.device(f\"cuda:{get_rank()}\")\n"
+                             "    dist.init_process_group(backend=\"nccl\")\n";
+
+TEST(InitDeviceEvidence, AnotherFilesGlobalRankIsNamedWithWhatItReturns) {
+  auto found = findingsWithHelper(
+      "import torch.distributed as dist\n"
+      "def get_rank():\n"
+      "    return dist.get_rank() if dist.is_initialized() else 0\n",
+      kTrainer);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NE(found[0].message.find("torch.cuda.set_device(get_rank()) at line 6 selects cuda:get_rank() "
+                                  "(mypkg.utils.get_rank (defined in another file) returns "
+                                  "torch.distributed.get_rank() or 0)"),
+            std::string::npos)
+      << found[0].message;
+  EXPECT_NE(found[0].message.find("the same device only where the job has no more ranks than a node has GPUs"),
+            std::string::npos)
+      << found[0].message;
+
+  // Defined in a module of the package the import names (its __init__.py re-exports it), with a
+  // return in each arm.
+  auto reExported = findingsWithHelper(
+      "import torch\n"
+      "def get_rank():\n"
+      "    if torch.distributed.is_initialized():\n"
+      "        return torch.distributed.get_rank()\n"
+      "    return 0\n",
+      kTrainer, "mypkg.utils.distributed");
+  ASSERT_EQ(reExported.size(), 1u);
+  EXPECT_NE(reExported[0].message.find("(mypkg.utils.get_rank (defined in another file) returns "
+                                       "torch.distributed.get_rank() or 0)"),
+            std::string::npos)
+      << reExported[0].message;
+
+  auto fromEnvironment = findingsWithHelper("import os\ndef get_rank():\n    return int(os.environ[\"RANK\"])\n", kTrainer);
+  ASSERT_EQ(fromEnvironment.size(), 1u);
+  EXPECT_NE(fromEnvironment[0].message.find("selects cuda:RANK (mypkg.utils.get_rank (defined in another file) "
+                                            "returns os.environ[\"RANK\"])"),
+            std::string::npos)
+      << fromEnvironment[0].message;
+}
+
+TEST(InitDeviceEvidence, AnotherFilesLocalRankIsNotReported) {
+  EXPECT_TRUE(findingsWithHelper("import os\ndef get_rank():\n    return int(os.environ[\"LOCAL_RANK\"])\n", kTrainer).empty());
+  EXPECT_TRUE(findingsWithHelper("import torch\nimport torch.distributed as dist\n"
+                                 "def get_rank():\n    return dist.get_rank() % torch.cuda.device_count()\n",
+                                 kTrainer)
+                  .empty());
+}
+
+TEST(InitDeviceEvidence, AFunctionOfAnotherFileNotKnownIsNoEvidence) {
+  EXPECT_TRUE(findingsWithHelper("", kTrainer).empty());
+  // A function of the same name in a module the import does not name.
+  SourceModel helper = parsePython("other/utils.py", "import os\ndef get_rank():\n    return int(os.environ[\"RANK\"])\n", {});
+  NameEquivalences names;
+  names.functionReturns["other.utils:get_rank"].push_back(traceBinding(helper, helper.returns.front()));
+  SourceModel model = parsePython("train.py", kTrainer, names);
+  LintConfig config;
+  std::vector<Finding> out;
+  findRule("NM102")->check(model, RuleContext{config}, out);
+  EXPECT_TRUE(out.empty());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // qualified names, and for each call the function and the arms of `if` statements it is in, and
 // what each argument, binding and return value is made of, for value tracing (python_values.cc).
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -35,6 +36,7 @@ namespace {
 struct FieldIds {
   TSFieldId alias;
   TSFieldId alternative;
+  TSFieldId argument;
   TSFieldId arguments;
   TSFieldId body;
   TSFieldId attribute;
@@ -62,6 +64,7 @@ TSFieldId fieldId(const char* name) {
 const FieldIds kField = {
     .alias = fieldId("alias"),
     .alternative = fieldId("alternative"),
+    .argument = fieldId("argument"),
     .arguments = fieldId("arguments"),
     .body = fieldId("body"),
     .attribute = fieldId("attribute"),
@@ -456,11 +459,23 @@ class PythonWalker {
       int entered = kSameArm;
       if (arm) {
         entered = static_cast<int>(arms_.size());
+        TSNode condition = ts_node_eq(child, consequence) ? field(node, kField.condition)
+                           : type == "elif_clause"        ? field(child, kField.condition)
+                                                          : TSNode{};
+        if (!ts_node_is_null(condition)) bindArmCondition(condition, statement, index);
         arms_.push_back({arm_, statement, index++});
       }
       steps.push_back({child, 0, false, false, -1, arm ? entered : arm_});
     });
     std::reverse(steps.begin() + static_cast<std::ptrdiff_t>(first), steps.end());
+  }
+
+  // An `if` or `elif` arm's condition, bound under kArmCondition in the arm it opens (the arms
+  // around the statement, then that arm), so that a rule can ask what holds inside it.
+  void bindArmCondition(TSNode condition, int statement, int index) {
+    std::vector<Call::Arm> arms = armsHere();
+    arms.push_back({statement, index});
+    model_.bindings.push_back({kArmCondition, valueOf(condition), function_, std::move(arms), locationOf(condition)});
   }
 
   // The arms around the current point, outermost first.
@@ -676,6 +691,23 @@ class PythonWalker {
       }
       return addValue({Kind::Operator, op, "", {valueOf(left, depth + 1), valueOf(right, depth + 1)}, where});
     }
+    if (type == "comparison_operator" && ts_node_named_child_count(node) == 2) {
+      TSNode left = ts_node_named_child(node, 0), right = ts_node_named_child(node, 1);
+      uint32_t from = ts_node_end_byte(left), to = ts_node_start_byte(right);
+      std::string op;  // "==", "not in", "is not": the words between the operands, blanks made one
+      for (char c : text_.substr(from, to > from ? to - from : 0)) {
+        if (!std::isspace(static_cast<unsigned char>(c))) op += c;
+        else if (!op.empty() && op.back() != ' ') op += ' ';
+      }
+      while (!op.empty() && op.back() == ' ') op.pop_back();
+      return addValue({Kind::Operator, op, "", {valueOf(left, depth + 1), valueOf(right, depth + 1)}, where});
+    }
+    if (type == "not_operator" && !ts_node_is_null(field(node, kField.argument))) {
+      return addValue({Kind::Operator, "not", "", {valueOf(field(node, kField.argument), depth + 1)}, where});
+    }
+    if (type == "boolean_operator" && textOf(field(node, kField.operatorField)) == "and") {
+      return addValue({Kind::Operator, "and", "", {valueOf(field(node, kField.left), depth + 1), valueOf(field(node, kField.right), depth + 1)}, where});
+    }
     if (type == "conditional_expression" && ts_node_named_child_count(node) == 3) {
       return addValue({Kind::OneOf, "", "", {valueOf(ts_node_named_child(node, 0), depth + 1), valueOf(ts_node_named_child(node, 2), depth + 1)}, where});
     }
@@ -815,6 +847,7 @@ class PythonWalker {
     }
     if (dotted.empty()) return addValue({Kind::Unknown, clipped(node), "", {}, where});
     std::string qualified = names_.qualify(dotted);
+    if (!equivalences_.functionReturns.empty() && qualified.find('.') != std::string::npos) recordOtherFileReturns(qualified, where);
     ValueNode call{Kind::Call, qualified.empty() ? dotted : qualified, "", {}, where};
     forEachNamedChild(arguments, [&](TSNode a) {
       std::string_view type = typeOf(a);
@@ -827,11 +860,38 @@ class PythonWalker {
     return addValue(std::move(call));
   }
 
+  // The returns of another file's function that `qualified` (a call's callee, as the imports name
+  // it) is, once per file (kOtherFileReturns): the function whose module the import names.
+  void recordOtherFileReturns(const std::string& qualified, Location where) const {
+    if (!otherFileReturns_.insert(qualified).second) return;
+    size_t dot = qualified.rfind('.');
+    std::string imported = qualified.substr(0, dot), name = qualified.substr(dot + 1);
+    const std::vector<TracedValue>* returns = nullptr;
+    for (const auto& [key, values] : equivalences_.functionReturns) {
+      size_t colon = key.rfind(':');
+      if (colon == std::string::npos || key.substr(colon + 1) != name || !moduleNamedBy(key.substr(0, colon), imported)) continue;
+      if (returns) return;  // two functions the import may name: neither is known to be the one
+      returns = &values;
+    }
+    if (!returns || returns->empty()) return;
+    ValueNode any{ValueNode::Kind::OneOf, qualified, "", {}, where};
+    for (const TracedValue& value : *returns) {
+      int offset = static_cast<int>(model_.values.size());
+      for (ValueNode node : value.nodes) {
+        for (int& operand : node.operands) operand += offset;
+        model_.values.push_back(std::move(node));
+      }
+      if (!value.nodes.empty()) any.operands.push_back(offset);
+    }
+    model_.returns.push_back({qualified, addValue(std::move(any)), kOtherFileReturns, {}, where});
+  }
+
   void onSubscriptAssignment(TSNode target, TSNode right) {
     if (!isEnviron(field(target, kField.value))) return;
     auto key = stringValueOf(field(target, kField.subscript));
     if (!key || ts_node_is_null(right)) return;
     model_.settings.push_back({*key, stringValueOf(right).value_or(""), locationOf(target), true});
+    bind(environmentBinding(*key), valueOf(right), target);
   }
 
   bool isEnviron(TSNode node) const {
@@ -1101,6 +1161,7 @@ class PythonWalker {
   const NameEquivalences& equivalences_;
   const GroupWrapperIndex& wrappers_;  // the inferred wrappers, by name
   std::string module_;          // this file's, for the wrappers; empty when there are none
+  mutable std::set<std::string> otherFileReturns_;  // callees whose returns were looked up
   std::unordered_map<std::string, std::string> relativeImports_;  // name -> ".module.name"
   PythonNames names_;
   std::unordered_map<std::string, std::string> constants_;  // name -> string value known so far
@@ -1131,6 +1192,8 @@ class PythonWalker {
 };
 
 }  // namespace
+
+std::string environmentBinding(std::string_view key) { return "os.environ[\"" + std::string(key) + "\"]"; }
 
 SourceModel parsePython(const std::string& path, const std::string& text, const NameEquivalences& names,
                         const std::vector<ParseRegion>& regions, const std::vector<ParseRegion>& leftOut) {

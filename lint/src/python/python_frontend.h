@@ -24,6 +24,10 @@ struct NameEquivalences {
   // Functions of the scanned tree that issue point-to-point transfers and are called in a loop,
   // as keys of python_project.h, each with where ("pipeline_parallel.py:96"): Call::calledInLoopAt.
   std::map<std::string, std::string> functionsCalledInLoops;
+  // What module-level functions of the scanned tree return, as keys of python_project.h
+  // ("mypkg.utils:get_rank"), each return's value traced in its own file: a call of such a function
+  // that this file imports is followed into them (see kOtherFileReturns).
+  std::map<std::string, std::vector<TracedValue>> functionReturns;
 };
 
 // A part of a file to parse, whole lines: bytes [begin, end), rows [beginRow, endRow] and the
@@ -43,6 +47,30 @@ struct ParseRegion {
 std::vector<ParseRegion> pythonTopLevelBlocks(std::string_view text);
 // The statements of a block's body at `indent` (a class's members), the block's header first.
 std::vector<ParseRegion> pythonStatements(std::string_view text, const ParseRegion& within, size_t indent);
+
+// Bindings the Python frontend records besides the names Python binds, under names no Python
+// name reads, for rules that look for them in SourceModel::bindings:
+// - environmentBinding(key): `os.environ[key] = value`, where it stands (the Setting records the
+//   key; the binding, what the value is made of and the arms around it).
+// - kArmCondition: the condition of an `if` or `elif` arm, bound in the arm it opens (the binding's
+//   branches end with that arm). Its value reads comparisons (`x == -1`), `not x` and `a and b` as
+//   Operator nodes ("==", "not", "and"; `not` with its one operand).
+std::string environmentBinding(std::string_view key);
+// - a return of another file's function (NameEquivalences::functionReturns) that this file calls:
+//   in SourceModel::returns under the name the call is qualified to ("mypkg.utils.get_rank"), in
+//   function kOtherFileReturns, its value a OneOf of that function's returns named so.
+inline constexpr int kOtherFileReturns = -2;
+inline constexpr const char* kArmCondition = "<if condition>";
+
+// A binding's value followed through the file as traceValue follows an argument, read where the
+// binding stands.
+TracedValue traceBinding(const SourceModel& model, const Binding& binding);
+
+// The condition binding (kArmCondition) of the arm `branches[depth]` of a place in function
+// `functionId` with those branches, or of an earlier arm of the same `if` (`index`: which arm);
+// null for an `else` arm or where none was recorded.
+const Binding* armCondition(const SourceModel& model, int functionId, const std::vector<Call::Arm>& branches,
+                            size_t depth, int index);
 
 // Python through tree-sitter-python: error tolerant, so a file with a syntax error keeps its
 // other findings. With `regions`, only those parts are parsed (positions stay the file's);

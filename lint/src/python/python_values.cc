@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nccl_migrate/lint/source_model.h"
+#include "python_frontend.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -58,11 +59,15 @@ class Tracer {
   int copy(int index, const Place& place, int steps) {
     const ValueNode& node = model_.values[static_cast<size_t>(index)];
     if (out_.nodes.size() >= kMaxNodes) return append({ValueNode::Kind::Unknown, "...", "", {}, node.where});
-    if (steps < kMaxSteps && (node.kind == ValueNode::Kind::Name || node.kind == ValueNode::Kind::Attribute)) {
+    if (place.functionId != kOtherFileReturns && steps < kMaxSteps &&
+        (node.kind == ValueNode::Kind::Name || node.kind == ValueNode::Kind::Attribute)) {
       std::vector<const Binding*> found = reaching(node.text, place);
       if (int followed = follow(node, found, steps); followed >= 0) return followed;
     }
-    if (steps < kMaxSteps && node.kind == ValueNode::Kind::Call) {
+    // Another file's values (kOtherFileReturns) were traced in that file: its names and calls
+    // mean nothing here.
+    bool here = place.functionId != kOtherFileReturns;
+    if (here && steps < kMaxSteps && node.kind == ValueNode::Kind::Call) {
       std::vector<const Binding*> found = returnsOf(node.text);
       if (int followed = follow(node, found, steps); followed >= 0) return followed;
     }
@@ -123,9 +128,12 @@ class Tracer {
   }
 
   // What a call of the file's function `name` returns, when the file defines one function of
-  // that name (a method's name is left alone: which class's it is is not known here).
+  // that name (a method's name is left alone: which class's it is is not known here), or of
+  // another file's function the frontend recorded under that name (kOtherFileReturns).
   std::vector<const Binding*> returnsOf(const std::string& name) const {
     std::vector<const Binding*> out;
+    for (const Binding& r : model_.returns)
+      if (r.functionId == kOtherFileReturns && r.name == name) return {&r};
     int id = -1;
     for (size_t i = 0; i < model_.functions.size(); ++i) {
       if (model_.functions[i] != name) continue;
@@ -147,6 +155,22 @@ class Tracer {
 TracedValue traceValue(const SourceModel& model, const Call& call, const Argument& argument) {
   if (argument.value < 0 || static_cast<size_t>(argument.value) >= model.values.size()) return {};
   return Tracer(model).run(argument.value, {call.functionId, &call.branches, call.where});
+}
+
+TracedValue traceBinding(const SourceModel& model, const Binding& binding) {
+  if (binding.value < 0 || static_cast<size_t>(binding.value) >= model.values.size()) return {};
+  return Tracer(model).run(binding.value, placeOf(binding));
+}
+
+const Binding* armCondition(const SourceModel& model, int functionId, const std::vector<Call::Arm>& branches,
+                            size_t depth, int index) {
+  if (depth >= branches.size()) return nullptr;
+  for (const Binding& b : model.bindings) {
+    if (b.name != kArmCondition || b.functionId != functionId || b.branches.size() != depth + 1) continue;
+    if (b.branches[depth].statement != branches[depth].statement || b.branches[depth].index != index) continue;
+    if (alwaysPassed(std::vector<Call::Arm>(b.branches.begin(), b.branches.end() - 1), branches)) return &b;
+  }
+  return nullptr;
 }
 
 }  // namespace nccl_migrate::lint

@@ -1,12 +1,12 @@
 // NM102 init-without-device-id: an NCCL world initialised without device_id in a process whose
 // GPU selection the file shows not to come from its local rank (the global rank, a constant).
 #include <algorithm>
-#include <array>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "nccl_migrate/lint/rule.h"
+#include "python/python_frontend.h"
 #include "registry.h"
 #include "torch_names.h"
 
@@ -30,17 +30,10 @@ struct Evidence {
   std::string shown;    // the index as read: "RANK % 4", "0", "cfg.device_id * num_pipeline_devices"
   std::string divisor;  // for GlobalRank: what the rank is taken modulo ("" when it is not); for
                         // Multiple: the multiplier n
+  // Another file's function the index came through, and what it returns: "mypkg.utils.get_rank
+  // (defined in another file) returns torch.distributed.get_rank() or 0"; empty when none.
+  std::string via;
 };
-
-constexpr std::array kLocalRankVariables = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                            "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"};
-constexpr std::array kGlobalRankVariables = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK",
-                                             "PMI_RANK", "PMIX_RANK"};
-
-template <size_t N>
-bool among(const std::string& value, const std::array<const char*, N>& names) {
-  return std::any_of(names.begin(), names.end(), [&](const char* n) { return value == n; });
-}
 
 bool digitsOnly(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
@@ -56,7 +49,7 @@ bool showsOtherDevice(const Evidence& e) {
 
 class DeviceReader {
  public:
-  explicit DeviceReader(const TracedValue& value) : value_(value) {}
+  DeviceReader(const SourceModel& model, const TracedValue& value) : model_(model), value_(value) {}
 
   Evidence read() const { return value_.root() ? device(*value_.root(), 0) : Evidence{}; }
 
@@ -98,8 +91,8 @@ class DeviceReader {
         if (n.text.starts_with("cuda:")) return device(n, depth + 1);
         return {};
       case Kind::Environment:
-        if (among(n.text, kLocalRankVariables)) return {Source::LocalRank, n.text};
-        if (among(n.text, kGlobalRankVariables)) return {Source::GlobalRank, n.text};
+        if (isLocalRankVariable(n.text)) return {Source::LocalRank, n.text};
+        if (isGlobalRankVariable(n.text)) return {Source::GlobalRank, n.text};
         return {};
       case Kind::Attribute: {
         std::string last = lastName(n.text);
@@ -120,7 +113,7 @@ class DeviceReader {
         if (left.source == Source::GlobalRank && divisor == "device_count()") {
           return {Source::AsInferred, left.shown + " % " + divisor};
         }
-        return {left.source, left.shown + " % " + divisor, left.source == Source::GlobalRank ? divisor : ""};
+        return {left.source, left.shown + " % " + divisor, left.source == Source::GlobalRank ? divisor : "", left.via};
       }
       case Kind::Format:
         return device(n, depth + 1);
@@ -169,7 +162,43 @@ class DeviceReader {
       if (!showsOtherDevice(e)) return e;
       if (i == 0) first = e;
     }
+    if (otherFileFunction(n.text)) {
+      std::string returns;
+      for (size_t i = 0; i < n.operands.size(); ++i) returns += (i ? " or " : "") + written(value_.operand(n, i), depth + 1);
+      first.via = n.text + " (defined in another file) returns " + returns;
+    }
     return first;
+  }
+
+  bool otherFileFunction(const std::string& name) const {
+    return std::any_of(model_.returns.begin(), model_.returns.end(),
+                       [&](const Binding& r) { return r.functionId == kOtherFileReturns && r.name == name; });
+  }
+
+  // A value as the message quotes another file's return: calls by their qualified names.
+  std::string written(const ValueNode& n, int depth) const {
+    using Kind = ValueNode::Kind;
+    if (depth > kMaxDepth) return "...";
+    switch (n.kind) {
+      case Kind::Call:
+        return n.text + "()";
+      case Kind::Environment:
+        return "os.environ[\"" + n.text + "\"]";
+      case Kind::Literal:
+      case Kind::Name:
+      case Kind::Attribute:
+        return n.text;
+      case Kind::Operator:
+        if (n.operands.size() == 2) return written(value_.operand(n, 0), depth + 1) + " " + n.text + " " + written(value_.operand(n, 1), depth + 1);
+        return "...";
+      case Kind::OneOf: {
+        std::string out;
+        for (size_t i = 0; i < n.operands.size(); ++i) out += (i ? " or " : "") + written(value_.operand(n, i), depth + 1);
+        return out;
+      }
+      default:
+        return "...";
+    }
   }
 
   // A divisor as read: `torch.cuda.device_count()` as device_count(), a name or a number as written.
@@ -180,7 +209,120 @@ class DeviceReader {
     return n.text;
   }
 
+  const SourceModel& model_;
   const TracedValue& value_;
+};
+
+// A process that sees one GPU binds cuda:0 (its global rank modulo a device count of 1), so
+// selecting cuda:0 there is selecting the bound device. The file shows it where it sets
+// CUDA_VISIBLE_DEVICES (os.environ[...] = value) to one device on every path to the selection,
+// before the selection and before anything of torch.cuda runs in that function (CUDA reads the
+// variable once, when it starts): in the selection's function, or at module level outside any
+// `if` but `if __name__ == "__main__":`, for a selection in a function.
+class OneVisibleDevice {
+ public:
+  explicit OneVisibleDevice(const SourceModel& model) : model_(model) {}
+
+  bool before(const Call& selection) const {
+    for (const Binding& b : model_.bindings) {
+      if (b.name != environmentBinding("CUDA_VISIBLE_DEVICES") || !reaches(b, selection) || cudaRunsBefore(b)) continue;
+      TracedValue value = traceBinding(model_, b);
+      if (value.root() && oneDevice(value, *value.root())) return true;
+    }
+    return false;
+  }
+
+ private:
+  bool reaches(const Binding& b, const Call& selection) const {
+    if (b.functionId == selection.functionId) return b.where.line < selection.where.line && within(b.branches, selection.branches);
+    if (b.functionId != -1 || selection.functionId < 0) return false;
+    for (size_t depth = 0; depth < b.branches.size(); ++depth) {
+      const Binding* condition = armCondition(model_, -1, b.branches, depth, 0);
+      if (b.branches[depth].index != 0 || !condition || !isMainGuard(model_.values[static_cast<size_t>(condition->value)]))
+        return false;
+    }
+    return true;
+  }
+
+  // `__name__ == "__main__"`, either way round.
+  bool isMainGuard(const ValueNode& n) const {
+    if (n.kind != ValueNode::Kind::Operator || n.text != "==" || n.operands.size() != 2) return false;
+    const ValueNode& a = model_.values[static_cast<size_t>(n.operands[0])];
+    const ValueNode& b = model_.values[static_cast<size_t>(n.operands[1])];
+    auto name = [](const ValueNode& v) { return v.kind == ValueNode::Kind::Name && v.text == "__name__"; };
+    auto main = [](const ValueNode& v) { return v.kind == ValueNode::Kind::Literal && v.text == "__main__"; };
+    return (name(a) && main(b)) || (name(b) && main(a));
+  }
+
+  // Whether a call of torch.cuda may run before the setting in its function.
+  bool cudaRunsBefore(const Binding& b) const {
+    return std::any_of(model_.calls.begin(), model_.calls.end(), [&](const Call& c) {
+      return c.functionId == b.functionId && c.where.line <= b.where.line && c.qualifiedName.starts_with("torch.cuda.") &&
+             !exclusive(c.branches, b.branches);
+    });
+  }
+
+  // Whether every run that reaches a place with `inner` arms is in each of the `outer` arms.
+  static bool within(const std::vector<Call::Arm>& outer, const std::vector<Call::Arm>& inner) {
+    if (outer.size() > inner.size()) return false;
+    for (size_t i = 0; i < outer.size(); ++i)
+      if (outer[i].statement != inner[i].statement || outer[i].index != inner[i].index) return false;
+    return true;
+  }
+
+  static bool exclusive(const std::vector<Call::Arm>& a, const std::vector<Call::Arm>& b) {
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      if (a[i].statement != b[i].statement) return false;
+      if (a[i].index != b[i].index) return true;
+    }
+    return false;
+  }
+
+  // A CUDA_VISIBLE_DEVICES value of one device: a literal with no comma ("3", "GPU-5c1a..."), or
+  // one index written out (str(local_rank), f"{rank % 8}"). A value read from elsewhere (another
+  // variable, a parameter of unknown content, a join of a list) may name several.
+  static bool oneDevice(const TracedValue& v, const ValueNode& n) {
+    using Kind = ValueNode::Kind;
+    if (n.kind == Kind::Literal) return !n.text.empty() && n.text.front() != '-' && n.text.find(',') == std::string::npos;
+    if (n.kind == Kind::Format) {
+      if (n.text.find(',') != std::string::npos) return false;
+      for (size_t i = 0; i < n.operands.size(); ++i)
+        if (!oneIndex(v, v.operand(n, i), 0)) return false;
+      return true;
+    }
+    return oneIndex(v, n, 0);
+  }
+
+  // One integer: a number, a rank (a launcher's variable, get_rank(), a name or attribute called
+  // rank or local_rank) or arithmetic of those.
+  static bool oneIndex(const TracedValue& v, const ValueNode& n, int depth) {
+    using Kind = ValueNode::Kind;
+    if (depth > 8) return false;
+    switch (n.kind) {
+      case Kind::Literal:
+        return digitsOnly(n.text);
+      case Kind::Environment:
+        return isLocalRankVariable(n.text) || isGlobalRankVariable(n.text);
+      case Kind::Name:
+      case Kind::Attribute: {
+        std::string last = lastName(n.text);
+        return last == "rank" || last == "local_rank" || last == "global_rank" || last == "localrank";
+      }
+      case Kind::Call:
+        return n.text == "torch.distributed.get_rank" || n.text == "torch.distributed.get_node_local_rank";
+      case Kind::Operator:
+        if (n.text != "%" && n.text != "//" && n.text != "+" && n.text != "-" && n.text != "*") return false;
+        [[fallthrough]];
+      case Kind::OneOf:
+        for (size_t i = 0; i < n.operands.size(); ++i)
+          if (!oneIndex(v, v.operand(n, i), depth + 1)) return false;
+        return !n.operands.empty();
+      default:
+        return false;
+    }
+  }
+
+  const SourceModel& model_;
 };
 
 // Whether every run that reaches `later` has passed `earlier` just before in the same function:
@@ -259,9 +401,14 @@ class InitWithoutDeviceId final : public Rule {
 
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
     std::vector<Selection> selections;
+    OneVisibleDevice oneVisible(model);
     for (const Call& call : model.calls) {
       if (!isSetDevice(call.qualifiedName) || call.arguments.empty()) continue;
-      selections.push_back({&call, DeviceReader(traceValue(model, call, call.arguments.front())).read()});
+      TracedValue value = traceValue(model, call, call.arguments.front());
+      Evidence evidence = DeviceReader(model, value).read();
+      bool cudaZero = evidence.source == Evidence::Source::Constant && evidence.shown == "0";
+      if (cudaZero && oneVisible.before(call)) evidence.source = Evidence::Source::AsInferred;
+      selections.push_back({&call, evidence});
     }
     if (selections.empty()) return;
     for (const Call& call : model.calls) {
@@ -275,6 +422,7 @@ class InitWithoutDeviceId final : public Rule {
       const Call& chooser = *chosen->call;
       std::string seen = chooser.spelling + "(" + chooser.arguments.front().text + ") at line " +
                          std::to_string(chooser.where.line) + " selects cuda:" + shownIndex(chosen->evidence);
+      if (!chosen->evidence.via.empty()) seen += " (" + chosen->evidence.via + ")";
       std::string init = "init_process_group() without device_id";
       if (backend == Backend::Unread) {
         init += " and backend=" + call.argument("backend", 0)->text +
@@ -357,7 +505,9 @@ class InitWithoutDeviceId final : public Rule {
                    "compares it with the device torch 2.15's NCCL backend binds without device_id, cuda:(global rank % "
                    "device_count()) (ProcessGroupNCCL::setBoundDeviceId). It reports a selection from the global rank "
                    "(RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, dist.get_rank()) taken modulo something else or not at "
-                   "all, a constant index (unless world_size=1), and a multiple of a count (`local_rank * n`, a "
+                   "all, a constant index (unless world_size=1, or cuda:0 in a process that sees one GPU: "
+                   "CUDA_VISIBLE_DEVICES set in the file to one device, such as str(local_rank), before the selection "
+                   "and before torch.cuda runs), and a multiple of a count (`local_rank * n`, a "
                    "process driving n GPUs: the rank torch binds to cuda:1 selects no multiple of n unless n is 1), "
                    "naming when the two devices agree. A selection of exactly that index, one from the local rank "
                    "(LOCAL_RANK, SLURM_LOCALID, args.local_rank: the same device under the usual launch), or from "
@@ -380,7 +530,7 @@ class InitWithoutDeviceId final : public Rule {
       .triggers = {{.anyOf = {"init_process_group"}, .andAnyOf = {"set_device*"}, .module = "torch.distributed"}},
       // The values a selection is made of, wherever the file computes them (a helper function).
       .contextWords = {"LOCAL_RANK", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "get_rank", "local_rank",
-                       "device_count"},
+                       "device_count", "CUDA_VISIBLE_DEVICES"},
   };
 };
 

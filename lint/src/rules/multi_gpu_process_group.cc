@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "nccl_migrate/lint/rule.h"
+#include "python/python_frontend.h"
 #include "registry.h"
 #include "torch_names.h"
 
@@ -78,6 +79,117 @@ std::string described(const Count& c, const std::string& noun) {
   return c.every ? "every visible GPU (range(torch.cuda.device_count()))" : std::to_string(c.items) + " " + noun;
 }
 
+// Whether a condition, where it holds (`negated`: where it does not), shows the process is in no
+// distributed job: a rank read that is -1 (below 0), a world size of 1 (below 2), a false
+// `distributed`/`ddp` flag, torch.distributed not initialised or not available. `a and b` holds
+// where both do; where a value is one of several (`x if c else y`, `a or b`, a name assigned in
+// several places) every one must show it.
+class NotDistributedCondition {
+ public:
+  explicit NotDistributedCondition(const TracedValue& value) : value_(value) {}
+
+  bool shown(bool negated) const { return value_.root() && notDistributed(*value_.root(), negated, 0); }
+
+ private:
+  bool notDistributed(const ValueNode& n, bool negated, int depth) const {
+    using Kind = ValueNode::Kind;
+    if (depth > 12) return false;
+    if (n.kind == Kind::Operator && n.text == "not" && n.operands.size() == 1) return notDistributed(operand(n, 0), !negated, depth + 1);
+    if (n.kind == Kind::Operator && n.text == "and" && n.operands.size() == 2) {
+      bool left = notDistributed(operand(n, 0), negated, depth + 1);
+      bool right = notDistributed(operand(n, 1), negated, depth + 1);
+      return negated ? left && right : left || right;  // not (a and b): either may be false
+    }
+    if (n.kind == Kind::OneOf && !n.operands.empty()) {
+      for (size_t i = 0; i < n.operands.size(); ++i)
+        if (!notDistributed(operand(n, i), negated, depth + 1)) return false;
+      return true;
+    }
+    if (n.kind == Kind::Operator && n.operands.size() == 2) return comparison(n, negated);
+    if (!negated) return false;
+    if (n.kind == Kind::Call) return n.text == "torch.distributed.is_initialized" || n.text == "torch.distributed.is_available";
+    return isDistributedFlag(n);
+  }
+
+  // `subject OP number`, either way round, as it holds (or not).
+  bool comparison(const ValueNode& n, bool negated) const {
+    static const std::set<std::pair<std::string, std::string>> kMirrored = {{"<", ">"}, {"<=", ">="}, {"==", "=="}, {"!=", "!="}};
+    static const std::set<std::pair<std::string, std::string>> kNegated = {{"==", "!="}, {"<", ">="}, {">", "<="}};
+    const ValueNode* subject = &operand(n, 0);
+    const ValueNode* number = &operand(n, 1);
+    std::string op = n.text;
+    if (isNumber(*subject) && !isNumber(*number)) {
+      std::swap(subject, number);
+      for (const auto& [a, b] : kMirrored) {
+        if (op == a) { op = b; break; }
+        if (op == b) { op = a; break; }
+      }
+    }
+    if (!isNumber(*number)) return false;
+    if (negated) {
+      std::string before = op;
+      op.clear();
+      for (const auto& [a, b] : kNegated) {
+        if (before == a) op = b;
+        else if (before == b) op = a;
+      }
+    }
+    const std::string& k = number->text;
+    if (isRank(*subject)) return (op == "==" && k == "-1") || (op == "<" && k == "0");
+    if (isWorldSize(*subject)) return (op == "==" && k == "1") || (op == "<=" && k == "1") || (op == "<" && k == "2");
+    return false;
+  }
+
+  static bool isNumber(const ValueNode& n) {
+    // `-1` is a unary operator the frontend keeps as written.
+    bool literal = n.kind == ValueNode::Kind::Literal || (n.kind == ValueNode::Kind::Unknown && n.text.starts_with("-"));
+    std::string digits = n.text.starts_with("-") ? n.text.substr(1) : n.text;
+    return literal && !digits.empty() && std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
+  }
+
+  static std::string lastName(const ValueNode& n) {
+    if (n.kind != ValueNode::Kind::Name && n.kind != ValueNode::Kind::Attribute) return "";
+    return n.text.substr(n.text.rfind('.') + 1);
+  }
+
+  // A rank read from the launcher's environment or kept under a rank's name (`args.local_rank`).
+  static bool isRank(const ValueNode& n) {
+    if (n.kind == ValueNode::Kind::Environment) return isLocalRankVariable(n.text) || isGlobalRankVariable(n.text);
+    std::string last = lastName(n);
+    return last == "rank" || last == "local_rank" || last == "global_rank" || last == "RANK" || last == "LOCAL_RANK";
+  }
+
+  static bool isWorldSize(const ValueNode& n) {
+    if (n.kind == ValueNode::Kind::Environment) return n.text == "WORLD_SIZE";
+    std::string last = lastName(n);
+    return last == "world_size" || last == "WORLD_SIZE";
+  }
+
+  static bool isDistributedFlag(const ValueNode& n) {
+    std::string last = lastName(n);
+    return last == "distributed" || last == "is_distributed" || last == "use_distributed" || last == "ddp" ||
+           last == "use_ddp";
+  }
+
+  const ValueNode& operand(const ValueNode& n, size_t i) const { return value_.operand(n, i); }
+
+  const TracedValue& value_;
+};
+
+// Whether an `if` around `call` in its function shows the process in no distributed job there:
+// the condition of the arm it stands in holds, and those of the arms before it do not.
+bool onNotDistributedPath(const SourceModel& model, const Call& call) {
+  for (size_t depth = 0; depth < call.branches.size(); ++depth) {
+    for (int index = 0; index <= call.branches[depth].index; ++index) {
+      const Binding* condition = armCondition(model, call.functionId, call.branches, depth, index);
+      if (!condition) continue;
+      TracedValue value = traceBinding(model, *condition);
+      if (NotDistributedCondition(value).shown(index < call.branches[depth].index)) return true;
+    }
+  }
+  return false;
+}
+
 class MultiGpuProcessGroup final : public Rule {
  public:
   const RuleInfo& info() const override { return info_; }
@@ -90,7 +202,10 @@ class MultiGpuProcessGroup final : public Rule {
       const std::string& q = call.qualifiedName;
       if (isDdp(q)) checkDdp(model, call, out);
       else if (q.starts_with("torch.distributed.") && q.ends_with("_multigpu")) checkMultiGpu(model, call, out);
-      else if (isDataParallel(q) && distributedJob && !onOtherBranchThanDistributed(model, call)) checkDataParallel(model, call, out);
+      else if (isDataParallel(q) && distributedJob && !onOtherBranchThanDistributed(model, call) &&
+               !onNotDistributedPath(model, call)) {
+        checkDataParallel(model, call, out);
+      }
       else if (q.starts_with("torch.distributed.")) checkTensorLists(model, call, out);
     }
   }
@@ -323,8 +438,11 @@ class MultiGpuProcessGroup final : public Rule {
                    "to device ... but an operation was issued on ...\". Reported only on what the file shows: a "
                    "list of several tensors or devices (a list display, range(k) with k > 1, "
                    "range(torch.cuda.device_count()), followed through assignments), DataParallel without device_ids "
-                   "(not where it stands in another arm of an `if` than the file's DDP or init_process_group: the "
-                   "non-distributed branch), tensors on different explicit GPUs, DDP without device_ids in a file that "
+                   "(not where it stands in another arm of an `if` than the file's DDP or init_process_group, nor in an "
+                   "arm whose condition holds only outside a distributed job (a rank read from the environment or "
+                   "args that is -1: `RANK == -1`, `args.local_rank == -1`; a world size of 1; `not "
+                   "dist.is_initialized()`; `not args.distributed`), or that follows an arm whose condition holds in "
+                   "every distributed job (`if args.distributed: ... else:`): the non-distributed branch), tensors on different explicit GPUs, DDP without device_ids in a file that "
                    "places modules or tensors on two different explicit GPUs on one path, or moves them in a loop to "
                    "the items of a list of several explicit GPUs (a module spread over the process's GPUs), or DDP without device_ids after a bare .cuda() on a path that selects no GPU "
                    "(set_device, device_id=, CUDA_VISIBLE_DEVICES) in a file that initialises the process group itself "

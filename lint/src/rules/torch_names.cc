@@ -3,6 +3,7 @@
 #include "torch_names.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <optional>
 #include <vector>
@@ -29,7 +30,21 @@ std::optional<shim::Behaviour> behaviourWhenUnset(const std::string& name) {
   return resolution->behaviour;
 }
 
+constexpr std::array<std::string_view, 6> kLocalRankVariables = {
+    "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+    "PMI_LOCAL_RANK"};
+constexpr std::array<std::string_view, 6> kGlobalRankVariables = {"RANK",     "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
+                                                                  "MV2_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+
 }  // namespace
+
+bool isLocalRankVariable(std::string_view name) {
+  return std::find(kLocalRankVariables.begin(), kLocalRankVariables.end(), name) != kLocalRankVariables.end();
+}
+
+bool isGlobalRankVariable(std::string_view name) {
+  return std::find(kGlobalRankVariables.begin(), kGlobalRankVariables.end(), name) != kGlobalRankVariables.end();
+}
 
 bool selectsDefaultNccl(const std::string& backend) {
   for (const std::string& name : backendNames(backend))

@@ -16,6 +16,11 @@ inline bool isDistributed(const std::string& qualified, std::string_view name) {
          qualified.ends_with(name);
 }
 
+// The environment variables launchers set to a process's rank on its node (LOCAL_RANK,
+// SLURM_LOCALID, ...) and in the whole job (RANK, SLURM_PROCID, ...).
+bool isLocalRankVariable(std::string_view name);
+bool isGlobalRankVariable(std::string_view name);
+
 // The file shows its world is not NCCL: it initialises one, and every init_process_group names a
 // backend with no NCCL entry ("gloo"). Groups created with the default backend are then not NCCL's.
 bool worldShownNotNccl(const SourceModel& model);
