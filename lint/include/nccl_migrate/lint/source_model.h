@@ -73,7 +73,8 @@ struct ValueNode {
     Attribute,    // a dotted name (`args.local_rank`): `text` as written
     Call,         // a call: `text` its callee, qualified where known ("torch.device"), else as written;
                   // operands: its arguments, a keyword one with `keyword`
-    Operator,     // a binary operator: `text` ("%", "+", "//"), operands left and right
+    Operator,     // an operator: `text` ("%", "+", "//", "==", "not in", "and"), operands left and
+                  // right; `not` has one operand
     Format,       // an f-string, "..." % x or "...".format(x): `text` the literal parts with "{}" for each operand
     Sequence,     // a list or tuple display: operands its elements
     Comprehension,  // a list/generator comprehension: the operand is what its first `for` iterates over
@@ -161,7 +162,9 @@ struct Call {
 
 // A name bound in the file, for traceValue(): `x = value`, `args.gpu = value` (a dotted target as
 // written), and, with no value (-1), the bindings whose value is not read here: a function's
-// parameters, loop targets, tuple unpacking, `x += ...`, `with ... as x`.
+// parameters, loop targets, tuple unpacking, `x += ...`, `with ... as x`. The Python frontend adds
+// bindings of its own (python_frontend.h): `os.environ["X"] = value`, the condition of an `if` arm
+// (kArmCondition) and another file's function returns (kOtherFileReturns).
 struct Binding {
   std::string name;
   int value = -1;  // root in SourceModel::values
