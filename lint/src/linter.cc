@@ -29,6 +29,8 @@
 #include "python/python_call_sites.h"
 #include "python/python_docstrings.h"
 #include "python/python_regions.h"
+#include "python/python_scopes.h"
+#include "python/python_text.h"
 #include "engine/suppressions.h"
 #include "cpp/cpp_module.h"
 #include "cpp/cpp_frontend.h"
@@ -161,6 +163,14 @@ struct RulePlan {
     jsonPrefilter.emplace(std::move(json), config.equivalentModules);
   }
 
+  // Whether a function of this name is a group wrapper, as the frontend tells (Call::inGroupWrapper):
+  // the name of an inferred wrapper of any module, or a configured wrapper's last name.
+  bool isWrapperFunction(const std::string& name) const {
+    if (wrapperNames_.names(name)) return true;
+    return std::any_of(names.groupWrappers.begin(), names.groupWrappers.end(),
+                       [&](const std::string& w) { return w == name || w.ends_with("." + name); });
+  }
+
   // Whether a call `receiver.name(` can reach a group wrapper of that name at all: only through
   // `self`, or a receiver named as the wrapper's module or its package is (GroupWrapperIndex), unless
   // the configuration makes other names stand for modules (python_call_sites.h).
@@ -182,6 +192,7 @@ struct RulePlan {
     for (const auto& [from, to] : config.equivalentModules)
       if (to != "torch" && !to.starts_with("torch.")) anyReceiver_ = true;  // a name may stand for a wrapper's module
     for (const std::string& w : config.groupWrappers) wrapperReceivers_[w.substr(w.rfind('.') + 1)].insert("");
+    wrapperNames_ = GroupWrapperIndex(names.inferredGroupWrappers);
     for (const std::string& key : names.inferredGroupWrappers) {
       std::string scope = key.substr(0, key.rfind(':'));
       if (scope.find('#') != std::string::npos) continue;  // a method or nested function
@@ -202,6 +213,7 @@ struct RulePlan {
   // Group wrappers' names -> the last names of their modules and packages ("": any).
   std::map<std::string, std::set<std::string, std::less<>>, std::less<>> wrapperReceivers_;
   bool anyReceiver_ = false;
+  GroupWrapperIndex wrapperNames_;  // the inferred wrappers, for isWrapperFunction
 };
 
 // Where each call the project model resolved in the file stands, as a word end inside it: the
@@ -226,7 +238,9 @@ std::vector<ParseRegion> regionsToParse(const std::string& text, const Prefilter
   constexpr size_t kWorthSplitting = 4 * 1024;
   if (text.size() < kWorthSplitting) return {};
   std::vector<size_t> ends = prefilter.wordEnds(matches, rules);
-  if (resolved) addResolvedCallEnds(text, *resolved, ends);
+  // The resolved calls are NM401's words: where it is left out (dropSilentGroupCreation), so are they.
+  static const Rule* const groupCreation = findRule("NM401");
+  if (resolved && std::find(rules.begin(), rules.end(), groupCreation) != rules.end()) addResolvedCallEnds(text, *resolved, ends);
   return pythonRegions(text, ends, leftOut);
 }
 
@@ -349,13 +363,43 @@ void nameChains(std::vector<Finding>& findings, const std::vector<ResolvedCall>&
   }
 }
 
-// NM401 on a file that only group wrappers' names bring it to (not torch's group creators, nor a call
-// the project model resolved) reports nothing where the text shows those names only at fewer calls
-// than group-sites-threshold, all outside loops (python_call_sites.h): it is left out there, and the
+// Where the name of each call the project model resolved stands ([begin, end) of `callee` in
+// `callee(` on the call's line, from where the call starts): spans as prefilter words are, so that
+// the text tells whether they are calls in loops. Empty when one of them is not found so.
+std::vector<std::pair<size_t, size_t>> resolvedCallNames(const std::string& text, const std::vector<ResolvedCall>& resolved) {
+  std::vector<size_t> lineStarts = {0};
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) lineStarts.push_back(at + 1);
+  std::vector<std::pair<size_t, size_t>> names;
+  for (const ResolvedCall& call : resolved) {
+    if (call.line < 1 || static_cast<size_t>(call.line) > lineStarts.size() || call.column < 1 || call.callee.empty()) return {};
+    size_t start = lineStarts[call.line - 1] + static_cast<size_t>(call.column - 1);
+    size_t lineEnd = std::min(text.find('\n', start), text.size());
+    size_t found = std::string::npos;
+    for (size_t at = text.find(call.callee, start); at != std::string::npos && at + call.callee.size() <= lineEnd;
+         at = text.find(call.callee, at + 1)) {
+      size_t end = at + call.callee.size();
+      size_t open = text.find_first_not_of(" \t", end);
+      bool word = (at == 0 || !isIdentifierByte(text[at - 1])) && (end == text.size() || !isIdentifierByte(text[end]));
+      if (word && open < lineEnd && text[open] == '(') {
+        found = at;
+        break;
+      }
+    }
+    if (found == std::string::npos) return {};
+    names.emplace_back(found, found + call.callee.size());
+  }
+  return names;
+}
+
+// NM401 reports nothing on a Python file whose group creations the text shows to be calls outside
+// every loop, fewer than group-sites-threshold once the calls made inside group wrappers are left
+// out (python_call_sites.h): a file that only group wrappers' names, or calls the project model
+// resolved (`resolved`), bring it to, not torch's group creators. It is left out there, and the
 // file is parsed for its other rules alone, or not at all. Tests that call a wrapper to set up
 // their groups are most of the files NM401 was parsed for.
 void dropSilentGroupCreation(std::vector<const Rule*>& rules, const std::string& text, const Prefilter& prefilter,
-                             const PrefilterMatches& matches, const LintConfig& config, const RulePlan& plan) {
+                             const PrefilterMatches& matches, const LintConfig& config, const RulePlan& plan,
+                             const std::vector<ResolvedCall>* resolved) {
   static const Rule* const rule = findRule("NM401");
   auto it = std::find(rules.begin(), rules.end(), rule);
   if (it == rules.end()) return;
@@ -363,8 +407,37 @@ void dropSilentGroupCreation(std::vector<const Rule*>& rules, const std::string&
   if (prefilter.triggerMatches(matches, rule, 0, own)) return;
   int threshold = config.groupSitesThreshold;
   std::vector<std::pair<size_t, size_t>> spans = prefilter.triggerWordSpans(matches, rule, own);
-  auto mayCount = [&](std::string_view receiver, std::string_view name) { return plan.callMayReachWrapper(receiver, name); };
-  if (!onlyFewCallsOutsideLoops(text, spans, threshold > 0 ? static_cast<size_t>(threshold) : 0, mayCount)) return;
+  std::set<size_t> resolvedAt;  // a resolved call creates groups whatever its receiver
+  if (resolved) {
+    std::vector<std::pair<size_t, size_t>> calls = resolvedCallNames(text, *resolved);
+    if (calls.size() != resolved->size()) return;
+    for (const auto& call : calls) resolvedAt.insert(call.first);
+    spans.insert(spans.end(), calls.begin(), calls.end());
+    std::sort(spans.begin(), spans.end());
+    spans.erase(std::unique(spans.begin(), spans.end()), spans.end());
+  }
+  auto mayCount = [&](std::string_view receiver, std::string_view name) {
+    // `name` is a view into `text`; were it not, every call would count, which only costs a parse.
+    if (name.data() < text.data() || name.data() >= text.data() + text.size()) return true;
+    return resolvedAt.contains(static_cast<size_t>(name.data() - text.data())) || plan.callMayReachWrapper(receiver, name);
+  };
+  if (!onlyFewCallsOutsideLoops(text, spans, threshold > 0 ? static_cast<size_t>(threshold) : 0, mayCount)) {
+    // Calls made in a function that is a wrapper itself (a test method that sets up its groups
+    // through one) are no sites of the file (Call::inGroupWrapper): where the text shows every call
+    // outside loops, only the others count towards the threshold.
+    if (threshold <= 0) return;
+    std::vector<size_t> starts;
+    for (const auto& span : spans) starts.push_back(span.first);
+    std::vector<std::string> functions = enclosingFunctions(text, starts);
+    std::vector<std::pair<size_t, size_t>> outside;
+    for (size_t k = 0; k < spans.size(); ++k)
+      if (functions[k].empty() || !plan.isWrapperFunction(functions[k])) outside.push_back(spans[k]);
+    if (outside.size() == spans.size() || !onlyFewCallsOutsideLoops(text, spans, 0, mayCount)) return;
+    // Fewer words than the threshold are fewer calls.
+    if (outside.size() >= static_cast<size_t>(threshold) &&
+        !onlyFewCallsOutsideLoops(text, outside, static_cast<size_t>(threshold), mayCount))
+      return;
+  }
   rules.erase(it);
 }
 
@@ -384,7 +457,7 @@ FileResult lintCode(const fs::path& path, const std::string& text, Language lang
     prefilter.dropWithin(matches, pythonDocstrings(text));
     rules = prefilter.triggeredRules(matches);
     if (resolved) addResolvedCallRules(rules, options.config);
-    else dropSilentGroupCreation(rules, text, prefilter, matches, options.config, plan);
+    dropSilentGroupCreation(rules, text, prefilter, matches, options.config, plan, resolved);
     if (rules.empty()) return result;
   }
   result.parsed = true;

@@ -231,6 +231,42 @@ TEST_F(WrapperTree, CallsInLoopsAreFlaggedInFilesParsedInParts) {
   EXPECT_EQ(findingsIn(root_), (std::vector<std::string>{"train.py:203:NM401", "train.py:405:NM401"}));
 }
 
+// A test that sets up its groups through a wrapper is a wrapper itself, so its calls are no sites
+// of its file (Call::inGroupWrapper): NM401 has nothing to report there, and the file, which no
+// other rule needs, is not parsed. The same calls at module level, or in a loop, are still found.
+TEST_F(WrapperTree, CallsInsideWrappersLeaveTheFileUnparsed) {
+  write("mypkg/__init__.py", "");
+  write("mypkg/groups.py",
+        "import torch.distributed as dist\n"
+        "def make_group(ranks):\n"
+        "    return dist.new_group(ranks)\n");
+  const std::string calls =
+      "        make_group([0])\n        make_group([1])\n        make_group([2])\n        make_group([3])\n";
+  write("test_setup.py",
+        "from mypkg.groups import make_group\n"
+        "class TestGroups:\n"
+        "    @pytest.mark.parametrize(\n"
+        "        \"size\", [1, 2]\n"
+        "    )\n"
+        "    def test_four(self, size):\n" +
+            calls + "    def test_more(self):\n" + calls);
+  LintOptions options;
+  options.jobs = 2;
+  options.config.environment = false;
+  LintReport quiet = lintPaths({root_}, options);
+  EXPECT_TRUE(quiet.findings.empty());
+  EXPECT_EQ(quiet.filesParsed, 1);  // groups.py alone
+
+  write("script.py", "from mypkg.groups import make_group\n"
+                         "make_group([0])\nmake_group([1])\nmake_group([2])\nmake_group([3])\n");
+  write("loop.py",
+        "from mypkg.groups import make_group\n"
+        "def build(layout):\n"
+        "    for ranks in layout:\n"
+        "        make_group(ranks)\n");
+  EXPECT_EQ(findingsIn(root_), (std::vector<std::string>{"loop.py:4:NM401", "script.py:2:NM401"}));
+}
+
 // A function a notebook's code cell defines around new_group is a group creator like one in a .py
 // file: its calls in a loop are flagged in a later cell (named by cell and line) and in the
 // project's Python files; a gloo one is not, nor a single call (fixtures/notebook_wrappers).

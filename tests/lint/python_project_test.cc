@@ -3,6 +3,7 @@
 // statements around it (for rules that ask which path a call is on).
 #include "python/python_frontend.h"
 #include "python/python_project.h"
+#include "python/python_scopes.h"
 
 #include <gtest/gtest.h>
 
@@ -153,6 +154,67 @@ TEST(PythonGroupCreators, UnresolvedReceiversAndWrappers) {
   // taken for it, torch's own stays torch's.
   EXPECT_EQ(callNamed(model, "dist.init_process_group").qualifiedName, "torch.distributed.new_group");
   EXPECT_EQ(callNamed(model, "torch.distributed.init_process_group").qualifiedName, "torch.distributed.init_process_group");
+}
+
+// Each offset's innermost def, as the frontend names a call's function: through classes, compound
+// statements and decorators over several lines; none at module level or in a class body, and none
+// where the lines leave a doubt (a def's signature or decorators, a one-line def, a `match` that
+// holds a def).
+TEST(EnclosingFunctions, TheInnermostDefAroundEachOffset) {
+  const std::string source =
+      "make(0)\n"
+      "class TestA:\n"
+      "    field = make(1)\n"
+      "    @pytest.mark.parametrize(\n"
+      "        \"n\", [1, 2]\n"
+      "    )\n"
+      "    def test_one(self, n=make(2)):\n"
+      "        if n:\n"
+      "            make(3)\n"
+      "        def inner():\n"
+      "            return make(4)\n"
+      "        class Local:\n"
+      "            x = make(5)\n"
+      "def short(): return make(6)\n"
+      "def outer():\n"
+      "    match x:\n"
+      "        case 1:\n"
+      "            def hidden():\n"
+      "                make(7)\n"
+      "    with ctx(\"(\"):\n"
+      "        make(8)\n";
+  std::vector<size_t> offsets;
+  for (size_t at = source.find("make("); at != std::string::npos; at = source.find("make(", at + 1)) offsets.push_back(at);
+  ASSERT_EQ(offsets.size(), 9u);
+  EXPECT_EQ(enclosingFunctions(source, offsets),
+            (std::vector<std::string>{"", "", "", "test_one", "inner", "test_one", "", "", "outer"}));
+}
+
+// A docstring's last line with a bracket before a `#` keeps the lines' split of statements open,
+// here until the next method's docstring closes a bracket: split so, the second method's call
+// seems to be in the first method. The indentation above names the second: where the two
+// readings differ, no function is named rather than the wrong one.
+TEST(EnclosingFunctions, WhereTheSplitAndTheIndentationDifferNoneIsNamed) {
+  const std::string source =
+      "class T:\n"
+      "    def first(self):\n"
+      "        \"\"\"Doc\n"
+      "        more (see #1).\"\"\"\n"
+      "        make(0)\n"
+      "    def second(self):\n"
+      "        \"\"\"Doc (which goes\n"
+      "        on) here.\"\"\"\n"
+      "        make(1)\n";
+  std::vector<size_t> offsets = {source.find("make(0)"), source.find("make(1)")};
+  EXPECT_EQ(enclosingFunctions(source, offsets), (std::vector<std::string>{"", ""}));
+}
+
+// Brackets opened less those closed, outside strings and before a comment.
+TEST(PythonBracketBalance, StringsAndCommentsDoNotCount) {
+  EXPECT_EQ(pythonBracketBalance("f(a, [b,\n"), 2);
+  EXPECT_EQ(pythonBracketBalance("x = \"(\" + ')' + \"\\\"(\"  # )))\n"), 0);
+  EXPECT_EQ(pythonBracketBalance("})] and a very long line with no bracket at all before the end ("), -2);
+  EXPECT_EQ(pythonBracketBalance("'unterminated ("), 0);
 }
 
 }  // namespace

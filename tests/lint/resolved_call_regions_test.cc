@@ -36,12 +36,14 @@ class ResolvedCallRegions : public testing::Test {
     options.config.environment = false;
     LintReport report = lintPaths({root_}, options);
     EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+    filesParsed_ = report.filesParsed;
     std::vector<std::string> found;
     for (const Finding& f : report.findings)
       found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line) + ":" + f.code);
     return found;
   }
   fs::path root_;
+  int filesParsed_ = 0;
 };
 
 TEST_F(ResolvedCallRegions, TheFunctionAroundAResolvedCallIsParsed) {
@@ -60,6 +62,36 @@ TEST_F(ResolvedCallRegions, TheFunctionAroundAResolvedCallIsParsed) {
   ASSERT_GT(source.size(), 8u * 1024);
   write("pkg/train.py", source);
   EXPECT_EQ(findings(), (std::vector<std::string>{"train.py:" + std::to_string(1 + 450 + 4) + ":NM401"}));
+}
+
+// A file whose only group creations are resolved calls, fewer than group-sites-threshold and
+// outside loops, gets no NM401 finding: it is not parsed for them. One in a loop still is.
+TEST_F(ResolvedCallRegions, FewResolvedCallsOutsideLoopsLeaveTheFileUnparsed) {
+  write("pkg/train.py",
+        "from pkg.groups import Maker\n"
+        "def once(ranks):\n"
+        "    maker = Maker()\n"
+        "    return maker.make(ranks)\n");
+  EXPECT_TRUE(findings().empty());
+  EXPECT_EQ(filesParsed_, 1);  // groups.py alone
+  write("pkg/loop.py",
+        "from pkg.groups import Maker\n"
+        "def build(layout):\n"
+        "    maker = Maker()\n"
+        "    for ranks in layout:\n"
+        "        maker.make(ranks)\n");
+  EXPECT_EQ(findings(), (std::vector<std::string>{"loop.py:5:NM401"}));
+  EXPECT_EQ(filesParsed_, 2);
+  // As many as group-sites-threshold, in a function that is no wrapper (`main` never is): found.
+  write("pkg/many.py",
+        "from pkg.groups import Maker\n"
+        "def main():\n"
+        "    maker = Maker()\n"
+        "    maker.make([0])\n"
+        "    maker.make([1])\n"
+        "    maker.make([2])\n"
+        "    maker.make([3])\n");
+  EXPECT_EQ(findings(), (std::vector<std::string>{"loop.py:5:NM401", "many.py:4:NM401"}));
 }
 
 }  // namespace

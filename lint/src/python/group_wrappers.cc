@@ -252,19 +252,33 @@ std::pair<std::string, std::string> splitAlias(std::string_view item) {
 
 // The imports of a source, at any indentation (a function's body imports too), by lines: a
 // statement in brackets or continued with a backslash is joined first.
+// The starts of the lines that begin, after blanks, with `from ` or `import `, in order: found by
+// searching the text for the two words, as few of a source's lines are imports.
+std::vector<size_t> importLineStarts(std::string_view text) {
+  std::vector<size_t> starts;
+  for (std::string_view keyword : {std::string_view("from "), std::string_view("import ")}) {
+    for (size_t at = text.find(keyword); at != std::string_view::npos; at = text.find(keyword, at + 1)) {
+      size_t start = at;
+      while (start > 0 && (text[start - 1] == ' ' || text[start - 1] == '\t')) --start;
+      if (start == 0 || text[start - 1] == '\n') starts.push_back(start);
+    }
+  }
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  return starts;
+}
+
 std::vector<ImportedName> importsOf(std::string_view text) {
   std::vector<ImportedName> out;
-  for (size_t line = 0; line < text.size();) {
-    size_t next = text.find('\n', line);
+  size_t line = 0;  // where the next statement may start: the lines above are read
+  for (size_t start : importLineStarts(text)) {
+    if (start < line) continue;  // a line of the statement above, joined to it
+    size_t next = text.find('\n', start);
     next = next == std::string_view::npos ? text.size() : next + 1;
-    size_t at = line;
+    size_t at = start;
     while (at < next && (text[at] == ' ' || text[at] == '\t')) ++at;
     std::string_view rest = text.substr(at, next - at);
     bool from = rest.starts_with("from "), plain = rest.starts_with("import ");
-    if (!from && !plain) {
-      line = next;
-      continue;
-    }
     std::string statement(rest);
     bool open = statement.find('(') != std::string::npos && statement.find(')') == std::string::npos;
     while ((open || trimmed(statement).ends_with("\\")) && next < text.size()) {
@@ -777,6 +791,18 @@ class Inference {
       if (!readings_[i].scopes) bindImports(i);
       readAround(texts_[i], hits, readings_[i]);
     });
+    indexModuleBinders();
+  }
+
+  // The sources whose module-level statements read so far bind each name to a call's result, in
+  // order: receiverClasses asks for every call on an object, and most sources bind none.
+  void indexModuleBinders() {
+    moduleBinders_.clear();
+    for (size_t j = 0; j < readings_.size(); ++j)
+      for (const Construction& c : readings_[j].module.constructions) {
+        std::vector<size_t>& binders = moduleBinders_[c.target];
+        if (binders.empty() || binders.back() != j) binders.push_back(j);
+      }
   }
 
   // The aliases the source's imports make at any depth (a function's body imports too, which the
@@ -851,11 +877,12 @@ class Inference {
     if (r.find('.') != std::string::npos || q.find('.') == std::string::npos) return {};
     std::string imported = q.substr(0, q.rfind('.')), name = q.substr(q.rfind('.') + 1);
     std::vector<const ClassEntry*> out;
-    for (size_t j = 0; j < readings_.size(); ++j) {
+    // The module's name is compared only where the name is bound: most sources bind none.
+    auto binders = moduleBinders_.find(name);
+    if (binders == moduleBinders_.end()) return out;
+    for (size_t j : binders->second) {
       const std::vector<Construction>& made = readings_[j].module.constructions;
-      // The module's name is compared only where the name is bound: most sources bind none.
-      bool binds = std::any_of(made.begin(), made.end(), [&](const Construction& c) { return c.target == name; });
-      if (binds && moduleNamedBy(modules_[j], imported))
+      if (moduleNamedBy(modules_[j], imported))
         for (const ClassEntry* e : fromConstructions(made, name, j)) out.push_back(e);
     }
     return out;
@@ -992,6 +1019,7 @@ class Inference {
   std::vector<std::vector<ImportedName>> imports_;
   std::vector<std::map<std::string, std::string, std::less<>>> aliases_;  // alias -> the name it imports
   std::vector<SourceReading> readings_;
+  std::unordered_map<std::string, std::vector<size_t>> moduleBinders_;  // indexModuleBinders
   std::set<std::string> read_;  // installed modules asked for
   std::vector<std::string> environmentModules_;
   std::set<std::string> wrappers_;

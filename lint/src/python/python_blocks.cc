@@ -3,9 +3,16 @@
 // before; decorators join the definition they decorate. Heuristic by design: a statement split
 // wrongly is still parsed (tree-sitter tolerates the fragments), only the saving is smaller.
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <string_view>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "python/python_frontend.h"
+#include "python/python_scopes.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -36,7 +43,51 @@ int tripleQuotes(std::string_view line) {
   return count;
 }
 
+// The bytes that change pythonBracketBalance's count or state.
+constexpr std::array<bool, 256> kSpecialBytes = [] {
+  std::array<bool, 256> special{};
+  for (unsigned char c : std::string_view("\"'#\\()[]{}")) special[c] = true;
+  return special;
+}();
+
+// Where the next byte of kSpecialBytes is in `line` from `at`, sixteen bytes at a time: most of a
+// line is names, blanks and operators, and every line of a file is scanned.
+size_t nextSpecial(std::string_view line, size_t at) {
+#if defined(__SSE2__)
+  const char* data = line.data();
+  for (; at + 16 <= line.size(); at += 16) {
+    __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at));
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('"')), _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\''))),
+                               _mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('#')), _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\'))));
+    hit = _mm_or_si128(hit, _mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('(')), _mm_cmpeq_epi8(bytes, _mm_set1_epi8(')'))));
+    hit = _mm_or_si128(hit, _mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('[')), _mm_cmpeq_epi8(bytes, _mm_set1_epi8(']'))));
+    hit = _mm_or_si128(hit, _mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('{')), _mm_cmpeq_epi8(bytes, _mm_set1_epi8('}'))));
+    if (int mask = _mm_movemask_epi8(hit)) return at + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  while (at < line.size() && !kSpecialBytes[static_cast<unsigned char>(line[at])]) ++at;
+  return at;
+}
+
 }  // namespace
+
+int pythonBracketBalance(std::string_view line) {
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = nextSpecial(line, 0); i < line.size(); i = nextSpecial(line, i + 1)) {
+    char c = line[i];
+    if (quote) {
+      if (c == '\\') ++i;
+      else if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '#') break;
+    if (c == '"' || c == '\'') quote = c;
+    else if (c == '(' || c == '[' || c == '{') ++depth;
+    else if (c == ')' || c == ']' || c == '}') --depth;
+  }
+  return depth;
+}
 
 std::vector<ParseRegion> pythonStatements(std::string_view text, const ParseRegion& within, size_t indent) {
   std::vector<ParseRegion> blocks;
@@ -69,22 +120,7 @@ std::vector<ParseRegion> pythonStatements(std::string_view text, const ParseRegi
       blocks.push_back({within.begin, within.begin, within.beginRow, within.beginRow, 0, false, ""});
     }
     if (tripleQuotes(line) % 2 == 1) inString = !inString;
-    if (!inString) {
-      char quote = 0;
-      for (size_t i = 0; i < line.size(); ++i) {
-        char c = line[i];
-        if (quote) {
-          if (c == '\\') ++i;
-          else if (c == quote) quote = 0;
-          continue;
-        }
-        if (c == '#') break;
-        if (c == '"' || c == '\'') quote = c;
-        else if (c == '(' || c == '[' || c == '{') ++depth;
-        else if (c == ')' || c == ']' || c == '}') --depth;
-      }
-      depth = std::max(depth, 0);
-    }
+    if (!inString) depth = std::max(depth + pythonBracketBalance(line), 0);
     std::string_view trimmed = line.substr(0, line.find_last_not_of("\r\n") + 1);
     continues = !trimmed.empty() && trimmed.back() == '\\';
     start = end;

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 #include <utility>
 
 #if defined(__SSE2__)
@@ -193,6 +195,161 @@ std::vector<ParseRegion> mergeRegions(std::vector<ParseRegion> regions) {
     }
   }
   return merged;
+}
+
+namespace {
+
+enum class BlockKind { Simple, Def, Class, Compound };
+
+// A statement's head: the first line at the statement's own indentation that is no decorator,
+// comment or blank (a decorator's arguments may continue on deeper lines), and what it opens.
+struct Head {
+  BlockKind kind = BlockKind::Simple;
+  size_t start = 0;  // where its line starts
+  size_t own = 0;    // the statement's indentation
+};
+
+Head headOf(std::string_view text, const ParseRegion& block) {
+  Head head;
+  head.own = std::string_view::npos;
+  int depth = 0;  // brackets open before the line
+  for (size_t start = block.begin; start < block.end;) {
+    size_t end = std::min(text.find('\n', start), block.end);
+    std::string_view line = text.substr(start, end - start);
+    size_t lead = std::min(line.find_first_not_of(" \t\r"), line.size());
+    std::string_view code = line.substr(lead);
+    size_t at = start;
+    start = end + 1;
+    if (code.empty() || code.starts_with("#")) continue;
+    bool inBrackets = depth > 0;
+    depth = std::max(0, depth + pythonBracketBalance(line));
+    if (head.own == std::string_view::npos) head.own = lead;
+    if (inBrackets || lead != head.own || code.starts_with("@")) continue;
+    head.start = at;
+    if (code.starts_with("async ")) code.remove_prefix(6);
+    if (code.starts_with("def ")) head.kind = BlockKind::Def;
+    else if (code.starts_with("class ")) head.kind = BlockKind::Class;
+    for (std::string_view keyword : {"if ", "elif ", "else:", "try:", "except", "finally:", "with ", "for ", "while "})
+      if (code.starts_with(keyword)) head.kind = BlockKind::Compound;
+    return head;
+  }
+  return head;
+}
+
+// The indentation of the body after a head: that of the first code line after the head's
+// statement ends (brackets closed, no continuation), when deeper than the statement's own; 0
+// otherwise (a body on the head's line).
+size_t bodyIndentAfter(std::string_view text, const ParseRegion& block, const Head& head) {
+  int depth = 0;
+  size_t start = head.start;
+  while (start < block.end) {
+    size_t end = std::min(text.find('\n', start), block.end);
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    depth += pythonBracketBalance(line);
+    std::string_view trimmed = line.substr(0, line.find_last_not_of(" \t\r") + 1);
+    if (depth <= 0 && !trimmed.ends_with("\\")) break;
+  }
+  while (start < block.end) {
+    size_t end = std::min(text.find('\n', start), block.end);
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    size_t lead = line.find_first_not_of(" \t\r");
+    if (lead == std::string_view::npos || line[lead] == '#') continue;
+    return lead > head.own ? lead : 0;
+  }
+  return 0;
+}
+
+// Whether a line of [begin, end) opens a function definition.
+bool holdsDef(std::string_view text, size_t begin, size_t end) {
+  for (size_t start = begin; start < end;) {
+    size_t stop = std::min(text.find('\n', start), end);
+    std::string_view line = text.substr(start, stop - start);
+    line.remove_prefix(std::min(line.find_first_not_of(" \t\r"), line.size()));
+    if (line.starts_with("def ") || line.starts_with("async def ")) return true;
+    start = stop + 1;
+  }
+  return false;
+}
+
+// A block's body split into statements (its header first), empty when it has no indented body;
+// `head` the block's.
+std::vector<ParseRegion> bodyOf(std::string_view text, const ParseRegion& block, const Head& head) {
+  size_t indent = bodyIndentAfter(text, block, head);
+  if (indent == 0) return {};  // a one-line body, or none
+  return pythonStatements(text, block, indent);
+}
+
+// The innermost def around `at` by indentation alone: up from its line, the nearest `def` line
+// indented less than every code line passed (blank and comment lines aside, a line that starts
+// with a closing bracket as deep as the line it closes); empty when none.
+std::string defAbove(std::string_view text, size_t at) {
+  size_t begin = lineStart(text, at);
+  size_t limit = std::min(text.find_first_not_of(" \t", begin), at) - begin;
+  while (begin > 0) {
+    size_t above = lineStart(text, begin - 1);
+    std::string_view line = text.substr(above, begin - above);
+    begin = above;
+    size_t lead = line.find_first_not_of(" \t");
+    if (lead == std::string_view::npos || line[lead] == '\n' || line[lead] == '\r' || line[lead] == '#' || lead >= limit) continue;
+    std::string_view code = line.substr(lead);
+    // A closing bracket continues the statement above it at its indentation (a black-style
+    // signature's `):` stands at its def's).
+    limit = code.starts_with(")") || code.starts_with("]") || code.starts_with("}") ? lead + 1 : lead;
+    if (code.starts_with("async ")) code.remove_prefix(6);
+    if (!code.starts_with("def ")) continue;
+    code.remove_prefix(4);
+    size_t end = 0;
+    while (end < code.size() && isIdentifierByte(code[end])) ++end;
+    return std::string(code.substr(0, end));
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> enclosingFunctions(std::string_view text, const std::vector<size_t>& offsets) {
+  constexpr int kMaxDepth = 32;
+  const std::vector<ParseRegion> topLevel = pythonTopLevelBlocks(text);
+  std::map<size_t, std::vector<ParseRegion>> bodies;  // by the block's start: offsets share their blocks
+  std::vector<std::string> names;
+  names.reserve(offsets.size());
+  for (size_t at : offsets) {
+    // Down the statements holding `at`, through the bodies of defs, classes and compound
+    // statements; empty where unsure.
+    std::string outer;  // the innermost def entered so far
+    const std::vector<ParseRegion>* level = &topLevel;
+    bool sure = false;
+    for (int depth = 0; depth < kMaxDepth; ++depth) {
+      auto it = std::upper_bound(level->begin(), level->end(), at, [](size_t offset, const ParseRegion& r) { return offset < r.begin; });
+      if (it == level->begin() || at >= (it - 1)->end) break;
+      const ParseRegion& block = *(it - 1);
+      Head head = headOf(text, block);
+      if (head.kind == BlockKind::Simple) {
+        sure = !holdsDef(text, block.begin, block.end);
+        break;
+      }
+      auto [body, added] = bodies.try_emplace(block.begin);
+      if (added) body->second = bodyOf(text, block, head);
+      const std::vector<ParseRegion>& members = body->second;
+      if (members.size() < 2) break;
+      // The first member is the block's header: a def's decorators and signature, a clause's line.
+      if (at < members.front().end) {
+        sure = head.kind != BlockKind::Def && !holdsDef(text, members.front().begin, members.front().end);
+        break;
+      }
+      if (head.kind == BlockKind::Def) {
+        if (block.name.empty()) break;
+        outer = block.name;
+      }
+      level = &members;
+    }
+    // The statements split by lines can be wrong where a string's line looks like code; the
+    // indentation above must name the same def.
+    names.push_back(sure && !outer.empty() && defAbove(text, at) == outer ? outer : "");
+  }
+  return names;
 }
 
 std::vector<ParseRegion> leadingImports(std::string_view text) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -38,6 +39,18 @@ class PythonScopes {
   std::vector<int> topLevel_;  // the units of the top-level statements found so far, in order
   std::vector<std::pair<size_t, uint32_t>> rows_ = {{0, 0}};  // (offset, row) known so far, in order
 };
+
+// For each of `offsets`, the name of the innermost `def` whose body holds it, as the Python
+// frontend names a call's function (Call::inGroupWrapper): by the file's statements split by lines
+// (pythonTopLevelBlocks, pythonStatements), and the same def found by indentation alone; empty at
+// module level and in a class body outside every def, and wherever the lines leave a doubt: in a
+// def's decorators or signature, in a one-line def, in a statement the lines do not split (`match`)
+// that holds a nested def, where the two readings differ.
+std::vector<std::string> enclosingFunctions(std::string_view text, const std::vector<size_t>& offsets);
+
+// The brackets a line opens less those it closes, outside its strings and before its comment (a
+// string is taken to end on its line): how pythonStatements follows a statement over lines.
+int pythonBracketBalance(std::string_view line);
 
 // The imports at column 0 before the source's first definition, where a module's imports stand.
 std::vector<ParseRegion> leadingImports(std::string_view text);
