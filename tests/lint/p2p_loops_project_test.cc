@@ -170,9 +170,7 @@ TEST_F(PointToPointLoopsTree, AnObjectsMethodCalledInALoop) {
 // The ring class as libraries write it: the attention loop calls `send_recv_kv`, a method that
 // queues both ops and calls `self.commit()`, which issues the batch. The loop reaches the batch
 // through two methods of the object, and the object is made before the loop.
-// DISABLED_ until python/group_wrappers.cc reads a function's bindings across the parts it parsed
-// in different rounds (receiverClasses).
-TEST_F(PointToPointLoopsTree, DISABLED_AMethodReachedThroughAnotherMethodOfTheObject) {
+TEST_F(PointToPointLoopsTree, AMethodReachedThroughAnotherMethodOfTheObject) {
   write("ringlib/__init__.py", "");
   write("ringlib/comm.py",
         "import torch\n"
@@ -232,9 +230,7 @@ TEST_F(PointToPointLoopsTree, DISABLED_AMethodReachedThroughAnotherMethodOfTheOb
 
 // A benchmark outside the package makes the ring object through the name the package's
 // __init__.py re-exports.
-// DISABLED_ until python/group_wrappers.cc reads, for a class of `pkg.mod`, the sources that name
-// `pkg` (mayReach), as GroupWrapperIndex matches `from pkg import Class`.
-TEST_F(PointToPointLoopsTree, DISABLED_AClassReExportedByItsPackage) {
+TEST_F(PointToPointLoopsTree, AClassReExportedByItsPackage) {
   write("ringlib/__init__.py", "from .neighbours import RingComm\n");
   write("ringlib/neighbours.py",
         "import torch.distributed as dist\n"

@@ -200,7 +200,13 @@ bool mayReach(std::string_view text, size_t hit, const std::string& scope, const
   }
   if (same) return true;
   std::string_view last = module.substr(module.rfind('.') + 1);
-  return mentions(last);
+  if (mentions(last)) return true;
+  // The package above the module, whose __init__.py may re-export the name (`from pkg import X`),
+  // as GroupWrapperIndex matches it.
+  size_t dot = module.rfind('.');
+  if (dot == std::string_view::npos) return false;
+  std::string_view package = module.substr(0, dot);
+  return mentions(package.substr(package.rfind('.') + 1));
 }
 
 // The hits of `sought` that may reach one of its wrappers.
@@ -872,6 +878,11 @@ class Inference {
       return out;
     }
     if (std::vector<const ClassEntry*> out = fromConstructions(f.constructions, r, source); !out.empty()) return out;
+    // A function read in parts (the statements around the hits of different rounds) has an entry
+    // per part: what another part of it binds counts too.
+    for (const FunctionCalls& g : reading.functions)
+      if (&g != &f && g.function == f.function && g.owner == f.owner && g.scope == f.scope)
+        if (std::vector<const ClassEntry*> out = fromConstructions(g.constructions, r, source); !out.empty()) return out;
     if (std::vector<const ClassEntry*> out = fromConstructions(reading.module.constructions, r, source); !out.empty()) return out;
     const std::string& q = call.receiverQualified;
     if (r.find('.') != std::string::npos || q.find('.') == std::string::npos) return {};
