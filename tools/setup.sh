@@ -55,16 +55,23 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   say "Python packages present (.venv matches python/requirements.txt)"
 else
   # torch and its CUDA wheels unpack to about 6 GiB and pip stages them under $TMPDIR first; a
-  # full disk would otherwise surface as an OSError deep in pip's output after minutes.
-  need_gib=10
-  for dir in "$root" "${TMPDIR:-/tmp}"; do
-    free_mib=$(df --output=avail -BM "$dir" | tail -n 1 | tr -dc '0-9')
-    if ((free_mib < need_gib * 1024)); then
-      echo "[setup] error: installing torch needs about $need_gib GiB free on the disk of $dir;" \
-           "$free_mib MiB free. Free space there (old build trees, pip's cache) or set TMPDIR, then rerun." >&2
-      exit 1
-    fi
-  done
+  # full disk would otherwise surface as an OSError deep in pip's output after minutes. Checked
+  # only while .venv has no torch: an update of the other packages needs little.
+  if [[ ! -d $("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/torch ]]; then
+    need_gib=10
+    for dir in "$root" "${TMPDIR:-/tmp}"; do
+      if [[ ! -d $dir ]]; then
+        echo "[setup] error: TMPDIR=$dir is not a folder; create it or unset TMPDIR, then rerun." >&2
+        exit 1
+      fi
+      free_mib=$(df --output=avail -BM "$dir" | tail -n 1 | tr -dc '0-9')
+      if ((free_mib < need_gib * 1024)); then
+        echo "[setup] error: installing torch needs about $need_gib GiB free on the disk of $dir;" \
+             "$free_mib MiB free. Free space there (old build trees, pip's cache) or set TMPDIR, then rerun." >&2
+        exit 1
+      fi
+    done
+  fi
   say "installing Python packages into .venv (torch with its CUDA wheels is several GiB; first run takes minutes)"
   {
     "$venv/bin/python" -m pip install --upgrade pip &&

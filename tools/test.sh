@@ -39,7 +39,8 @@ run_pytest() {  # run_pytest PHASE ARGS...: fails the script when a phase fails 
   fi
   [[ $status -eq 0 ]] || exit $status
 }
-# One test at a time to each worker, the longest files first (tests/python/conftest.py).
+# The longest files' tests first (tests/python/conftest.py), handed out as workers free up (two
+# queued on each worker, pytest-xdist's least) rather than in fixed shares.
 run_pytest "in parallel" -n "$workers" --dist load --maxschedchunk 1 -m "not timing"
 echo "== pytest: the timing-bound files, alone"
 run_pytest "alone" -m timing
