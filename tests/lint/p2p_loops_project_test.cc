@@ -49,8 +49,23 @@ class PointToPointLoopsTree : public testing::Test {
   std::vector<std::string> messages_;
 };
 
-// A pipeline stage's exchange with its neighbours, in its own module.
+// A pipeline stage's exchange with its neighbours, in its own module: two single transfers.
 const char* kStageComm =
+    "import torch\n"
+    "import torch.distributed as dist\n"
+    "\n"
+    "\n"
+    "def exchange_activations(send_buf, recv_shape, peer, *, dtype=torch.bfloat16):\n"
+    "    recv_buf = torch.empty(recv_shape, dtype=dtype, device=\"cuda\")\n"
+    "    outgoing = dist.isend(send_buf, peer)\n"
+    "    incoming = dist.irecv(recv_buf, peer)\n"
+    "    outgoing.wait()\n"
+    "    incoming.wait()\n"
+    "    return recv_buf\n";
+
+// The same exchange as one batch, which ran on the group's communicator under the legacy
+// ProcessGroupNCCL too.
+const char* kBatchedStageComm =
     "import torch\n"
     "import torch.distributed as dist\n"
     "\n"
@@ -65,23 +80,31 @@ const char* kStageComm =
     "        work.wait()\n"
     "    return recv_buf\n";
 
+const char* kOneForwardOneBackward =
+    "from stagepipe.comm import exchange_activations\n"
+    "\n"
+    "\n"
+    "def one_forward_one_backward(stage, microbatches, next_rank):\n"
+    "    grads = []\n"
+    "    for mb in microbatches:\n"
+    "        out = stage(mb)\n"
+    "        grads.append(\n"
+    "            exchange_activations(out, out.shape, next_rank)\n"
+    "        )\n"
+    "    return grads\n";
+
+TEST_F(PointToPointLoopsTree, ABatchedHelperCalledInALoopIsNotReported) {
+  write("stagepipe/comm.py", kBatchedStageComm);
+  write("stagepipe/schedule.py", kOneForwardOneBackward);
+  EXPECT_TRUE(findings().empty());
+}
+
 TEST_F(PointToPointLoopsTree, AHelperInAnotherFileCalledInAForLoop) {
   write("stagepipe/comm.py", kStageComm);
-  write("stagepipe/schedule.py",
-        "from stagepipe.comm import exchange_activations\n"
-        "\n"
-        "\n"
-        "def one_forward_one_backward(stage, microbatches, next_rank):\n"
-        "    grads = []\n"
-        "    for mb in microbatches:\n"
-        "        out = stage(mb)\n"
-        "        grads.append(\n"
-        "            exchange_activations(out, out.shape, next_rank)\n"
-        "        )\n"
-        "    return grads\n");
-  EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:11"}));
-  ASSERT_EQ(messages_.size(), 1u);
-  EXPECT_NE(messages_[0].find("dist.batch_isend_irecv() in exchange_activations(), which "), std::string::npos) << messages_[0];
+  write("stagepipe/schedule.py", kOneForwardOneBackward);
+  EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:7", "comm.py:8"}));
+  ASSERT_EQ(messages_.size(), 2u);
+  EXPECT_NE(messages_[0].find("dist.isend() in exchange_activations(), which "), std::string::npos) << messages_[0];
   EXPECT_NE(messages_[0].find("stagepipe/schedule.py:9 calls in a loop"), std::string::npos) << messages_[0];
 }
 
@@ -113,14 +136,35 @@ TEST_F(PointToPointLoopsTree, ALoopAroundACallerOfTheHelperCounts) {
         "\n"
         "def run_schedule(stage, microbatches, peer):\n"
         "    return [_step(stage, mb, peer) for mb in microbatches]\n");
-  EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:11"}));
-  ASSERT_EQ(messages_.size(), 1u);
+  EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:7", "comm.py:8"}));
+  ASSERT_EQ(messages_.size(), 2u);
   EXPECT_NE(messages_[0].find("stagepipe/schedule.py:10 calls in a loop"), std::string::npos) << messages_[0];
 }
 
+const char* kRingAttention =
+    "import torch\n"
+    "from ringattn.ring_comm import RingComm\n"
+    "\n"
+    "\n"
+    "def ring_attention(q, k, v, group, world_size, src, dst):\n"
+    "    comm = RingComm(group)\n"
+    "    out = torch.zeros_like(q)\n"
+    "    for step in range(world_size):\n"
+    "        if step + 1 != world_size:\n"
+    "            next_k, next_v = torch.empty_like(k), torch.empty_like(v)\n"
+    "            comm.send_recv(k, next_k, src, dst)\n"
+    "            comm.send_recv(v, next_v, src, dst)\n"
+    "            comm.commit()\n"
+    "        out += torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v\n"
+    "        if step + 1 != world_size:\n"
+    "            comm.wait()\n"
+    "            k, v = next_k, next_v\n"
+    "    return out\n";
+
 // Context parallelism's ring: a class collects the step's sends and receives and commits them in
-// one batch; the attention loop commits once per ring step through an instance.
-TEST_F(PointToPointLoopsTree, AnObjectsMethodCalledInALoop) {
+// one batch; the attention loop commits once per ring step through an instance. A batch ran on the
+// group's communicator under the legacy backend too: not reported.
+TEST_F(PointToPointLoopsTree, ABatchCommittedThroughAnObjectInALoopIsNotReported) {
   write("ringattn/ring_comm.py",
         "import torch.distributed as dist\n"
         "\n"
@@ -142,34 +186,43 @@ TEST_F(PointToPointLoopsTree, AnObjectsMethodCalledInALoop) {
         "        for r in self.reqs:\n"
         "            r.wait()\n"
         "        self.ops, self.reqs = [], None\n");
-  write("ringattn/attention.py",
-        "import torch\n"
-        "from ringattn.ring_comm import RingComm\n"
+  write("ringattn/attention.py", kRingAttention);
+  EXPECT_TRUE(findings().empty());
+}
+
+// The ring class issuing single transfers: each is reported where it stands, reached through the
+// instance the attention loop calls.
+TEST_F(PointToPointLoopsTree, AnObjectsMethodCalledInALoop) {
+  write("ringattn/ring_comm.py",
+        "import torch.distributed as dist\n"
         "\n"
         "\n"
-        "def ring_attention(q, k, v, group, world_size, src, dst):\n"
-        "    comm = RingComm(group)\n"
-        "    out = torch.zeros_like(q)\n"
-        "    for step in range(world_size):\n"
-        "        if step + 1 != world_size:\n"
-        "            next_k, next_v = torch.empty_like(k), torch.empty_like(v)\n"
-        "            comm.send_recv(k, next_k, src, dst)\n"
-        "            comm.send_recv(v, next_v, src, dst)\n"
-        "            comm.commit()\n"
-        "        out += torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v\n"
-        "        if step + 1 != world_size:\n"
-        "            comm.wait()\n"
-        "            k, v = next_k, next_v\n"
-        "    return out\n");
-  EXPECT_EQ(findings(), (std::vector<std::string>{"ring_comm.py:15"}));
-  ASSERT_EQ(messages_.size(), 1u);
-  EXPECT_NE(messages_[0].find("dist.batch_isend_irecv() in commit(), which "), std::string::npos) << messages_[0];
-  EXPECT_NE(messages_[0].find("ringattn/attention.py:13 calls in a loop"), std::string::npos) << messages_[0];
+        "class RingComm:\n"
+        "    def __init__(self, group):\n"
+        "        self.group = group\n"
+        "        self.reqs = []\n"
+        "\n"
+        "    def send_recv(self, to_send, recv_buf, src, dst):\n"
+        "        self.reqs.append(dist.isend(to_send, dst, group=self.group))\n"
+        "        self.reqs.append(dist.irecv(recv_buf, src, group=self.group))\n"
+        "\n"
+        "    def commit(self):\n"
+        "        pass\n"
+        "\n"
+        "    def wait(self):\n"
+        "        for r in self.reqs:\n"
+        "            r.wait()\n"
+        "        self.reqs = []\n");
+  write("ringattn/attention.py", kRingAttention);
+  EXPECT_EQ(findings(), (std::vector<std::string>{"ring_comm.py:10", "ring_comm.py:11"}));
+  ASSERT_EQ(messages_.size(), 2u);
+  EXPECT_NE(messages_[0].find("dist.isend() in send_recv(), which "), std::string::npos) << messages_[0];
+  EXPECT_NE(messages_[0].find("ringattn/attention.py:11 calls in a loop"), std::string::npos) << messages_[0];
 }
 
 // The ring class as libraries write it: the attention loop calls `send_recv_kv`, a method that
-// queues both ops and calls `self.commit()`, which issues the batch. The loop reaches the batch
-// through two methods of the object, and the object is made before the loop.
+// calls `self.queue()`, which issues a send and a receive. The loop reaches the transfers through
+// two methods of the object, and the object is made before the loop.
 TEST_F(PointToPointLoopsTree, AMethodReachedThroughAnotherMethodOfTheObject) {
   write("ringlib/__init__.py", "");
   write("ringlib/comm.py",
@@ -184,27 +237,20 @@ TEST_F(PointToPointLoopsTree, AMethodReachedThroughAnotherMethodOfTheObject) {
         "        self.next_rank = dist.get_global_rank(group, (rank + 1) % world)\n"
         "        self.prev_rank = dist.get_global_rank(group, (rank - 1) % world)\n"
         "        self.pending = []\n"
-        "        self.requests = None\n"
         "\n"
         "    def queue(self, outgoing):\n"
         "        incoming = torch.empty_like(outgoing)\n"
-        "        self.pending.append(dist.P2POp(dist.isend, outgoing, self.next_rank, group=self.group))\n"
-        "        self.pending.append(dist.P2POp(dist.irecv, incoming, self.prev_rank, group=self.group))\n"
+        "        self.pending.append(dist.isend(outgoing, self.next_rank, group=self.group))\n"
+        "        self.pending.append(dist.irecv(incoming, self.prev_rank, group=self.group))\n"
         "        return incoming\n"
         "\n"
-        "    def commit(self):\n"
-        "        if self.requests is not None:\n"
-        "            raise RuntimeError(\"commit twice\")\n"
-        "        self.requests = dist.batch_isend_irecv(self.pending)\n"
-        "\n"
         "    def wait(self):\n"
-        "        for request in self.requests:\n"
+        "        for request in self.pending:\n"
         "            request.wait()\n"
-        "        self.pending, self.requests = [], None\n"
+        "        self.pending = []\n"
         "\n"
         "    def send_recv_kv(self, k, v):\n"
         "        next_k, next_v = self.queue(k), self.queue(v)\n"
-        "        self.commit()\n"
         "        return next_k, next_v\n");
   write("ringlib/attention.py",
         "import torch\n"
@@ -222,9 +268,9 @@ TEST_F(PointToPointLoopsTree, AMethodReachedThroughAnotherMethodOfTheObject) {
         "            ring.wait()\n"
         "            k, v = next_k, next_v\n"
         "    return out\n");
-  EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:23"}));
-  ASSERT_EQ(messages_.size(), 1u);
-  EXPECT_NE(messages_[0].find("dist.batch_isend_irecv() in commit(), which "), std::string::npos) << messages_[0];
+  EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:15", "comm.py:16"}));
+  ASSERT_EQ(messages_.size(), 2u);
+  EXPECT_NE(messages_[0].find("dist.isend() in queue(), which "), std::string::npos) << messages_[0];
   EXPECT_NE(messages_[0].find("ringlib/attention.py:10 calls in a loop"), std::string::npos) << messages_[0];
 }
 
@@ -241,16 +287,16 @@ TEST_F(PointToPointLoopsTree, AClassReExportedByItsPackage) {
         "        self.group = group\n"
         "        self.ops = []\n"
         "\n"
-        "    def commit(self):\n"
-        "        self.reqs = dist.batch_isend_irecv(self.ops)\n");
+        "    def commit(self, outgoing, peer):\n"
+        "        self.ops.append(dist.isend(outgoing, peer, group=self.group))\n");
   write("bench/ring_bench.py",
         "from ringlib import RingComm\n"
         "\n"
         "\n"
-        "def bench(group, iters):\n"
+        "def bench(group, iters, buf, peer):\n"
         "    ring = RingComm(group)\n"
         "    for _ in range(iters):\n"
-        "        ring.commit()\n");
+        "        ring.commit(buf, peer)\n");
   EXPECT_EQ(findings(), (std::vector<std::string>{"neighbours.py:10"}));
   ASSERT_EQ(messages_.size(), 1u);
   EXPECT_NE(messages_[0].find("bench/ring_bench.py:7 calls in a loop"), std::string::npos) << messages_[0];

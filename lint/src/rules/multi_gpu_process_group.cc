@@ -135,7 +135,7 @@ class NotDistributedCondition {
       }
     }
     const std::string& k = number->text;
-    if (isRank(*subject)) return (op == "==" && k == "-1") || (op == "<" && k == "0");
+    if (isRank(*subject)) return (op == "==" && k == "-1") || (op == "<" && k == "0") || (op == "<=" && k == "-1");
     if (isWorldSize(*subject)) return (op == "==" && k == "1") || (op == "<=" && k == "1") || (op == "<" && k == "2");
     return false;
   }
@@ -236,13 +236,13 @@ class MultiGpuProcessGroup final : public Rule {
                                                  kWhy + ". Use DistributedDataParallel with one process per GPU"));
   }
 
-  // DataParallel in an arm of an `if` whose other arm makes the job distributed (`if
-  // args.distributed: DDP(...) else: DataParallel(...)`, an `elif ... not distributed`): no run
-  // passes both, so it runs in a process of no distributed job.
+  // DataParallel in an arm of an `if` whose other arm initialises the process group: no run passes
+  // both, so it runs in a process of no distributed job. Another arm's DDP alone is no evidence:
+  // after an init_process_group that always runs (`if args.dp: DataParallel(...) else: DDP(...)`)
+  // both arms run in a distributed job.
   static bool onOtherBranchThanDistributed(const SourceModel& model, const Call& dataParallel) {
     for (const Call& call : model.calls)
-      if ((isDdp(call.qualifiedName) || isDistributed(call.qualifiedName, "init_process_group")) && call.exclusiveWith(dataParallel))
-        return true;
+      if (isDistributed(call.qualifiedName, "init_process_group") && call.exclusiveWith(dataParallel)) return true;
     return false;
   }
 
@@ -263,11 +263,11 @@ class MultiGpuProcessGroup final : public Rule {
   // in another arm of an `if` (the launcher's `if args.gpu is not None:` branch) does not count.
   // Where the file initialises the process group itself, it shows the process's setup; where it
   // does not (a helper of another file does), that helper may select the GPU, which the file does
-  // not show: not reported. A process that sees one GPU (CUDA_VISIBLE_DEVICES set in the file) has
-  // selected it.
+  // not show: not reported. A process shown to see one GPU on the path to the DDP call
+  // (oneVisibleDeviceBefore: CUDA_VISIBLE_DEVICES=str(local_rank)) has selected it; one that sees
+  // "0,1,2,3" has not.
   void checkDdpWithoutDevice(const SourceModel& model, const Call& ddp, std::vector<Finding>& out) const {
-    for (const Setting& setting : model.settings)
-      if (setting.isEnvironment && setting.key == "CUDA_VISIBLE_DEVICES") return;
+    if (oneVisibleDeviceBefore(model, ddp)) return;
     const Call* moved = nullptr;
     const Call* init = nullptr;
     for (const Call& call : model.calls) {
@@ -287,13 +287,21 @@ class MultiGpuProcessGroup final : public Rule {
                               "detected\"); call torch.cuda.set_device(local_rank) first and pass device_ids=[local_rank]"));
   }
 
-  // DDP with no device_ids (or None) in a file that places modules or tensors on several explicit
+  // DDP with no device_ids (or None) after placements of modules or tensors on several explicit
   // GPUs on one path: a module spread over the process's GPUs (a pipeline within the process),
-  // which DDP takes as a multi-device module. Reported at the DDP call, naming the placements.
+  // which DDP takes as a multi-device module. Reported at the DDP call, naming the placements. The
+  // two placements stand in one function, in no arms that exclude each other: the DDP call's own
+  // function (the module level for a DDP call there) before the call and in no arm that excludes
+  // it, or a function that runs before it there (onPathBefore), such as a module's constructor
+  // putting its layers on cuda:0 and cuda:1. Placements in different functions (a helper's
+  // `torch.ones(1).to("cuda:1")` beside `model.to("cuda:0")`), in a function the DDP call's does not
+  // call first, or after the DDP call, are not shown on its path.
   bool checkDdpOverSeveralDevices(const SourceModel& model, const Call& ddp, std::vector<Finding>& out) const {
     std::vector<std::pair<const Call*, int>> placed;  // a placement and its GPU index
     for (const Call& call : model.calls) {
-      if (call.exclusiveWith(ddp)) continue;
+      if (call.functionId == ddp.functionId ? call.exclusiveWith(ddp) || call.where.line >= ddp.where.line
+                                            : !onPathBefore(model, call.functionId, ddp))
+        continue;
       if (std::optional<int> gpu = explicitGpu(model, call)) placed.emplace_back(&call, *gpu);
     }
     for (const Call& call : model.calls) {
@@ -314,7 +322,7 @@ class MultiGpuProcessGroup final : public Rule {
       for (size_t j = i + 1; j < placed.size(); ++j) {
         const auto& [a, gpuA] = placed[i];
         const auto& [b, gpuB] = placed[j];
-        if (gpuA == gpuB || a->exclusiveWith(*b)) continue;
+        if (gpuA == gpuB || a->functionId != b->functionId || a->exclusiveWith(*b)) continue;
         out.push_back(finding(model, ddp.where,
                               ddp.spelling + "() without device_ids in a file that places modules or tensors on "
                               "cuda:" + std::to_string(gpuA) + " (" + a->spelling + "(), line " +
@@ -325,6 +333,21 @@ class MultiGpuProcessGroup final : public Rule {
                               "GPU) and pass device_ids=[local_rank]"));
         return true;
       }
+    return false;
+  }
+
+  // Whether function `functionId` runs before `ddp` on its path: a module's constructor
+  // (`__init__`, which the file does not tie to its class: the model DDP wraps is made by one), or a
+  // function the DDP call's function calls by name before the DDP call, in no arm that excludes it.
+  static bool onPathBefore(const SourceModel& model, int functionId, const Call& ddp) {
+    if (functionId < 0 || static_cast<size_t>(functionId) >= model.functions.size()) return false;
+    const std::string& name = model.functions[static_cast<size_t>(functionId)];
+    if (name == "__init__") return true;
+    for (const Call& call : model.calls) {
+      if (call.functionId != ddp.functionId || call.where.line > ddp.where.line || call.exclusiveWith(ddp)) continue;
+      const std::string& callee = call.spelling;
+      if (callee == name || callee.ends_with("." + name)) return true;
+    }
     return false;
   }
 
@@ -438,16 +461,22 @@ class MultiGpuProcessGroup final : public Rule {
                    "to device ... but an operation was issued on ...\". Reported only on what the file shows: a "
                    "list of several tensors or devices (a list display, range(k) with k > 1, "
                    "range(torch.cuda.device_count()), followed through assignments), DataParallel without device_ids "
-                   "(not where it stands in another arm of an `if` than the file's DDP or init_process_group, nor in an "
+                   "(not where it stands in another arm of an `if` than the file's init_process_group (another arm's "
+                   "DDP alone is no evidence: an init_process_group before the `if` makes both arms distributed), nor in an "
                    "arm whose condition holds only outside a distributed job (a rank read from the environment or "
-                   "args that is -1: `RANK == -1`, `args.local_rank == -1`; a world size of 1; `not "
+                   "args that is -1: `RANK == -1`, `args.local_rank == -1`, `rank <= -1`, `not rank >= 0`; a world size of 1; `not "
                    "dist.is_initialized()`; `not args.distributed`), or that follows an arm whose condition holds in "
                    "every distributed job (`if args.distributed: ... else:`): the non-distributed branch), tensors on different explicit GPUs, DDP without device_ids in a file that "
-                   "places modules or tensors on two different explicit GPUs on one path, or moves them in a loop to "
+                   "places modules or tensors on two different explicit GPUs in one function on one path (the DDP "
+                   "call's own function before the call, a module's constructor, or a function the DDP call's "
+                   "function calls before it; not a placement in one function and one in another, nor one after the "
+                   "DDP call), or moves them in a loop to "
                    "the items of a list of several explicit GPUs (a module spread over the process's GPUs), or DDP without device_ids after a bare .cuda() on a path that selects no GPU "
-                   "(set_device, device_id=, CUDA_VISIBLE_DEVICES) in a file that initialises the process group itself "
+                   "(set_device, device_id=, CUDA_VISIBLE_DEVICES set to one device before it, such as "
+                   "str(local_rank); \"0,1,2,3\" selects none) in a file that initialises the process group itself "
                    "(a setup in another file may select the GPU). A list it cannot count is not reported, nor is a "
-                   "file whose every init_process_group names a backend without NCCL (\"gloo\").",
+                   "file whose every init_process_group names a backend without NCCL (\"gloo\") and that calls no other "
+                   "initialiser (deepspeed.init_distributed() and the like).",
       .example = "model = DistributedDataParallel(model, device_ids=[0, 1])",
       .fix = "Run one process per GPU (torchrun --nproc-per-node) and give each process group one device.",
       .fixSafety = FixSafety::None,
@@ -457,7 +486,7 @@ class MultiGpuProcessGroup final : public Rule {
                    {.anyOf = {"DataParallel", "*_multigpu", "*cuda:#", ".cuda(#", "\"cuda\", #", "\"cuda\",#",
                               "'cuda', #", "'cuda',#"},
                     .module = "torch.distributed"}},
-      .contextWords = {"set_device*", "set_device_index", "device_id", ".cuda(", "cuda.device", "init_process_group",
+      .contextWords = {"set_device*", "set_device_index", "device_id", ".cuda(", "cuda.device", "init_process_group", "init_dist*",
                        "CUDA_VISIBLE_DEVICES"},
   };
 };

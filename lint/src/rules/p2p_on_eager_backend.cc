@@ -1,5 +1,4 @@
 // NM502 p2p-on-eager-backend: point-to-point loops (pipeline stages) on the default NCCL backend.
-#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -16,14 +15,39 @@ namespace {
 // Where the file shows a transferred tensor to live.
 enum class Device { Cpu, Cuda, NotShown };
 
-// A call that issues a transfer; a P2POp only describes one for batch_isend_irecv.
+// A call that issues one transfer by itself. batch_isend_irecv (and its P2POps) is not one: torch's
+// legacy ProcessGroupNCCL already ran a batch on the group's collective communicator (in
+// pointToPoint, `batchP2P = ncclActiveGroupCounter_ > 0` selects the device's key, and only a
+// single P2P gets a two-rank communicator), and nccl-lazy keeps a batch on its primary, so a batch
+// behaves the same before and after torch 2.15.
 bool issuesTransfer(const std::string& q) {
-  for (const char* name : {"send", "recv", "isend", "irecv", "batch_isend_irecv"})
+  for (const char* name : {"send", "recv", "isend", "irecv"})
     if (isDistributed(q, name)) return true;
   return false;
 }
 
+// A call whose tensor tells what a group carries: a transfer, or a P2POp describing one.
 bool isPointToPoint(const std::string& q) { return issuesTransfer(q) || isDistributed(q, "P2POp"); }
+
+// Whether `transfer` stands in the body of `with ..._coalescing_manager(...)`, where it joins a
+// batch as batch_isend_irecv's P2POps do. The model keeps no `with` blocks: the body is read as the
+// lines after the manager's call, in its function, indented past the `with` (the manager's column
+// less "with "), up to the first call there that is not.
+bool inCoalescingBlock(const SourceModel& model, const Call& transfer) {
+  for (const Call& manager : model.calls) {
+    if (!manager.qualifiedName.ends_with("_coalescing_manager") || manager.functionId != transfer.functionId ||
+        manager.where.line >= transfer.where.line)
+      continue;
+    int withColumn = manager.where.column - 5;
+    bool ended = false;
+    for (const Call& call : model.calls)
+      if (call.functionId == manager.functionId && call.where.line > manager.where.line &&
+          call.where.line <= transfer.where.line && call.where.column <= withColumn)
+        ended = true;
+    if (!ended) return true;
+  }
+  return false;
+}
 
 // The argument holding the tensor a call sends or receives: `dist.send(t, dst)`, `P2POp(op, t, peer)`.
 const Argument* transferredTensor(const Call& call) {
@@ -197,30 +221,15 @@ class P2pOnEagerBackend final : public Rule {
     auto offNccl = [&](Device device, const std::string& group) {
       return device == Device::Cpu || (device == Device::NotShown && cpuGroups.contains(group) && !unshownMayBeNccl);
     };
-    // A batch's tensors are its P2POps': those built in its function, else (a method that commits
-    // what other methods queued) those of the file. It is off NCCL only when every one is.
-    auto batchOffNccl = [&](const Call& batch) {
-      std::vector<const Call*> ops, inFunction;
-      for (const Call& call : model.calls)
-        if (isDistributed(call.qualifiedName, "P2POp")) {
-          ops.push_back(&call);
-          if (call.functionId == batch.functionId) inFunction.push_back(&call);
-        }
-      const std::vector<const Call*>& mine = inFunction.empty() ? ops : inFunction;
-      return !mine.empty() && std::all_of(mine.begin(), mine.end(), [&](const Call* op) {
-        auto device = devices.find(op);
-        return offNccl(device == devices.end() ? Device::NotShown : device->second, groupOf(*op));
-      });
-    };
-    // Each call that issues a transfer is its own site: in a loop, or in a function the project
-    // calls in a loop. A P2POp only describes a transfer for batch_isend_irecv, which issues it and
-    // is reported instead.
+    // Each call that issues a transfer by itself is its own site: in a loop, or in a function the
+    // project calls in a loop. Batched transfers (batch_isend_irecv, a coalescing block) ran on the
+    // group's communicator before torch 2.15 too and are not reported.
     for (const Call& call : model.calls) {
       if (!issuesTransfer(call.qualifiedName)) continue;
       bool inLoop = call.loopDepth > 0;
       if (!inLoop && call.calledInLoopAt.empty()) continue;
       if (auto device = devices.find(&call); device != devices.end() && offNccl(device->second, groupOf(call))) continue;
-      if (isDistributed(call.qualifiedName, "batch_isend_irecv") && batchOffNccl(call)) continue;
+      if (inCoalescingBlock(model, call)) continue;
       std::string where = inLoop ? "() in a loop"
                                  : "() in " + call.function + "(), which " + call.calledInLoopAt + " calls in a loop";
       out.push_back(finding(model, call.where,
@@ -236,13 +245,16 @@ class P2pOnEagerBackend final : public Rule {
       .slug = "p2p-on-eager-backend",
       .summary = "Point-to-point loops (pipeline stages) on the default NCCL backend",
       .rationale = "The rewritten backend runs collectives and send/recv on one communicator per group. The legacy "
-                   "backend created a 2-rank communicator per peer pair, so P2P to different peers could overlap. "
+                   "backend created a 2-rank communicator per peer pair for a single send/recv, so P2P to different "
+                   "peers could overlap. Batched P2P is unchanged: the legacy ProcessGroupNCCL::pointToPoint already "
+                   "ran a batch on the group's communicator (`bool batchP2P = ncclActiveGroupCounter_ > 0;` selects "
+                   "getKeyFromDevice for a batch, getKeySendRecv only for a single P2P), and nccl-lazy keeps batched "
+                   "P2P on its primary communicator, so batch_isend_irecv, its P2POps and transfers inside "
+                   "`with _coalescing_manager(...)` are never reported. "
                    "PyTorch's pipelining code warns \"Pipeline parallelism is using an eager NCCL communicator. "
                    "Consider creating its process group with backend=\"nccl-lazy\"\". Each call that issues a "
-                   "transfer (send, recv, isend, irecv, batch_isend_irecv) in a loop, or in a function the project "
-                   "calls in a loop, is reported at its own line; a P2POp only describes a transfer, so batched "
-                   "transfers are reported at batch_isend_irecv, which is left alone when every P2POp of its function "
-                   "(else of the file) holds a tensor shown off NCCL. NCCL takes CUDA tensors "
+                   "single transfer (send, recv, isend, irecv) in a loop, or in a function the project calls in a loop, "
+                   "is reported at its own line. NCCL takes CUDA tensors "
                    "only: a transfer of a tensor the file shows on the CPU (t.cpu(), t.to(\"cpu\"), a torch factory "
                    "given no device) is not reported, nor is one whose tensor the file does not show (a queue's, a "
                    "parameter's) on a group the file shows carrying CPU tensors, when the file shows no CUDA tensor on "
@@ -255,7 +267,7 @@ class P2pOnEagerBackend final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {{.anyOf = {"send(", "recv(", "isend(", "irecv(", "batch_isend_irecv(", "P2POp"},
+      .triggers = {{.anyOf = {"send(", "recv(", "isend(", "irecv("},
                     .module = "torch.distributed"}},
       .contextWords = {"nccl-lazy", "\"gloo\"", "'gloo'"},
   };

@@ -11,6 +11,7 @@
 #include "nccl_migrate/shim/allocator_settings.h"
 #include "nccl_migrate/shim/backend_name.h"
 #include "nccl_migrate/shim/backend_string.h"
+#include "python/python_frontend.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -52,9 +53,17 @@ bool selectsDefaultNccl(const std::string& backend) {
   return false;
 }
 
+bool isOtherWorldInitialiser(const SourceModel& model, const Call& call) {
+  const std::string& name = call.qualifiedName.empty() ? call.spelling : call.qualifiedName;
+  std::string last = name.substr(name.rfind('.') + 1);
+  if (std::find(model.functions.begin(), model.functions.end(), last) != model.functions.end()) return false;
+  return last.find("init_dist") != std::string::npos || name.starts_with("colossalai.launch");
+}
+
 bool worldShownNotNccl(const SourceModel& model) {
   bool initialised = false;
   for (const Call& call : model.calls) {
+    if (isOtherWorldInitialiser(model, call)) return false;
     if (!isDistributed(call.qualifiedName, "init_process_group")) continue;
     initialised = true;
     const Argument* backend = call.argument("backend", 0);
@@ -64,6 +73,113 @@ bool worldShownNotNccl(const SourceModel& model) {
     if (lower.find("nccl") != std::string::npos) return false;
   }
   return initialised;
+}
+
+namespace {
+
+bool digitsOnly(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// Whether every run that reaches a place with `inner` arms is in each of the `outer` arms.
+bool within(const std::vector<Call::Arm>& outer, const std::vector<Call::Arm>& inner) {
+  if (outer.size() > inner.size()) return false;
+  for (size_t i = 0; i < outer.size(); ++i)
+    if (outer[i].statement != inner[i].statement || outer[i].index != inner[i].index) return false;
+  return true;
+}
+
+bool exclusive(const std::vector<Call::Arm>& a, const std::vector<Call::Arm>& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i].statement != b[i].statement) return false;
+    if (a[i].index != b[i].index) return true;
+  }
+  return false;
+}
+
+// One integer: a number, a rank (a launcher's variable, get_rank(), a name or attribute called
+// rank or local_rank) or arithmetic of those.
+bool oneIndex(const TracedValue& v, const ValueNode& n, int depth) {
+  using Kind = ValueNode::Kind;
+  if (depth > 8) return false;
+  switch (n.kind) {
+    case Kind::Literal:
+      return digitsOnly(n.text);
+    case Kind::Environment:
+      return isLocalRankVariable(n.text) || isGlobalRankVariable(n.text);
+    case Kind::Name:
+    case Kind::Attribute: {
+      std::string last = n.text.substr(n.text.rfind('.') + 1);
+      return last == "rank" || last == "local_rank" || last == "global_rank" || last == "localrank";
+    }
+    case Kind::Call:
+      return n.text == "torch.distributed.get_rank" || n.text == "torch.distributed.get_node_local_rank";
+    case Kind::Operator:
+      if (n.text != "%" && n.text != "//" && n.text != "+" && n.text != "-" && n.text != "*") return false;
+      [[fallthrough]];
+    case Kind::OneOf:
+      for (size_t i = 0; i < n.operands.size(); ++i)
+        if (!oneIndex(v, v.operand(n, i), depth + 1)) return false;
+      return !n.operands.empty();
+    default:
+      return false;
+  }
+}
+
+// A CUDA_VISIBLE_DEVICES value of one device (see oneVisibleDeviceBefore).
+bool oneDevice(const TracedValue& v, const ValueNode& n) {
+  using Kind = ValueNode::Kind;
+  if (n.kind == Kind::Literal) return !n.text.empty() && n.text.front() != '-' && n.text.find(',') == std::string::npos;
+  if (n.kind == Kind::Format) {
+    if (n.text.find(',') != std::string::npos) return false;
+    for (size_t i = 0; i < n.operands.size(); ++i)
+      if (!oneIndex(v, v.operand(n, i), 0)) return false;
+    return true;
+  }
+  return oneIndex(v, n, 0);
+}
+
+// `__name__ == "__main__"`, either way round.
+bool isMainGuard(const SourceModel& model, const ValueNode& n) {
+  if (n.kind != ValueNode::Kind::Operator || n.text != "==" || n.operands.size() != 2) return false;
+  const ValueNode& a = model.values[static_cast<size_t>(n.operands[0])];
+  const ValueNode& b = model.values[static_cast<size_t>(n.operands[1])];
+  auto name = [](const ValueNode& v) { return v.kind == ValueNode::Kind::Name && v.text == "__name__"; };
+  auto main = [](const ValueNode& v) { return v.kind == ValueNode::Kind::Literal && v.text == "__main__"; };
+  return (name(a) && main(b)) || (name(b) && main(a));
+}
+
+// Whether the setting `b` runs on every path to `call`: before it in its function and in every arm
+// it stands in, or at module level (inside `if __name__ == "__main__":` at most) for a call in a
+// function.
+bool reaches(const SourceModel& model, const Binding& b, const Call& call) {
+  if (b.functionId == call.functionId) return b.where.line < call.where.line && within(b.branches, call.branches);
+  if (b.functionId != -1 || call.functionId < 0) return false;
+  for (size_t depth = 0; depth < b.branches.size(); ++depth) {
+    const Binding* condition = armCondition(model, -1, b.branches, depth, 0);
+    if (b.branches[depth].index != 0 || !condition || !isMainGuard(model, model.values[static_cast<size_t>(condition->value)]))
+      return false;
+  }
+  return true;
+}
+
+// Whether a call of torch.cuda may run before the setting in its function.
+bool cudaRunsBefore(const SourceModel& model, const Binding& b) {
+  return std::any_of(model.calls.begin(), model.calls.end(), [&](const Call& c) {
+    return c.functionId == b.functionId && c.where.line <= b.where.line && c.qualifiedName.starts_with("torch.cuda.") &&
+           !exclusive(c.branches, b.branches);
+  });
+}
+
+}  // namespace
+
+bool oneVisibleDeviceBefore(const SourceModel& model, const Call& call) {
+  for (const Binding& b : model.bindings) {
+    if (b.name != environmentBinding("CUDA_VISIBLE_DEVICES") || !reaches(model, b, call) || cudaRunsBefore(model, b)) continue;
+    TracedValue value = traceBinding(model, b);
+    if (value.root() && oneDevice(value, *value.root())) return true;
+  }
+  return false;
 }
 
 bool selectsEagerNccl(const std::string& backend) {

@@ -1,5 +1,6 @@
-// Names of torch's distributed API and backend values, shared by the rules that test them. What a
-// backend string or TORCH_DIST_USE_NCCL2 means is the shim's decision (shim/): these only ask it.
+// Names of torch's distributed API and backend values, and the decisions several rules share about
+// what a file shows of them (its world's backend, the GPUs its process sees). What a backend string
+// or TORCH_DIST_USE_NCCL2 means is the shim's decision (shim/): these only ask it.
 #pragma once
 
 #include <string>
@@ -21,9 +22,28 @@ inline bool isDistributed(const std::string& qualified, std::string_view name) {
 bool isLocalRankVariable(std::string_view name);
 bool isGlobalRankVariable(std::string_view name);
 
-// The file shows its world is not NCCL: it initialises one, and every init_process_group names a
-// backend with no NCCL entry ("gloo"). Groups created with the default backend are then not NCCL's.
+// The file shows its world is not NCCL: it initialises one, every init_process_group names a
+// backend with no NCCL entry ("gloo"), and it calls no other initialiser that may make an NCCL world
+// (isOtherWorldInitialiser). One gloo init in an `if` arm whose other arm calls
+// deepspeed.init_distributed() shows nothing of the other arm's world. Groups created with the
+// default backend are then not NCCL's.
 bool worldShownNotNccl(const SourceModel& model);
+
+// A call of a library's or another file's helper that initialises the default process group with a
+// backend this file does not show: a name (as qualified, else as spelled) whose last part contains
+// "init_dist" (deepspeed.init_distributed, init_distributed_mode, mmcv's init_dist, vLLM's
+// init_distributed_environment), or colossalai.launch*. initialize_model_parallel is not one: it
+// makes groups in a world already initialised. A function the file defines itself is not one: its
+// own init_process_group calls are read.
+bool isOtherWorldInitialiser(const SourceModel& model, const Call& call);
+
+// Whether the process is shown to see one GPU where `call` runs: the file sets CUDA_VISIBLE_DEVICES
+// (os.environ[...] = value) to one device on every path to the call, before it and before anything
+// of torch.cuda runs in that function (CUDA reads the variable once, when it starts), in the call's
+// function, or at module level outside any `if` but `if __name__ == "__main__":` for a call in a
+// function. One device: a literal with no comma ("3", "GPU-5c1a..."), or one index written out
+// (str(local_rank), f"{rank % 8}"); a value read from elsewhere may name several ("0,1,2,3").
+bool oneVisibleDeviceBefore(const SourceModel& model, const Call& call);
 
 // A backend string that selects torch's NCCL backend under its default name, as torch reads it:
 // "nccl" in any case, alone or as a device's entry ("cpu:gloo,cuda:NCCL"). Excludes
