@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -62,6 +64,8 @@ struct ProjectTables {
   std::vector<std::string> notes;  // why the environment was not read, at most one
   // Functions issuing point-to-point transfers that the tree calls in a loop (NameEquivalences).
   std::map<std::string, std::string> functionsCalledInLoops;
+  // What the tree's module-level functions that device selections call return (NameEquivalences).
+  std::map<std::string, std::vector<TracedValue>> functionReturns;
 };
 
 std::string absoluteKey(const fs::path& path) {
@@ -130,6 +134,7 @@ struct RulePlan {
     names.inferredGroupWrappers = std::move(tables.groupWrappers);
     indexWrapperReceivers(config);
     names.functionsCalledInLoops = std::move(tables.functionsCalledInLoops);
+    names.functionReturns = std::move(tables.functionReturns);
     resolvedCalls = std::move(tables.resolvedCalls);
     std::vector<const Rule*> enabled;
     for (const Rule* rule : allRules()) {
@@ -240,7 +245,18 @@ std::vector<ParseRegion> regionsToParse(const std::string& text, const Prefilter
   std::vector<size_t> ends = prefilter.wordEnds(matches, rules);
   // The resolved calls are NM401's words: where it is left out (dropSilentGroupCreation), so are they.
   static const Rule* const groupCreation = findRule("NM401");
-  if (resolved && std::find(rules.begin(), rules.end(), groupCreation) != rules.end()) addResolvedCallEnds(text, *resolved, ends);
+  if (std::find(rules.begin(), rules.end(), groupCreation) != rules.end()) {
+    if (resolved) addResolvedCallEnds(text, *resolved, ends);
+    // So are the names the file keeps torch's group creators under (`cls._orig(ranks)` calls one).
+    std::optional<std::vector<size_t>> saved =
+        savedCreatorMentions(text, prefilter.triggerWordSpans(matches, groupCreation, 0), groupCreatorNames());
+    if (!saved) return {};
+    if (!saved->empty()) {
+      std::vector<size_t> merged;
+      std::merge(ends.begin(), ends.end(), saved->begin(), saved->end(), std::back_inserter(merged));
+      ends = std::move(merged);
+    }
+  }
   return pythonRegions(text, ends, leftOut);
 }
 
@@ -421,7 +437,8 @@ void dropSilentGroupCreation(std::vector<const Rule*>& rules, const std::string&
     if (name.data() < text.data() || name.data() >= text.data() + text.size()) return true;
     return resolvedAt.contains(static_cast<size_t>(name.data() - text.data())) || plan.callMayReachWrapper(receiver, name);
   };
-  if (!onlyFewCallsOutsideLoops(text, spans, threshold > 0 ? static_cast<size_t>(threshold) : 0, mayCount)) {
+  PythonCallSites sites(text);  // read once for the questions below
+  if (!sites.onlyFewCallsOutsideLoops(spans, threshold > 0 ? static_cast<size_t>(threshold) : 0, mayCount)) {
     // Calls made in a function that is a wrapper itself (a test method that sets up its groups
     // through one) are no sites of the file (Call::inGroupWrapper): where the text shows every call
     // outside loops, only the others count towards the threshold.
@@ -432,10 +449,10 @@ void dropSilentGroupCreation(std::vector<const Rule*>& rules, const std::string&
     std::vector<std::pair<size_t, size_t>> outside;
     for (size_t k = 0; k < spans.size(); ++k)
       if (functions[k].empty() || !plan.isWrapperFunction(functions[k])) outside.push_back(spans[k]);
-    if (outside.size() == spans.size() || !onlyFewCallsOutsideLoops(text, spans, 0, mayCount)) return;
+    if (outside.size() == spans.size() || !sites.onlyFewCallsOutsideLoops(spans, 0, mayCount)) return;
     // Fewer words than the threshold are fewer calls.
     if (outside.size() >= static_cast<size_t>(threshold) &&
-        !onlyFewCallsOutsideLoops(text, outside, static_cast<size_t>(threshold), mayCount))
+        !sites.onlyFewCallsOutsideLoops(outside, static_cast<size_t>(threshold), mayCount))
       return;
   }
   rules.erase(it);
@@ -696,6 +713,49 @@ std::map<std::string, std::string> pointToPointLoopSites(const std::vector<fs::p
   return sites;
 }
 
+// NM102's table (NameEquivalences::functionReturns): what the module-level functions of the tree
+// return that the device selections of a file NM102 reads call bare (`set_device(get_rank())`),
+// by key ("mypkg.utils:get_rank"), each return traced in its own file. Only files whose text holds
+// the rule's trigger words are asked for names; a file that may define one is parsed once.
+std::map<std::string, std::vector<TracedValue>> deviceSelectionReturns(const std::vector<fs::path>& files,
+                                                                       const std::vector<size_t>& wanted,
+                                                                       const std::vector<std::string_view>& texts,
+                                                                       const std::vector<std::string>& modules,
+                                                                       const LintConfig& config) {
+  // The rare word first, through memmem, which skips ahead (a find of its first byte stops at every `i`).
+  static constexpr std::string_view kInit = "init_process_group";
+  std::set<std::string> called;
+  for (std::string_view text : texts)
+    if (::memmem(text.data(), text.size(), kInit.data(), kInit.size()) && text.find("set_device") != std::string_view::npos)
+      called.merge(namesCalledInDeviceSelections(text));
+  // Python's builtin functions (`int(os.environ["RANK"])`): an import names no module's function of theirs.
+  static const std::set<std::string> kBuiltins = {
+      "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "dict", "divmod", "enumerate", "eval",
+      "float", "format", "getattr", "hasattr", "hash", "hex", "id", "int", "isinstance", "len", "list", "map", "max",
+      "min", "next", "oct", "ord", "pow", "range", "repr", "round", "set", "sorted", "str", "sum", "tuple", "type"};
+  std::erase_if(called, [](const std::string& name) { return kBuiltins.contains(name); });
+  std::map<std::string, std::vector<TracedValue>> table;
+  if (called.empty()) return table;
+  NameEquivalences equivalences;
+  equivalences.modules = config.equivalentModules;
+  std::map<size_t, std::set<std::string>> defining;  // by text: the names it may define
+  for (const std::string& name : called) {
+    for (size_t k = 0; k < texts.size(); ++k) {
+      if (files[wanted[k]].extension() == ".ipynb" || modules[k].empty()) continue;  // no module to import from
+      if (mayDefineModuleFunction(texts[k], name)) defining[k].insert(name);
+    }
+  }
+  for (const auto& [k, names] : defining) {
+    try {
+      for (auto& [name, returns] : moduleFunctionReturns(files[wanted[k]].string(), std::string(texts[k]), names, equivalences))
+        table[modules[k] + ":" + name] = std::move(returns);
+    } catch (const std::exception&) {
+      continue;  // the lint pass parses the file again and says why it cannot
+    }
+  }
+  return table;
+}
+
 // The interpreter that resolves the imports leaving the tree (python_environment.h), for one run.
 // Asked on first use, as PythonEnvironmentOnDemand is; or, in a run of many Python files (a
 // project's, and projects nearly always call installed names in loops), started at once on a
@@ -744,12 +804,13 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   bool wrappers = ruleOn(config, "NM401");
   bool pointToPoint = ruleOn(config, "NM502");
   bool aliases = ruleOn(config, "NM201") || ruleOn(config, "NM204");
+  bool deviceReturns = ruleOn(config, "NM102");
   std::vector<size_t> wanted;
   for (size_t i = 0; i < files.size(); ++i) {
     std::optional<Language> language = languageByName(files[i]);
     bool python = language == Language::Python;
     bool header = language == Language::Cpp && isCppHeader(files[i].filename().string());
-    if (((wrappers || pointToPoint) && python) || (aliases && header)) wanted.push_back(i);
+    if (((wrappers || pointToPoint || deviceReturns) && python) || (aliases && header)) wanted.push_back(i);
   }
   size_t pythonFiles = static_cast<size_t>(std::count_if(wanted.begin(), wanted.end(), [&](size_t i) {
     return languageByName(files[i]) == Language::Python;
@@ -786,6 +847,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   for (std::thread& t : threads) t.join();
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
+  if (deviceReturns) tables.functionReturns = deviceSelectionReturns(files, wanted, texts, modules, config);
   if (!wrappers && !pointToPoint) return tables;
   // The tables share one survey of the sources (group_wrappers.h).
   std::shared_ptr<const TreeSurvey> survey = surveyTree(texts, jobs);

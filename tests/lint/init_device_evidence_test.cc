@@ -1,9 +1,13 @@
 // NM102's messages state what the file showed and nothing more: a multiple of a count names the
 // count (and, where the count is not a number, that it agrees only when that count is 1), an
 // init whose backend the file does not show says so and carries no fix, and a device from
-// another file's function names that function and what it returns.
+// another file's function names that function and what it returns, in a run over the project as
+// where the table of such functions is given by hand.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -162,6 +166,71 @@ TEST(InitDeviceEvidence, AFunctionOfAnotherFileNotKnownIsNoEvidence) {
   std::vector<Finding> out;
   findRule("NM102")->check(model, RuleContext{config}, out);
   EXPECT_TRUE(out.empty());
+}
+
+// A run over a project: the module-level function a device selection calls is read in the file that
+// defines it, whatever the order the files come in.
+class DeviceHelperProject : public testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("nccl-migrate-device-helper-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_ / "mypkg");
+    write("mypkg/__init__.py", "");
+    write("train.py",
+          "import torch\n"
+          "import torch.distributed as dist\n"
+          "from mypkg.utils import get_rank\n"
+          "def main():\n"
+          "    dist.init_process_group(backend=\"nccl\")\n"
+          "    torch.cuda.set_device(get_rank())\n");
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  void write(const std::string& file, const std::string& text) { std::ofstream(root_ / file) << text; }
+  std::vector<Finding> findings(const std::string& select = "") {
+    LintOptions options;
+    options.jobs = 2;
+    options.config.environment = false;
+    if (!select.empty()) options.config.select = {select};
+    LintReport report = lintPaths({root_}, options);
+    EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+    std::vector<Finding> out;
+    for (Finding& f : report.findings)
+      if (f.code == "NM102") out.push_back(std::move(f));
+    return out;
+  }
+  std::filesystem::path root_;
+};
+
+TEST_F(DeviceHelperProject, AHelperReturningTheGlobalRankIsNamed) {
+  write("mypkg/utils.py",
+        "import torch.distributed as dist\n"
+        "def get_rank():\n"
+        "    return dist.get_rank() if dist.is_initialized() else 0\n");
+  for (const std::string& select : {std::string(), std::string("NM102")}) {
+    auto found = findings(select);
+    ASSERT_EQ(found.size(), 1u) << select;
+    EXPECT_EQ(std::filesystem::path(found[0].path).filename(), "train.py");
+    EXPECT_NE(found[0].message.find("selects cuda:get_rank() (mypkg.utils.get_rank (defined in another file) returns "
+                                    "torch.distributed.get_rank() or 0)"),
+              std::string::npos)
+        << found[0].message;
+  }
+}
+
+TEST_F(DeviceHelperProject, AHelperReturningTheLocalRankIsNotReported) {
+  write("mypkg/utils.py", "import os\ndef get_rank():\n    return int(os.environ[\"LOCAL_RANK\"])\n");
+  EXPECT_TRUE(findings().empty());
+}
+
+TEST_F(DeviceHelperProject, OnlyAModuleLevelFunctionIsFollowed) {
+  // A method of the same name is no function the import names.
+  write("mypkg/utils.py",
+        "import torch.distributed as dist\n"
+        "class Ranks:\n"
+        "    def get_rank(self):\n"
+        "        return dist.get_rank()\n");
+  EXPECT_TRUE(findings().empty());
 }
 
 }  // namespace

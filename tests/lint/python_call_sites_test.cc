@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,6 +83,33 @@ TEST(PythonCallSites, OtherUsesAndDoubtsAreNot) {
   EXPECT_TRUE(decided(four, 0));   // no threshold: only loops report
 }
 
+// One reading of a text answers every question asked of it as a fresh reading would, whatever
+// was asked before: other spans, thresholds and receivers.
+TEST(PythonCallSites, OneReadingAnswersEachQuestionAsAFreshOne) {
+  const std::string text = "import pkg\n"
+                           "make_groups(1)\n"
+                           "pkg.make_groups(2)\n"
+                           "other.make_groups(3)\n"
+                           "for r in ranks:\n"
+                           "    later(r)\n";
+  std::vector<std::pair<size_t, size_t>> calls = spansOf(text, "make_groups");
+  std::vector<std::pair<size_t, size_t>> looped = spansOf(text, "later");
+  ReceiverFilter onlyPkg = [](std::string_view receiver, std::string_view) { return receiver == "pkg"; };
+  PythonCallSites sites(text);
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(sites.onlyFewCallsOutsideLoops(calls, 3), onlyFewCallsOutsideLoops(text, calls, 3));
+    EXPECT_FALSE(sites.onlyFewCallsOutsideLoops(calls, 3));  // three calls reach a threshold of three
+    EXPECT_TRUE(sites.onlyFewCallsOutsideLoops(calls, 3, onlyPkg));  // `other.` is no site
+    EXPECT_TRUE(sites.onlyFewCallsOutsideLoops(calls, 0));
+    EXPECT_FALSE(sites.onlyFewCallsOutsideLoops(looped, 0));
+  }
+  // A text that leaves a doubt answers false to every question, the first and the later ones.
+  const std::string doubtful = "x = 'unterminated\nmake_groups(1)\n";
+  PythonCallSites unsure(doubtful);
+  EXPECT_FALSE(unsure.onlyFewCallsOutsideLoops(spansOf(doubtful, "make_groups"), 0));
+  EXPECT_FALSE(unsure.onlyFewCallsOutsideLoops(spansOf(doubtful, "make_groups"), 5));
+}
+
 // A project whose wrapper is called at a few sites outside loops in one file and in a loop in
 // another: the first is not parsed, the second keeps its finding.
 TEST(PythonCallSites, AFileCallingAWrapperOutsideLoopsIsNotParsedForNM401) {
@@ -108,6 +139,81 @@ TEST(PythonCallSites, AFileCallingAWrapperOutsideLoopsIsNotParsedForNM401) {
   // groups.py (its creator call) and loop_test.py; setup_test.py is decided from its text.
   EXPECT_EQ(report.filesParsed, 2);
   fs::remove_all(root);
+}
+
+const std::set<std::string> kCreators = {"new_group", "split_group", "new_subgroups"};
+
+// The places of the creators' words as the prefilter gives them: each creator as found, also inside
+// longer names, and once more with the dot before it, as NM401's `.new_group` trigger finds it.
+std::vector<std::pair<size_t, size_t>> creatorWords(const std::string& text) {
+  std::vector<std::pair<size_t, size_t>> words;
+  for (const std::string& creator : kCreators) {
+    for (const auto& span : spansOf(text, creator)) {
+      words.push_back(span);
+      if (span.first > 0 && text[span.first - 1] == '.') words.emplace_back(span.first - 1, span.second);
+    }
+  }
+  std::sort(words.begin(), words.end());
+  return words;
+}
+
+std::optional<std::vector<size_t>> saved(const std::string& text) {
+  return savedCreatorMentions(text, creatorWords(text), kCreators);
+}
+
+// The names a text keeps a creator under, as the words whose mentions are parsed with it.
+std::set<std::string> keepers(const std::string& text) {
+  std::optional<std::vector<size_t>> ends = saved(text);
+  EXPECT_TRUE(ends.has_value()) << text;
+  std::set<std::string> names;
+  for (size_t end : ends.value_or(std::vector<size_t>{})) {
+    size_t begin = end;
+    while (begin > 0 && (std::isalnum(static_cast<unsigned char>(text[begin - 1])) || text[begin - 1] == '_')) --begin;
+    names.insert(text.substr(begin, end - begin));
+  }
+  return names;
+}
+
+TEST(SavedCreators, TheNamesKeepingACreatorAreMentioned) {
+  EXPECT_EQ(keepers("class J:\n    _orig = dist.new_group\n    def f(cls):\n        cls._orig(r)\n"),
+            (std::set<std::string>{"_orig"}));
+  EXPECT_EQ(keepers("self._orig = torch.distributed.new_group\n"), (std::set<std::string>{"_orig"}));
+  EXPECT_EQ(keepers("_SAVED[\"k\"] = dist.split_group\nx = _SAVED[\"k\"](r)\n"), (std::set<std::string>{"_SAVED"}));
+  EXPECT_EQ(keepers("    make = staticmethod(dist.new_group)\n"), (std::set<std::string>{"make"}));
+  EXPECT_EQ(keepers("from torch.distributed import new_group\n_real = new_group\n"), (std::set<std::string>{"_real"}));
+  EXPECT_EQ(keepers("if (g := dist.new_group):\n    pass\n"), (std::set<std::string>{"g"}));
+  EXPECT_EQ(keepers("Maker.make = dist.new_subgroups\n"), (std::set<std::string>{"make"}));
+}
+
+TEST(SavedCreators, CallsTargetsAndComparisonsKeepNone) {
+  EXPECT_TRUE(keepers("g = dist.new_group(ranks)\n"
+                      "dist.new_group = recorder\n"
+                      "if fn == dist.new_group or fn != new_group:\n    pass\n"
+                      "my_new_group = 1\n"
+                      "x = dist.new_groups\n"
+                      "patch(dist.new_group)\n")
+                  .empty());
+}
+
+TEST(SavedCreators, AKeeperTheLineDoesNotNameAsksForTheWholeFile) {
+  EXPECT_FALSE(saved("_SAVED = {\"new_group\": dist.new_group}\n").has_value());
+  EXPECT_FALSE(saved("_SAVED = dict(\n    make=1,\n)\nx = {1: new_group}\n").has_value());
+  // Words that are no creator's whole name are passed over.
+  EXPECT_TRUE(saved("x = {1: dist.new_groups}\ny = {2: my_new_group}\n").has_value());
+}
+
+TEST(DeviceSelections, TheNamesCalledBareInSelectionsAreFound) {
+  EXPECT_EQ(namesCalledInDeviceSelections("torch.cuda.set_device(get_rank() % local_count())\n"
+                                          "device = torch.device(\"cuda\", pick( 1))\n"
+                                          "name = f\"cuda:{gpu_index()}\"\n"
+                                          "torch.cuda.set_device(\n    int(\n        rank_of(x)))\n"),
+            (std::set<std::string>{"get_rank", "local_count", "pick", "gpu_index", "int", "rank_of"}));
+  // Methods and modules' functions are no bare names; calls elsewhere are not in a selection.
+  EXPECT_TRUE(namesCalledInDeviceSelections("torch.cuda.set_device(dist.get_rank())\n"
+                                            "torch.cuda.set_device(self.rank())\n"
+                                            "x = helper()\n"
+                                            "my_set_device(other())\n")
+                  .empty());
 }
 
 }  // namespace

@@ -217,5 +217,33 @@ TEST(PythonBracketBalance, StringsAndCommentsDoNotCount) {
   EXPECT_EQ(pythonBracketBalance("'unterminated ("), 0);
 }
 
+TEST(ModuleFunctionLook, ADefAtTheStartOfALineIsLookedAt) {
+  EXPECT_TRUE(mayDefineModuleFunction("def get_rank():\n    return 0\n", "get_rank"));  // the first line
+  EXPECT_TRUE(mayDefineModuleFunction("import os\n\nasync def get_rank (x):\n    return x\n", "get_rank"));
+  EXPECT_FALSE(mayDefineModuleFunction("class A:\n    def get_rank(self):\n        return 0\n", "get_rank"));  // a method
+  EXPECT_FALSE(mayDefineModuleFunction("def get_rank_of(x):\n    pass\nget_rank = 1\n", "get_rank"));  // no def of it
+}
+
+// Only the module-level functions of the names asked are read, each return traced in the file.
+TEST(ModuleFunctionReturns, TheReturnsOfTheModuleLevelFunctionsAsked) {
+  const std::string text =
+      "import torch.distributed as dist\n"
+      "class Ranks:\n"
+      "    def get_rank(self):\n"
+      "        return 7\n"
+      "def get_rank():\n"
+      "    if dist.is_initialized():\n"
+      "        return dist.get_rank()\n"
+      "    return 0\n"
+      "def other():\n"
+      "    return 1\n";
+  auto returns = moduleFunctionReturns("utils.py", text, {"get_rank", "missing"}, {});
+  ASSERT_EQ(returns.size(), 1u);
+  ASSERT_EQ(returns["get_rank"].size(), 2u);
+  ASSERT_NE(returns["get_rank"][0].root(), nullptr);
+  EXPECT_EQ(returns["get_rank"][0].root()->text, "torch.distributed.get_rank");
+  EXPECT_EQ(returns["get_rank"][1].root()->text, "0");
+}
+
 }  // namespace
 }  // namespace nccl_migrate::lint

@@ -94,5 +94,51 @@ TEST_F(ResolvedCallRegions, FewResolvedCallsOutsideLoopsLeaveTheFileUnparsed) {
   EXPECT_EQ(findings(), (std::vector<std::string>{"loop.py:5:NM401", "many.py:4:NM401"}));
 }
 
+// A large file that keeps torch's group creator under other names (a class attribute, an object's
+// attribute, a dict's entry) and calls it through them in methods and functions that hold none of
+// NM401's words: those are parsed too, so each call in a loop is found, and one outside loops is not.
+TEST_F(ResolvedCallRegions, ACreatorKeptUnderAnotherNameIsFollowed) {
+  std::string filler;
+  for (int i = 0; i < 100; ++i) filler += "    def unrelated" + std::to_string(i) + "(self, a):\n        return [a, 1]\n";
+  write("journal.py",
+        "import torch.distributed as dist\n"
+        "class Journal:\n"
+        "    _orig = dist.new_group\n"
+        "    def __init__(self):\n"
+        "        self._saved = dist.new_group\n" +
+            filler +
+            "    @classmethod\n"
+            "    def reload_all(cls, layouts):\n"
+            "        return [cls._orig(ranks) for ranks in layouts]\n"  // line 208
+            "    @classmethod\n"
+            "    def world(cls):\n"
+            "        return cls._orig(None)\n"
+            "    def replay(self, layouts):\n"
+            "        for ranks in layouts:\n"
+            "            self._saved(ranks)\n"  // line 214
+            "_REGISTRY = {}\n"
+            "def register():\n"
+            "    _REGISTRY[\"make\"] = dist.new_group\n"
+            "def reload_registry(layouts):\n"
+            "    for ranks in layouts:\n"
+            "        _REGISTRY[\"make\"](ranks)\n");  // line 220
+  ASSERT_GE(fs::file_size(root_ / "journal.py"), 4096u);  // split into regions
+  EXPECT_EQ(findings(), (std::vector<std::string>{"journal.py:208:NM401", "journal.py:214:NM401", "journal.py:220:NM401"}));
+}
+
+// One kept in a dict literal's entry, whose name the line does not show: the file is parsed whole.
+TEST_F(ResolvedCallRegions, ACreatorKeptInADictLiteralIsFollowed) {
+  std::string filler;
+  for (int i = 0; i < 150; ++i) filler += "def unrelated" + std::to_string(i) + "(a):\n    return [a, 1]\n";
+  write("saved.py",
+        "import torch.distributed as dist\n"
+        "_SAVED = {\"make\": dist.new_group}\n" +
+            filler +
+            "def rebuild(layouts):\n"
+            "    return [_SAVED[\"make\"](ranks) for ranks in layouts]\n");  // line 304
+  ASSERT_GE(fs::file_size(root_ / "saved.py"), 4096u);
+  EXPECT_EQ(findings(), (std::vector<std::string>{"saved.py:304:NM401"}));
+}
+
 }  // namespace
 }  // namespace nccl_migrate::lint

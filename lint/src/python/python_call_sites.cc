@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -245,13 +246,39 @@ std::pair<std::string_view, bool> receiverOf(std::string_view text, size_t begin
 
 }  // namespace
 
+// The text's logical lines with their loops marked, and what is no code; `complete` false where the
+// text leaves a doubt about them (then every question is answered false).
+struct PythonCallSites::Read {
+  bool complete = false;
+  std::vector<LogicalLine> lines;
+  std::vector<NotCode> notCode;
+};
+
+PythonCallSites::PythonCallSites(std::string_view text) : text_(text) {}
+PythonCallSites::~PythonCallSites() = default;
+
 bool onlyFewCallsOutsideLoops(std::string_view text, const std::vector<std::pair<size_t, size_t>>& spans, size_t maxCalls,
                               const ReceiverFilter& mayCount) {
-  Tokens tokens(text);
-  if (!tokens.read()) return false;
-  markLoops(tokens.lines);
-  const std::vector<LogicalLine>& lines = tokens.lines;
-  const std::vector<NotCode>& notCode = tokens.notCode;
+  return PythonCallSites(text).onlyFewCallsOutsideLoops(spans, maxCalls, mayCount);
+}
+
+bool PythonCallSites::onlyFewCallsOutsideLoops(const std::vector<std::pair<size_t, size_t>>& spans, size_t maxCalls,
+                                               const ReceiverFilter& mayCount) const {
+  if (!read_) {
+    Tokens tokens(text_);
+    auto read = std::make_unique<Read>();
+    read->complete = tokens.read();
+    if (read->complete) {
+      markLoops(tokens.lines);
+      read->lines = std::move(tokens.lines);
+      read->notCode = std::move(tokens.notCode);
+    }
+    read_ = std::move(read);
+  }
+  if (!read_->complete) return false;
+  std::string_view text = text_;
+  const std::vector<LogicalLine>& lines = read_->lines;
+  const std::vector<NotCode>& notCode = read_->notCode;
   size_t calls = 0, lastCallEnd = std::string_view::npos;
   for (const auto& [begin, end] : spans) {
     auto in = std::upper_bound(notCode.begin(), notCode.end(), begin, [](size_t at, const NotCode& s) { return at < s.begin; });
@@ -283,6 +310,148 @@ bool onlyFewCallsOutsideLoops(std::string_view text, const std::vector<std::pair
     // annotation): the frontend qualifies a call through an import's `as` and a plain assignment only.
   }
   return maxCalls == 0 || calls < maxCalls;
+}
+
+namespace {
+
+size_t skipBlanksBack(std::string_view text, size_t at) {
+  while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == '\t')) --at;
+  return at;
+}
+
+// Where the dotted name ending at `end` starts (`dist.new_group`, `torch.distributed.new_group`).
+size_t dottedStart(std::string_view text, size_t end) {
+  while (end > 0 && (isIdentifierByte(static_cast<unsigned char>(text[end - 1])) || text[end - 1] == '.')) --end;
+  return end;
+}
+
+// The last name of the assignment target whose `=` is at `equals` (`_orig` of `self._orig`,
+// `_SAVED` of `_SAVED["k"]`, a keyword argument's name, a tuple's last target); empty when the
+// target is no name (a call's result).
+std::string_view assignedName(std::string_view text, size_t equals) {
+  size_t at = skipBlanksBack(text, equals);
+  if (at > 0 && text[at - 1] == ']') {  // a subscript: the name it is taken of
+    int depth = 0;
+    while (at > 0) {
+      char c = text[--at];
+      if (c == ']') ++depth;
+      else if (c == '[' && --depth == 0) break;
+      else if (c == '\n') return {};
+    }
+    if (depth != 0) return {};
+    at = skipBlanksBack(text, at);
+  }
+  size_t begin = at;
+  while (begin > 0 && isIdentifierByte(static_cast<unsigned char>(text[begin - 1]))) --begin;
+  if (begin == at || std::isdigit(static_cast<unsigned char>(text[begin]))) return {};
+  return text.substr(begin, at - begin);
+}
+
+// Whether `=` at `at` assigns (`x = v`, `x := v`, a keyword argument), rather than compares.
+bool assigns(std::string_view text, size_t at) {
+  if (text[at] != '=') return false;
+  char before = at > 0 ? text[at - 1] : ' ';
+  return before != '=' && before != '!' && before != '<' && before != '>' && before != '+' && before != '-' &&
+         before != '*' && before != '/' && before != '%' && before != '&' && before != '|' && before != '^';
+}
+
+}  // namespace
+
+std::optional<std::vector<size_t>> savedCreatorMentions(std::string_view text, const std::vector<std::pair<size_t, size_t>>& words,
+                                                        const std::set<std::string>& creators) {
+  std::set<std::string_view> keepers;
+  for (auto [at, end] : words) {
+    if (at < text.size() && text[at] == '.') ++at;  // a word found as `.new_group`
+    while (end < text.size() && isIdentifierByte(static_cast<unsigned char>(text[end]))) ++end;  // as `new_subgroups*`
+    if (at >= end || end > text.size() || (at > 0 && isIdentifierByte(static_cast<unsigned char>(text[at - 1]))) ||
+        !creators.contains(std::string(text.substr(at, end - at))))
+      continue;  // part of a longer name, or no creator's
+    size_t next = text.find_first_not_of(" \t", end);
+    if (next < text.size() && (text[next] == '(' || (text[next] == '=' && text.compare(next, 2, "==") != 0)))
+      continue;  // called, or assigned to
+    size_t before = skipBlanksBack(text, dottedStart(text, at));
+    if (before == 0) continue;
+    if (text[before - 1] == ':') return std::nullopt;  // a dict entry's value (or an annotation): no keeper on the line
+    if (text[before - 1] == '(') {  // an argument: `staticmethod(dist.new_group)`, kept where the call's result is
+      size_t callee = dottedStart(text, before - 1);
+      if (callee == before - 1) continue;
+      before = skipBlanksBack(text, callee);
+      if (before == 0) continue;
+    }
+    if (!assigns(text, before - 1)) continue;
+    size_t equals = before - 1;
+    if (equals > 0 && text[equals - 1] == ':') --equals;  // `x := v`
+    std::string_view name = assignedName(text, equals);
+    if (name.empty()) return std::nullopt;
+    keepers.insert(name);
+  }
+  std::vector<size_t> ends;
+  for (std::string_view name : keepers) {
+    for (size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
+      size_t end = at + name.size();
+      if ((at > 0 && isIdentifierByte(static_cast<unsigned char>(text[at - 1]))) ||
+          (end < text.size() && isIdentifierByte(static_cast<unsigned char>(text[end]))))
+        continue;
+      ends.push_back(end);
+    }
+  }
+  std::sort(ends.begin(), ends.end());
+  return ends;
+}
+
+namespace {
+
+// Where the bracket opened at `open` closes, counting the brackets between (strings are not read
+// apart: a bracket in one only makes the span longer or shorter); npos when it does not.
+size_t closingBracket(std::string_view text, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    else if ((c == ')' || c == ']' || c == '}') && --depth == 0) return i;
+  }
+  return std::string_view::npos;
+}
+
+// The names called bare in [begin, end) of `text`: `name(` with no dot before it.
+void addBareCalls(std::string_view text, size_t begin, size_t end, std::set<std::string>& names) {
+  for (size_t i = begin; i < end;) {
+    if (!isIdentifierByte(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    size_t k = i;
+    while (k < end && isIdentifierByte(static_cast<unsigned char>(text[k]))) ++k;
+    size_t next = text.find_first_not_of(" \t", k);
+    size_t before = skipBlanksBack(text, i);
+    bool bare = before == 0 || text[before - 1] != '.';
+    if (bare && next < end && text[next] == '(' && !std::isdigit(static_cast<unsigned char>(text[i])))
+      names.emplace(text.substr(i, k - i));
+    i = k;
+  }
+}
+
+// The spans inside the brackets that follow each whole-word `word` (`set_device(...)`), or, with
+// `open` '{', each `word{...}`, the brace right after it.
+void addCallsAfter(std::string_view text, std::string_view word, char open, std::set<std::string>& names) {
+  for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
+    if (at > 0 && isIdentifierByte(static_cast<unsigned char>(text[at - 1])) && isIdentifierByte(static_cast<unsigned char>(word[0])))
+      continue;  // part of a longer name
+    size_t bracket = open == '(' ? text.find_first_not_of(" \t", at + word.size()) : at + word.size();
+    if (bracket >= text.size() || text[bracket] != open) continue;
+    size_t close = closingBracket(text, bracket);
+    if (close != std::string_view::npos) addBareCalls(text, bracket + 1, close, names);
+  }
+}
+
+}  // namespace
+
+std::set<std::string> namesCalledInDeviceSelections(std::string_view text) {
+  std::set<std::string> names;
+  addCallsAfter(text, "set_device", '(', names);
+  addCallsAfter(text, "torch.device", '(', names);
+  addCallsAfter(text, "cuda:", '{', names);
+  return names;
 }
 
 }  // namespace nccl_migrate::lint

@@ -382,4 +382,45 @@ std::vector<FunctionCalls> pythonFunctionCalls(std::string_view text, const std:
   return FunctionCallWalker(text, names, &module).walk(ts_tree_root_node(tree.get()));
 }
 
+namespace {
+
+// memmem: glibc's skips ahead by the needle's length, where a find of `\n` would stop at every line.
+size_t findIn(std::string_view text, std::string_view needle, size_t from) {
+  if (from > text.size()) return std::string_view::npos;
+  const void* at = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
+  return at ? static_cast<size_t>(static_cast<const char*>(at) - text.data()) : std::string_view::npos;
+}
+
+}  // namespace
+
+bool mayDefineModuleFunction(std::string_view text, const std::string& name) {
+  const std::string definition = "def " + name;
+  for (size_t at = findIn(text, definition, 0); at != std::string_view::npos; at = findIn(text, definition, at + 1)) {
+    size_t next = text.find_first_not_of(" \t", at + definition.size());
+    if (next >= text.size() || text[next] != '(') continue;
+    if (at == 0 || text[at - 1] == '\n') return true;
+    if (at >= 6 && text.compare(at - 6, 6, "async ") == 0 && (at == 6 || text[at - 7] == '\n')) return true;
+  }
+  return false;
+}
+
+std::map<std::string, std::vector<TracedValue>> moduleFunctionReturns(const std::string& path, const std::string& text,
+                                                                      const std::set<std::string>& names,
+                                                                      const NameEquivalences& equivalences) {
+  // The rows of each module-level definition of a name sought; the last one binds it, as in Python.
+  std::map<std::string, std::pair<uint32_t, uint32_t>> rows;
+  for (const ParseRegion& block : pythonTopLevelBlocks(text))
+    if (block.definition && names.contains(block.name)) rows[block.name] = {block.beginRow, block.endRow};
+  std::map<std::string, std::vector<TracedValue>> returns;
+  if (rows.empty()) return returns;
+  SourceModel model = parsePython(path, text, equivalences);
+  for (const Binding& r : model.returns) {
+    auto it = rows.find(r.name);
+    if (it == rows.end() || r.functionId < 0) continue;
+    auto row = static_cast<uint32_t>(r.where.line - 1);
+    if (row >= it->second.first && row <= it->second.second) returns[r.name].push_back(traceBinding(model, r));
+  }
+  return returns;
+}
+
 }  // namespace nccl_migrate::lint

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -108,5 +109,18 @@ class GroupWrapperIndex {
  private:
   std::unordered_map<std::string, std::vector<std::string>> scopes_;  // name -> the part of its keys before the colon
 };
+
+// Whether the text defines a module-level function `name` (`def name(` at the start of a line): the
+// cheap look over a tree's texts before moduleFunctionReturns parses one.
+bool mayDefineModuleFunction(std::string_view text, const std::string& name);
+
+// What the module-level functions of `names` that the file defines return, by name: each return
+// traced in the file (traceBinding), as NameEquivalences::functionReturns carries them to the files
+// that call one (NM102 reads a device selection through them). The file is parsed once, whole, with
+// `equivalences`; a name it defines no module-level function of is absent (a method of that name
+// is none).
+std::map<std::string, std::vector<TracedValue>> moduleFunctionReturns(const std::string& path, const std::string& text,
+                                                                      const std::set<std::string>& names,
+                                                                      const NameEquivalences& equivalences);
 
 }  // namespace nccl_migrate::lint
