@@ -31,7 +31,8 @@ bool createsGroup(const Call& call) {
 }
 
 // A known backend that resolves to no eager NCCL ("gloo", "nccl-lazy") is not eager NCCL; nor is
-// the default backend in a file whose every init_process_group names a world without NCCL.
+// the default backend in a file whose every init_process_group names a world without NCCL and
+// that calls no other initialiser (worldShownNotNccl).
 bool eagerNccl(const Call& call, bool worldNotNccl) {
   const Argument* backend = call.keyword("backend");
   if (!backend) return !worldNotNccl;
@@ -86,7 +87,8 @@ class EagerGroupCreation final : public Rule {
                    "installed or not. One of torch's creators kept in a name, a class attribute or a dict (the "
                    "original saved before patching new_group) counts as that creator. A group created with the "
                    "default backend in a file whose every init_process_group names a backend without NCCL "
-                   "(\"gloo\") is not reported.",
+                   "(\"gloo\"), and that calls no other initialiser (deepspeed.init_distributed, "
+                   "colossalai.launch), is not reported.",
       .example = "groups = [dist.new_group(ranks) for ranks in layout]",
       .fix = "Create groups once and reuse them, derive a family with one split_group, or use backend=\"nccl-lazy\". "
              "Project wrappers around new_group can be declared with group-wrappers in the configuration; the "

@@ -213,118 +213,6 @@ class DeviceReader {
   const TracedValue& value_;
 };
 
-// A process that sees one GPU binds cuda:0 (its global rank modulo a device count of 1), so
-// selecting cuda:0 there is selecting the bound device. The file shows it where it sets
-// CUDA_VISIBLE_DEVICES (os.environ[...] = value) to one device on every path to the selection,
-// before the selection and before anything of torch.cuda runs in that function (CUDA reads the
-// variable once, when it starts): in the selection's function, or at module level outside any
-// `if` but `if __name__ == "__main__":`, for a selection in a function.
-class OneVisibleDevice {
- public:
-  explicit OneVisibleDevice(const SourceModel& model) : model_(model) {}
-
-  bool before(const Call& selection) const {
-    for (const Binding& b : model_.bindings) {
-      if (b.name != environmentBinding("CUDA_VISIBLE_DEVICES") || !reaches(b, selection) || cudaRunsBefore(b)) continue;
-      TracedValue value = traceBinding(model_, b);
-      if (value.root() && oneDevice(value, *value.root())) return true;
-    }
-    return false;
-  }
-
- private:
-  bool reaches(const Binding& b, const Call& selection) const {
-    if (b.functionId == selection.functionId) return b.where.line < selection.where.line && within(b.branches, selection.branches);
-    if (b.functionId != -1 || selection.functionId < 0) return false;
-    for (size_t depth = 0; depth < b.branches.size(); ++depth) {
-      const Binding* condition = armCondition(model_, -1, b.branches, depth, 0);
-      if (b.branches[depth].index != 0 || !condition || !isMainGuard(model_.values[static_cast<size_t>(condition->value)]))
-        return false;
-    }
-    return true;
-  }
-
-  // `__name__ == "__main__"`, either way round.
-  bool isMainGuard(const ValueNode& n) const {
-    if (n.kind != ValueNode::Kind::Operator || n.text != "==" || n.operands.size() != 2) return false;
-    const ValueNode& a = model_.values[static_cast<size_t>(n.operands[0])];
-    const ValueNode& b = model_.values[static_cast<size_t>(n.operands[1])];
-    auto name = [](const ValueNode& v) { return v.kind == ValueNode::Kind::Name && v.text == "__name__"; };
-    auto main = [](const ValueNode& v) { return v.kind == ValueNode::Kind::Literal && v.text == "__main__"; };
-    return (name(a) && main(b)) || (name(b) && main(a));
-  }
-
-  // Whether a call of torch.cuda may run before the setting in its function.
-  bool cudaRunsBefore(const Binding& b) const {
-    return std::any_of(model_.calls.begin(), model_.calls.end(), [&](const Call& c) {
-      return c.functionId == b.functionId && c.where.line <= b.where.line && c.qualifiedName.starts_with("torch.cuda.") &&
-             !exclusive(c.branches, b.branches);
-    });
-  }
-
-  // Whether every run that reaches a place with `inner` arms is in each of the `outer` arms.
-  static bool within(const std::vector<Call::Arm>& outer, const std::vector<Call::Arm>& inner) {
-    if (outer.size() > inner.size()) return false;
-    for (size_t i = 0; i < outer.size(); ++i)
-      if (outer[i].statement != inner[i].statement || outer[i].index != inner[i].index) return false;
-    return true;
-  }
-
-  static bool exclusive(const std::vector<Call::Arm>& a, const std::vector<Call::Arm>& b) {
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-      if (a[i].statement != b[i].statement) return false;
-      if (a[i].index != b[i].index) return true;
-    }
-    return false;
-  }
-
-  // A CUDA_VISIBLE_DEVICES value of one device: a literal with no comma ("3", "GPU-5c1a..."), or
-  // one index written out (str(local_rank), f"{rank % 8}"). A value read from elsewhere (another
-  // variable, a parameter of unknown content, a join of a list) may name several.
-  static bool oneDevice(const TracedValue& v, const ValueNode& n) {
-    using Kind = ValueNode::Kind;
-    if (n.kind == Kind::Literal) return !n.text.empty() && n.text.front() != '-' && n.text.find(',') == std::string::npos;
-    if (n.kind == Kind::Format) {
-      if (n.text.find(',') != std::string::npos) return false;
-      for (size_t i = 0; i < n.operands.size(); ++i)
-        if (!oneIndex(v, v.operand(n, i), 0)) return false;
-      return true;
-    }
-    return oneIndex(v, n, 0);
-  }
-
-  // One integer: a number, a rank (a launcher's variable, get_rank(), a name or attribute called
-  // rank or local_rank) or arithmetic of those.
-  static bool oneIndex(const TracedValue& v, const ValueNode& n, int depth) {
-    using Kind = ValueNode::Kind;
-    if (depth > 8) return false;
-    switch (n.kind) {
-      case Kind::Literal:
-        return digitsOnly(n.text);
-      case Kind::Environment:
-        return isLocalRankVariable(n.text) || isGlobalRankVariable(n.text);
-      case Kind::Name:
-      case Kind::Attribute: {
-        std::string last = lastName(n.text);
-        return last == "rank" || last == "local_rank" || last == "global_rank" || last == "localrank";
-      }
-      case Kind::Call:
-        return n.text == "torch.distributed.get_rank" || n.text == "torch.distributed.get_node_local_rank";
-      case Kind::Operator:
-        if (n.text != "%" && n.text != "//" && n.text != "+" && n.text != "-" && n.text != "*") return false;
-        [[fallthrough]];
-      case Kind::OneOf:
-        for (size_t i = 0; i < n.operands.size(); ++i)
-          if (!oneIndex(v, v.operand(n, i), depth + 1)) return false;
-        return !n.operands.empty();
-      default:
-        return false;
-    }
-  }
-
-  const SourceModel& model_;
-};
-
 // Whether every run that reaches `later` has passed `earlier` just before in the same function:
 // `earlier` stands in no `if` arm that `later` is not in too.
 bool alwaysBefore(const Call& earlier, const Call& later) {
@@ -401,13 +289,12 @@ class InitWithoutDeviceId final : public Rule {
 
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
     std::vector<Selection> selections;
-    OneVisibleDevice oneVisible(model);
     for (const Call& call : model.calls) {
       if (!isSetDevice(call.qualifiedName) || call.arguments.empty()) continue;
       TracedValue value = traceValue(model, call, call.arguments.front());
       Evidence evidence = DeviceReader(model, value).read();
       bool cudaZero = evidence.source == Evidence::Source::Constant && evidence.shown == "0";
-      if (cudaZero && oneVisible.before(call)) evidence.source = Evidence::Source::AsInferred;
+      if (cudaZero && oneVisibleDeviceBefore(model, call)) evidence.source = Evidence::Source::AsInferred;
       selections.push_back({&call, evidence});
     }
     if (selections.empty()) return;
