@@ -171,9 +171,7 @@ struct RulePlan {
   // Whether a function of this name is a group wrapper, as the frontend tells (Call::inGroupWrapper):
   // the name of an inferred wrapper of any module, or a configured wrapper's last name.
   bool isWrapperFunction(const std::string& name) const {
-    if (wrapperNames_.names(name)) return true;
-    return std::any_of(names.groupWrappers.begin(), names.groupWrappers.end(),
-                       [&](const std::string& w) { return w == name || w.ends_with("." + name); });
+    return isGroupWrapperFunctionName(wrapperNames_, names.groupWrappers, name);
   }
 
   // Whether a call `receiver.name(` can reach a group wrapper of that name at all: only through

@@ -256,8 +256,6 @@ std::pair<std::string, std::string> splitAlias(std::string_view item) {
   return {std::string(trimmed(item.substr(0, as))), std::string(trimmed(item.substr(as + 4)))};
 }
 
-// The imports of a source, at any indentation (a function's body imports too), by lines: a
-// statement in brackets or continued with a backslash is joined first.
 // The starts of the lines that begin, after blanks, with `from ` or `import `, in order: found by
 // searching the text for the two words, as few of a source's lines are imports.
 std::vector<size_t> importLineStarts(std::string_view text) {
@@ -274,6 +272,8 @@ std::vector<size_t> importLineStarts(std::string_view text) {
   return starts;
 }
 
+// The imports of a source, at any indentation (a function's body imports too), by lines: a
+// statement in brackets or continued with a backslash is joined first.
 std::vector<ImportedName> importsOf(std::string_view text) {
   std::vector<ImportedName> out;
   size_t line = 0;  // where the next statement may start: the lines above are read

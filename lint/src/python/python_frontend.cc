@@ -942,10 +942,7 @@ class PythonWalker {
 
   // A function the project's group wrappers, inferred or configured, name.
   bool isGroupWrapperFunction(const std::string& name) const {
-    if (wrappers_.names(name)) return true;
-    for (const std::string& w : equivalences_.groupWrappers)
-      if (w == name || w.ends_with("." + name)) return true;
-    return false;
+    return isGroupWrapperFunctionName(wrappers_, equivalences_.groupWrappers, name);
   }
 
   bool isConfiguredWrapper(const std::string& spelling) const {

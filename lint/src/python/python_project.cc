@@ -423,4 +423,11 @@ std::map<std::string, std::vector<TracedValue>> moduleFunctionReturns(const std:
   return returns;
 }
 
+bool isGroupWrapperFunctionName(const GroupWrapperIndex& inferred, const std::vector<std::string>& configured,
+                                const std::string& name) {
+  if (inferred.names(name)) return true;
+  return std::any_of(configured.begin(), configured.end(),
+                     [&](const std::string& w) { return w == name || w.ends_with("." + name); });
+}
+
 }  // namespace nccl_migrate::lint

@@ -110,6 +110,12 @@ class GroupWrapperIndex {
   std::unordered_map<std::string, std::vector<std::string>> scopes_;  // name -> the part of its keys before the colon
 };
 
+// Whether a function of this name is one of the project's group wrappers, inferred (`inferred`)
+// or configured (`configured`, a dotted name matching by its last part). One answer for the lint
+// pass's text shortcut and the frontend: the shortcut is exact only while the two agree.
+bool isGroupWrapperFunctionName(const GroupWrapperIndex& inferred, const std::vector<std::string>& configured,
+                                const std::string& name);
+
 // Whether the text defines a module-level function `name` (`def name(` at the start of a line): the
 // cheap look over a tree's texts before moduleFunctionReturns parses one.
 bool mayDefineModuleFunction(std::string_view text, const std::string& name);
