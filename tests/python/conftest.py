@@ -40,13 +40,14 @@ def pytest_sessionfinish(session):
 
 
 # Files holding the suite's longest tests (whole A/B runs under torchrun, the migration guide's
-# every command: 30-280 s each; tests/README.md lists the ten slowest with their times). Their
+# every command: 30-150 s each; tests/README.md lists the ten slowest with their times). Their
 # tests are handed out first (tools/test.sh: --dist load --maxschedchunk 1, which keeps two tests
 # queued on each worker), so no worker starts a minutes-long test after the others have run out
 # of work: the parallel phase then ends near its total work divided by the workers.
 LONGEST_FIRST = (
     "test_migrating_guide.py", "test_ab_hooks.py", "test_ab_many_nodes.py", "test_side_behaviour.py",
-    "test_ab_never_guess.py", "test_ab_html.py", "test_ab_verdict.py", "test_ab_path.py", "test_ab_shadow.py",
+    "test_ab_never_guess.py", "test_ab_verdict.py", "test_record_integrity.py", "test_ab_cli.py",
+    "test_ab_html.py", "test_ab_path.py", "test_ab_shadow.py",
 )
 
 
