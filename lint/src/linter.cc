@@ -724,7 +724,8 @@ std::map<std::string, std::vector<TracedValue>> deviceSelectionReturns(const std
   static constexpr std::string_view kInit = "init_process_group";
   std::set<std::string> called;
   for (std::string_view text : texts)
-    if (::memmem(text.data(), text.size(), kInit.data(), kInit.size()) && text.find("set_device") != std::string_view::npos)
+    if (text.size() >= kInit.size() &&  // an empty text's data() may be null, which memmem must not get
+        ::memmem(text.data(), text.size(), kInit.data(), kInit.size()) && text.find("set_device") != std::string_view::npos)
       called.merge(namesCalledInDeviceSelections(text));
   // Python's builtin functions (`int(os.environ["RANK"])`): an import names no module's function of theirs.
   static const std::set<std::string> kBuiltins = {

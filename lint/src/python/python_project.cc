@@ -386,7 +386,8 @@ namespace {
 
 // memmem: glibc's skips ahead by the needle's length, where a find of `\n` would stop at every line.
 size_t findIn(std::string_view text, std::string_view needle, size_t from) {
-  if (from > text.size()) return std::string_view::npos;
+  // Also keeps an empty text's data(), which may be null, away from memmem.
+  if (from > text.size() || text.size() - from < needle.size() || needle.empty()) return std::string_view::npos;
   const void* at = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
   return at ? static_cast<size_t>(static_cast<const char*>(at) - text.data()) : std::string_view::npos;
 }
