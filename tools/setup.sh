@@ -49,6 +49,8 @@ if [[ ! -x "$venv/bin/python" ]]; then
   say "creating $venv with $($python --version)"
   "$python" -m venv "$venv"
 fi
+# The venv's site-packages: where torch lands, and where the source path goes below.
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 stamp="$venv/.requirements.sha256"
 want=$(cat "$root/python/requirements.txt" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
@@ -57,7 +59,7 @@ else
   # torch and its CUDA wheels unpack to about 6 GiB and pip stages them under $TMPDIR first; a
   # full disk would otherwise surface as an OSError deep in pip's output after minutes. Checked
   # only while .venv has no torch: an update of the other packages needs little.
-  if [[ ! -d $("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/torch ]]; then
+  if [[ ! -d $site/torch ]]; then
     need_gib=10
     for dir in "$root" "${TMPDIR:-/tmp}"; do
       if [[ ! -d $dir ]]; then
@@ -83,7 +85,6 @@ else
 fi
 # The package from the source tree: python/ on .venv's path. The build writes its native modules
 # and a dist-info with the entry points (torch finds the backends through them) into python/.
-site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 if [[ "$(cat "$site/nccl_migrate_source.pth" 2>/dev/null)" != "$root/python" ]]; then
   echo "$root/python" > "$site/nccl_migrate_source.pth"
 fi
