@@ -105,13 +105,25 @@ std::vector<Trigger> groupWrapperTriggers(const LintConfig& config, const std::s
   return triggers;
 }
 
-// Group wrappers stand for new_group: every trigger that names it is fired by theirs too.
+// Group wrappers stand for new_group: every trigger that names it is fired by theirs too. First,
+// right after the rule's own, the catalogue's library calls that create a group per block of ranks
+// (apex's create_syncbn_process_group): like new_subgroups, one such call is a finding, so they
+// count as the rule's own triggers (ownGroupCreationTriggers); the project's wrappers follow.
 void addGroupWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<Trigger>& wrappers) {
-  if (wrappers.empty()) return;
   bool namesNewGroup = std::any_of(triggers.begin(), triggers.end(), [](const Trigger& t) {
     return std::find(t.anyOf.begin(), t.anyOf.end(), "new_group") != t.anyOf.end();
   });
-  if (namesNewGroup) triggers.insert(triggers.end(), wrappers.begin(), wrappers.end());
+  if (!namesNewGroup) return;
+  std::vector<Trigger> library = manyGroupsCreatorTriggers();
+  triggers.insert(triggers.end(), library.begin(), library.end());
+  triggers.insert(triggers.end(), wrappers.begin(), wrappers.end());
+}
+
+// How many of a group-creating rule's triggers (addGroupWrapperTriggers) stand for calls that
+// create groups themselves, before the project's wrappers' triggers.
+size_t ownGroupCreationTriggers(const Rule& rule) {
+  static const size_t library = manyGroupsCreatorTriggers().size();
+  return rule.info().triggers.size() + library;
 }
 
 // The rules a run uses, per language, each behind the prefilter that decides which of them a
@@ -417,7 +429,7 @@ void dropSilentGroupCreation(std::vector<const Rule*>& rules, const std::string&
   static const Rule* const rule = findRule("NM401");
   auto it = std::find(rules.begin(), rules.end(), rule);
   if (it == rules.end()) return;
-  size_t own = rule->info().triggers.size();  // the wrappers' triggers follow the rule's own (RulePlan)
+  size_t own = ownGroupCreationTriggers(*rule);  // the wrappers' triggers follow (RulePlan)
   if (prefilter.triggerMatches(matches, rule, 0, own)) return;
   int threshold = config.groupSitesThreshold;
   std::vector<std::pair<size_t, size_t>> spans = prefilter.triggerWordSpans(matches, rule, own);

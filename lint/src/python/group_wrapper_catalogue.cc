@@ -30,16 +30,34 @@ const std::vector<KnownWrapper>& groupWrapperCatalogue() {
   return rows;
 }
 
+namespace {
+
+// The rows whose one call creates a group per block of ranks: module functions and classes (a
+// `Class.method` row is called on objects, and goes through the wrapper table instead).
+bool createsManyGroupsInOneCall(const KnownWrapper& row) {
+  return row.creates.starts_with("torch.distributed.new_subgroups") && row.function.find('.') == std::string::npos;
+}
+
+}  // namespace
+
 std::string manyGroupsCreatorFor(const std::string& qualified) {
   static const std::map<std::string, std::string, std::less<>> creators = [] {
     std::map<std::string, std::string, std::less<>> out;
     for (const KnownWrapper& row : groupWrapperCatalogue())
-      if (row.creates.starts_with("torch.distributed.new_subgroups") && row.function.find('.') == std::string::npos)
-        out[row.module + "." + row.function] = row.creates;
+      if (createsManyGroupsInOneCall(row)) out[row.module + "." + row.function] = row.creates;
     return out;
   }();
   auto it = creators.find(qualified);
   return it == creators.end() ? "" : it->second;
+}
+
+std::vector<Trigger> manyGroupsCreatorTriggers() {
+  std::map<std::string, std::vector<std::string>> byModule;
+  for (const KnownWrapper& row : groupWrapperCatalogue())
+    if (createsManyGroupsInOneCall(row)) byModule[row.module].push_back(row.function);
+  std::vector<Trigger> out;
+  for (auto& [module, functions] : byModule) out.push_back(Trigger{std::move(functions), {}, module});
+  return out;
 }
 
 }  // namespace nccl_migrate::lint

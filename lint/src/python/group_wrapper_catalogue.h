@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "nccl_migrate/lint/rule.h"
 #include "python/group_wrappers.h"
 
 namespace nccl_migrate::lint {
@@ -17,5 +18,10 @@ const std::vector<KnownWrapper>& groupWrapperCatalogue();
 // ranks in one call (apex.parallel.create_syncbn_process_group): torch's function it amounts to
 // ("torch.distributed.new_subgroups"); empty for any other name.
 std::string manyGroupsCreatorFor(const std::string& qualified);
+
+// What brings a file that calls one of those library functions to the rules that read group
+// creation: the function's name with a mention of its module. Such a file need name none of
+// torch's creators (`initialize_model_parallel(size)` after a `from fairscale... import`).
+std::vector<Trigger> manyGroupsCreatorTriggers();
 
 }  // namespace nccl_migrate::lint

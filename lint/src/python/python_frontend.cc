@@ -486,6 +486,15 @@ class PythonWalker {
     return out;
   }
 
+  static bool insideExceptHandler(TSNode node) {
+    for (TSNode n = ts_node_parent(node); !ts_node_is_null(n); n = ts_node_parent(n)) {
+      std::string_view type = ts_node_type(n);
+      if (type == "except_clause") return true;
+      if (type == "function_definition" || type == "class_definition") return false;
+    }
+    return false;
+  }
+
   // `PG = dist.ProcessGroupNCCL` makes PG an alias; `CONF = "..."` a known string; any other
   // assignment shadows the name. `os.environ["X"] = v` sets an environment variable.
   void onAssignment(TSNode node) {
@@ -498,6 +507,9 @@ class PythonWalker {
       return;
     }
     if (typeOf(left) != "identifier") return bindUnread(left);
+    // `except ImportError: initialize_model_parallel = None` stands in for a library that is not
+    // installed; where the code runs with the library, the name is the import (kept).
+    if (!ts_node_is_null(right) && typeOf(right) == "none" && insideExceptHandler(node)) return;
     bind(textOf(left), ts_node_is_null(right) ? -1 : valueOf(right), left);
     std::string name = textOf(left);
     std::string dotted = ts_node_is_null(right) ? "" : dottedOf(right);
@@ -1066,6 +1078,10 @@ class PythonWalker {
       if (TypeCheck* check = recordTypeCheck(TypeCheck::Kind::Isinstance, cls)) {
         check->callee = rangeOf(callee);
         check->operand = rangeOf(object);
+        // A call laid out over several lines is one check: it is reported where it starts, the
+        // line a reader (and a suppression comment) puts it on.
+        Location start = locationOf(callee);
+        if (start.line < check->where.line) check->where = start;
       }
     };
     if (typeOf(classes) != "tuple") return record(classes);

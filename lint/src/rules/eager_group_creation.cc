@@ -82,7 +82,7 @@ class EagerGroupCreation final : public Rule {
                    "memory unless they are split with shared resources. new_subgroups and "
                    "new_subgroups_by_enumeration create one group per subgroup in a single call, and so do libraries' "
                    "calls the catalogue (lint/data/group_wrappers.toml) names with their source: apex's "
-                   "create_syncbn_process_group, fairscale's and Megatron-LM's initialize_model_parallel, DeepSpeed's "
+                   "create_syncbn_process_group, fairscale's, Megatron-LM's and xDiT's (xfuser) initialize_model_parallel, DeepSpeed's "
                    "PipelineParallelGrid, torchrec's intra_and_cross_node_pg; each is reported where it stands, "
                    "installed or not. One of torch's creators kept in a name, a class attribute or a dict (the "
                    "original saved before patching new_group) counts as that creator. A group created with the "
