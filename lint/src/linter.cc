@@ -59,6 +59,7 @@ struct ResolvedCall {
 struct ProjectTables {
   std::set<std::string> groupWrappers;       // inferred group-creating functions, as keys (python_project.h)
   std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
+  std::set<std::string> treeModules;         // the tree's Python modules (pythonModuleOf)
   // By file (absolute, normal): calls through objects and installed packages' wrappers.
   std::map<std::string, std::vector<ResolvedCall>> resolvedCalls;
   std::vector<std::string> notes;  // why the environment was not read, at most one
@@ -107,23 +108,16 @@ std::vector<Trigger> groupWrapperTriggers(const LintConfig& config, const std::s
 
 // Group wrappers stand for new_group: every trigger that names it is fired by theirs too. First,
 // right after the rule's own, the catalogue's library calls that create a group per block of ranks
-// (apex's create_syncbn_process_group): like new_subgroups, one such call is a finding, so they
-// count as the rule's own triggers (ownGroupCreationTriggers); the project's wrappers follow.
-void addGroupWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<Trigger>& wrappers) {
+// (`library`, apex's create_syncbn_process_group): like new_subgroups, one such call is a finding,
+// so they count as the rule's own triggers (RulePlan::libraryTriggers); the project's wrappers follow.
+void addGroupWrapperTriggers(std::vector<Trigger>& triggers, const std::vector<Trigger>& library,
+                             const std::vector<Trigger>& wrappers) {
   bool namesNewGroup = std::any_of(triggers.begin(), triggers.end(), [](const Trigger& t) {
     return std::find(t.anyOf.begin(), t.anyOf.end(), "new_group") != t.anyOf.end();
   });
   if (!namesNewGroup) return;
-  std::vector<Trigger> library = manyGroupsCreatorTriggers();
   triggers.insert(triggers.end(), library.begin(), library.end());
   triggers.insert(triggers.end(), wrappers.begin(), wrappers.end());
-}
-
-// How many of a group-creating rule's triggers (addGroupWrapperTriggers) stand for calls that
-// create groups themselves, before the project's wrappers' triggers.
-size_t ownGroupCreationTriggers(const Rule& rule) {
-  static const size_t library = manyGroupsCreatorTriggers().size();
-  return rule.info().triggers.size() + library;
 }
 
 // The rules a run uses, per language, each behind the prefilter that decides which of them a
@@ -131,6 +125,7 @@ size_t ownGroupCreationTriggers(const Rule& rule) {
 struct RulePlan {
   std::vector<Prefilter> prefilters;
   bool reportUnused = false;
+  size_t libraryTriggers = 0;  // the catalogue's many-group calls among a group rule's triggers
   NameEquivalences names;
   std::map<std::string, std::vector<ResolvedCall>> resolvedCalls;
 
@@ -144,6 +139,9 @@ struct RulePlan {
     std::vector<Trigger> wrappers = groupWrapperTriggers(config, tables.groupWrappers);
     std::vector<std::string> aliases(tables.legacyClassAliases.begin(), tables.legacyClassAliases.end());
     names.inferredGroupWrappers = std::move(tables.groupWrappers);
+    names.libraryFunctionsTreeDefines = libraryFunctionsTreeDefines(names.inferredGroupWrappers, tables.treeModules);
+    std::vector<Trigger> library = manyGroupsCreatorTriggers(names.libraryFunctionsTreeDefines);
+    libraryTriggers = library.size();
     indexWrapperReceivers(config);
     names.functionsCalledInLoops = std::move(tables.functionsCalledInLoops);
     names.functionReturns = std::move(tables.functionReturns);
@@ -162,7 +160,7 @@ struct RulePlan {
     std::array<std::vector<RuleTriggers>, kLanguages> perLanguage;
     for (const Rule* rule : enabled) {
       RuleTriggers r{rule, rule == &unused ? std::vector<Trigger>{suppressionWords} : rule->info().triggers};
-      addGroupWrapperTriggers(r.triggers, wrappers);
+      addGroupWrapperTriggers(r.triggers, library, wrappers);
       for (Language language : rule->info().languages) {
         if (!languages.empty() && !languages.contains(language)) continue;
         RuleTriggers forLanguage = r;
@@ -429,7 +427,7 @@ void dropSilentGroupCreation(std::vector<const Rule*>& rules, const std::string&
   static const Rule* const rule = findRule("NM401");
   auto it = std::find(rules.begin(), rules.end(), rule);
   if (it == rules.end()) return;
-  size_t own = ownGroupCreationTriggers(*rule);  // the wrappers' triggers follow (RulePlan)
+  size_t own = rule->info().triggers.size() + plan.libraryTriggers;  // the wrappers' triggers follow (RulePlan)
   if (prefilter.triggerMatches(matches, rule, 0, own)) return;
   int threshold = config.groupSitesThreshold;
   std::vector<std::pair<size_t, size_t>> spans = prefilter.triggerWordSpans(matches, rule, own);
@@ -873,6 +871,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   environment.wait();
   if (!environment.note().empty()) tables.notes.push_back(environment.note());
   tables.groupWrappers = std::move(table.keys);
+  tables.treeModules.insert(modules.begin(), modules.end());
   for (const ProjectSite& site : table.sites) {
     const fs::path& path = files[wanted[site.source]];
     if (path.extension() == ".ipynb") continue;  // a notebook's findings are placed by cell

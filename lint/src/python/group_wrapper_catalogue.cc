@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "engine/toml.h"
+#include "python/python_project.h"
 
 namespace nccl_migrate::lint {
 
@@ -51,12 +52,33 @@ std::string manyGroupsCreatorFor(const std::string& qualified) {
   return it == creators.end() ? "" : it->second;
 }
 
-std::vector<Trigger> manyGroupsCreatorTriggers() {
-  std::map<std::string, std::vector<std::string>> byModule;
+std::set<std::string> libraryFunctionsTreeDefines(const std::set<std::string>& inferredWrappers,
+                                                  const std::set<std::string>& treeModules) {
+  std::set<std::string> out;
+  for (const KnownWrapper& row : groupWrapperCatalogue()) {
+    if (!createsManyGroupsInOneCall(row)) continue;
+    for (const std::string& key : inferredWrappers) {
+      std::string module = key.substr(0, key.find_first_of("#:"));
+      if (groupWrapperName(key) == row.function && treeModules.contains(module) && moduleNamedBy(module, row.module)) {
+        out.insert(row.module + "." + row.function);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Trigger> manyGroupsCreatorTriggers(const std::set<std::string>& treeDefines) {
+  // By the library's top-level package, a word every import of it writes (`import apex`, `from
+  // fairscale.nn...`): a module's last name (`initialize`, `parallel_state`) is also in every
+  // file of a tree that defines a function of the same name, which would then be parsed for it.
+  std::map<std::string, std::set<std::string>> byPackage;
   for (const KnownWrapper& row : groupWrapperCatalogue())
-    if (createsManyGroupsInOneCall(row)) byModule[row.module].push_back(row.function);
+    if (createsManyGroupsInOneCall(row) && !treeDefines.contains(row.module + "." + row.function))
+      byPackage[row.module.substr(0, row.module.find('.'))].insert(row.function);
   std::vector<Trigger> out;
-  for (auto& [module, functions] : byModule) out.push_back(Trigger{std::move(functions), {}, module});
+  for (const auto& [package, functions] : byPackage)
+    out.push_back(Trigger{{functions.begin(), functions.end()}, {package}, ""});
   return out;
 }
 

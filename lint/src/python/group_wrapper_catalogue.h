@@ -3,6 +3,7 @@
 // installed in the environment it runs in.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,19 @@ const std::vector<KnownWrapper>& groupWrapperCatalogue();
 // ("torch.distributed.new_subgroups"); empty for any other name.
 std::string manyGroupsCreatorFor(const std::string& qualified);
 
+// The many-group rows' functions ("module.function") that the linted tree defines itself: a
+// group wrapper its table inferred (`inferredWrappers`, keys as python_project.h makes them) of that
+// name in a module of the tree (`treeModules`, pythonModuleOf) that the row's module names. The
+// tree's own code is what runs there, and the table reads it: the row stands aside (Megatron-LM's
+// own tree calls its initialize_model_parallel as a wrapper). Installed modules' wrappers do not
+// count: the catalogue says more of them than the table can (a group per block of ranks).
+std::set<std::string> libraryFunctionsTreeDefines(const std::set<std::string>& inferredWrappers,
+                                                  const std::set<std::string>& treeModules);
+
 // What brings a file that calls one of those library functions to the rules that read group
-// creation: the function's name with a mention of its module. Such a file need name none of
-// torch's creators (`initialize_model_parallel(size)` after a `from fairscale... import`).
-std::vector<Trigger> manyGroupsCreatorTriggers();
+// creation: the function's name with a mention of its module, for the rows the tree does not
+// define (`treeDefines`, from libraryFunctionsTreeDefines). Such a file need name none of torch's
+// creators (`initialize_model_parallel(size)` after a `from fairscale... import`).
+std::vector<Trigger> manyGroupsCreatorTriggers(const std::set<std::string>& treeDefines);
 
 }  // namespace nccl_migrate::lint

@@ -486,6 +486,15 @@ class PythonWalker {
     return out;
   }
 
+  static bool insideClassBody(TSNode node) {
+    for (TSNode n = ts_node_parent(node); !ts_node_is_null(n); n = ts_node_parent(n)) {
+      std::string_view type = ts_node_type(n);
+      if (type == "class_definition") return true;
+      if (type == "function_definition") return false;
+    }
+    return false;
+  }
+
   static bool insideExceptHandler(TSNode node) {
     for (TSNode n = ts_node_parent(node); !ts_node_is_null(n); n = ts_node_parent(n)) {
       std::string_view type = ts_node_type(n);
@@ -513,7 +522,10 @@ class PythonWalker {
     bind(textOf(left), ts_node_is_null(right) ? -1 : valueOf(right), left);
     std::string name = textOf(left);
     std::string dotted = ts_node_is_null(right) ? "" : dottedOf(right);
-    names_.bindAssignment(name, dotted.empty() ? "" : names_.qualify(dotted));
+    // A class attribute (`class Backend(Enum): apex = "apex"`) is no name of the module: the
+    // functions of the file still see the module's `apex`.
+    bool classAttribute = function_ < 0 && locationOf(node).column > 1 && insideClassBody(node);
+    if (!classAttribute) names_.bindAssignment(name, dotted.empty() ? "" : names_.qualify(dotted));
     if (!ts_node_is_null(right)) assigned_[name] = snippetOf(right);
     if (auto value = ts_node_is_null(right) ? std::nullopt : stringValueOf(right)) constants_[name] = *value;
     else constants_.erase(name);
@@ -977,6 +989,8 @@ class PythonWalker {
     // torch's own functions are torch's, whatever the project names its helpers.
     bool torchName = call.qualifiedName.starts_with("torch.");
     std::string manyGroups = torchName || call.qualifiedName.empty() ? "" : manyGroupsCreatorFor(call.qualifiedName);
+    // A library function the tree defines itself is the tree's wrapper.
+    if (!manyGroups.empty() && equivalences_.libraryFunctionsTreeDefines.contains(call.qualifiedName)) manyGroups.clear();
     if (!manyGroups.empty()) {
       call.qualifiedName = manyGroups;  // a library's call that creates a group per block of ranks
     } else if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted) ||

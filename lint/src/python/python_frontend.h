@@ -21,6 +21,9 @@ struct NameEquivalences {
   // Functions of the scanned tree found to create groups (bare names: a call to `x.name` or
   // `name` stands for torch.distributed.new_group).
   std::set<std::string> inferredGroupWrappers;
+  // The catalogue's many-group library functions ("megatron.core.parallel_state.initialize_model_parallel")
+  // that the scanned tree defines itself: there they are the tree's wrappers (treeDefines).
+  std::set<std::string> libraryFunctionsTreeDefines;
   // Functions of the scanned tree that issue point-to-point transfers and are called in a loop,
   // as keys of python_project.h, each with where ("pipeline_parallel.py:96"): Call::calledInLoopAt.
   std::map<std::string, std::string> functionsCalledInLoops;

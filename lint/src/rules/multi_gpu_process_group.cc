@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "nccl_migrate/lint/rule.h"
@@ -298,9 +299,11 @@ class MultiGpuProcessGroup final : public Rule {
   // call first, or after the DDP call, are not shown on its path.
   bool checkDdpOverSeveralDevices(const SourceModel& model, const Call& ddp, std::vector<Finding>& out) const {
     std::vector<std::pair<const Call*, int>> placed;  // a placement and its GPU index
+    std::set<std::string_view> calledBefore = functionsCalledBefore(model, ddp);
     for (const Call& call : model.calls) {
+      if (!isPlacement(call)) continue;
       if (call.functionId == ddp.functionId ? call.exclusiveWith(ddp) || call.where.line >= ddp.where.line
-                                            : !onPathBefore(model, call.functionId, ddp))
+                                            : !onPathBefore(model, call.functionId, calledBefore))
         continue;
       if (std::optional<int> gpu = explicitGpu(model, call)) placed.emplace_back(&call, *gpu);
     }
@@ -336,20 +339,29 @@ class MultiGpuProcessGroup final : public Rule {
     return false;
   }
 
-  // Whether function `functionId` runs before `ddp` on its path: a module's constructor
-  // (`__init__`, which the file does not tie to its class: the model DDP wraps is made by one), or a
-  // function the DDP call's function calls by name before the DDP call, in no arm that excludes it.
-  static bool onPathBefore(const SourceModel& model, int functionId, const Call& ddp) {
-    if (functionId < 0 || static_cast<size_t>(functionId) >= model.functions.size()) return false;
-    const std::string& name = model.functions[static_cast<size_t>(functionId)];
-    if (name == "__init__") return true;
+  // The names of the functions `ddp`'s function calls before it, in no arm that excludes it: the
+  // last name of each callee (`helper`, `self.helper`). Read once per DDP call, not once per
+  // placement: a large file has thousands of calls.
+  static std::set<std::string_view> functionsCalledBefore(const SourceModel& model, const Call& ddp) {
+    std::set<std::string_view> names;
     for (const Call& call : model.calls) {
       if (call.functionId != ddp.functionId || call.where.line > ddp.where.line || call.exclusiveWith(ddp)) continue;
-      const std::string& callee = call.spelling;
-      if (callee == name || callee.ends_with("." + name)) return true;
+      std::string_view callee = call.spelling;
+      names.insert(callee.substr(callee.rfind('.') + 1));
     }
-    return false;
+    return names;
   }
+
+  // Whether function `functionId` runs before the DDP call on its path: a module's constructor
+  // (`__init__`, which the file does not tie to its class: the model DDP wraps is made by one), or a
+  // function the DDP call's function calls by name before the DDP call (functionsCalledBefore).
+  static bool onPathBefore(const SourceModel& model, int functionId, const std::set<std::string_view>& calledBefore) {
+    if (functionId < 0 || static_cast<size_t>(functionId) >= model.functions.size()) return false;
+    const std::string& name = model.functions[static_cast<size_t>(functionId)];
+    return name == "__init__" || calledBefore.contains(name);
+  }
+
+  static bool isPlacement(const Call& call) { return call.spelling.ends_with(".to") || call.spelling.ends_with(".cuda"); }
 
   // A `.to(x)` / `.cuda(x)` call whose device is an item of a list display of several different
   // explicit GPUs (`devices = ["cuda:0", "cuda:1"]`): `x` a loop target bound where a call
