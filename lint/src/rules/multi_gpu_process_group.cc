@@ -494,7 +494,11 @@ class MultiGpuProcessGroup final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {{.anyOf = {"DistributedDataParallel"}},
+      // torch's DDP is reached through torch.nn.parallel (or torch.nn): a file that names neither
+      // names another library's class of that name (Megatron-LM's own DistributedDataParallel).
+      .triggers = {{.anyOf = {"DistributedDataParallel"},
+                    .andAnyOf = {"nn.parallel*", "nn import parallel", "nn.DistributedDataParallel",
+                                 "nn import DistributedDataParallel"}},
                    {.anyOf = {"DataParallel", "*_multigpu", "*cuda:#", ".cuda(#", "\"cuda\", #", "\"cuda\",#",
                               "'cuda', #", "'cuda',#"},
                     .module = "torch.distributed"}},
