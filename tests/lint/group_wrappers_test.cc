@@ -505,22 +505,26 @@ TEST_F(ProjectModelTree, ConstructingAClassWhoseInitCreatesAGroup) {
   EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"graph_manager.py:14:NM401"}));
 }
 
+// Megatron-LM's initialize_model_parallel, as far as the linter reads it, and a script calling it once.
+constexpr const char* kInitializeModelParallel =
+    "import torch\n"
+    "\n"
+    "def initialize_model_parallel(tensor_model_parallel_size=1):\n"
+    "    world = torch.distributed.get_world_size()\n"
+    "    for start in range(0, world, tensor_model_parallel_size):\n"
+    "        torch.distributed.new_group(list(range(start, start + tensor_model_parallel_size)))\n";
+constexpr const char* kCallsInitializeModelParallel =
+    "from megatron.core import parallel_state\n"
+    "\n"
+    "def main():\n"
+    "    parallel_state.initialize_model_parallel(2)\n";
+
 // A library of the catalogue linted as the tree itself (Megatron-LM's own repository): its
 // initialize_model_parallel is the tree's wrapper, whose loop is reported where it stands, and a
 // call of it elsewhere in the tree is one call of a wrapper, as for any wrapper of the tree.
 TEST_F(ProjectModelTree, ALibraryFunctionTheTreeDefinesIsTheTreesWrapper) {
-  write(root_ / "megatron/core/parallel_state.py",
-        "import torch\n"
-        "\n"
-        "def initialize_model_parallel(tensor_model_parallel_size=1):\n"
-        "    world = torch.distributed.get_world_size()\n"
-        "    for start in range(0, world, tensor_model_parallel_size):\n"
-        "        torch.distributed.new_group(list(range(start, start + tensor_model_parallel_size)))\n");
-  write(root_ / "examples/train.py",
-        "from megatron.core import parallel_state\n"
-        "\n"
-        "def main():\n"
-        "    parallel_state.initialize_model_parallel(2)\n");
+  write(root_ / "megatron/core/parallel_state.py", kInitializeModelParallel);
+  write(root_ / "examples/train.py", kCallsInitializeModelParallel);
   EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"parallel_state.py:6:NM401"}));
 }
 
@@ -529,18 +533,8 @@ TEST_F(ProjectModelTree, ALibraryFunctionTheTreeDefinesIsTheTreesWrapper) {
 TEST_F(ProjectModelTree, ALibraryFunctionInstalledIsReportedAtItsCall) {
   write(site_ / "megatron/__init__.py", "");
   write(site_ / "megatron/core/__init__.py", "");
-  write(site_ / "megatron/core/parallel_state.py",
-        "import torch\n"
-        "\n"
-        "def initialize_model_parallel(tensor_model_parallel_size=1):\n"
-        "    world = torch.distributed.get_world_size()\n"
-        "    for start in range(0, world, tensor_model_parallel_size):\n"
-        "        torch.distributed.new_group(list(range(start, start + tensor_model_parallel_size)))\n");
-  write(root_ / "train.py",
-        "from megatron.core import parallel_state\n"
-        "\n"
-        "def main():\n"
-        "    parallel_state.initialize_model_parallel(2)\n");
+  write(site_ / "megatron/core/parallel_state.py", kInitializeModelParallel);
+  write(root_ / "train.py", kCallsInitializeModelParallel);
   EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"train.py:4:NM401"}));
 }
 
