@@ -706,6 +706,11 @@ class PythonWalker {
     if (type == "subscript" && isEnviron(field(node, kField.value))) {
       if (auto key = stringValueOf(field(node, kField.subscript))) return addValue({Kind::Environment, *key, "", {}, where});
     }
+    if (type == "subscript" && ts_node_named_child_count(node) == 2 && typeOf(field(node, kField.subscript)) != "slice") {
+      TSNode container = field(node, kField.value), index = field(node, kField.subscript);
+      if (!ts_node_is_null(container) && !ts_node_is_null(index))
+        return addValue({Kind::Item, clipped(node), "", {valueOf(container, depth + 1), valueOf(index, depth + 1)}, where});
+    }
     if (type == "call") return callValueNode(node, depth);
     if (type == "binary_operator") {
       TSNode left = field(node, kField.left), right = field(node, kField.right);

@@ -22,10 +22,14 @@ bool isSetDevice(const std::string& q) { return q == "torch.cuda.set_device" || 
 // node as it has GPUs, numbered node by node); GlobalRank (unreduced, or modulo something else)
 // and Constant equal it only under a condition the code does not show, which the finding names.
 // Multiple (`x * n`, `x *= n`: a multiple of n, whatever x is) equals it on every rank only where
-// n is 1 or no rank binds cuda:1. Unknown (a parameter, a config object's attribute set in
-// another function, a function the file does not define) is no evidence.
+// n is 1 or no rank binds cuda:1. Listed (`gpus[rank]`: an item of a list of GPUs the job is given,
+// picked by an index the reader knows) equals it only where the list holds, at each rank's place,
+// that rank's bound index; a list shown to hold 0, 1, 2, ... in order (`list(range(n))`) is no list
+// of choices, and its item is the index. Unknown (a parameter, a config object's attribute set in
+// another function, a function the file does not define, an item picked by an index not read) is
+// no evidence.
 struct Evidence {
-  enum class Source { LocalRank, AsInferred, GlobalRank, Constant, Multiple, Unknown };
+  enum class Source { LocalRank, AsInferred, GlobalRank, Constant, Multiple, Listed, Unknown };
   Source source = Source::Unknown;
   std::string shown;    // the index as read: "RANK % 4", "0", "cfg.device_id * num_pipeline_devices"
   std::string divisor;  // for GlobalRank: what the rank is taken modulo ("" when it is not); for
@@ -44,7 +48,7 @@ std::string lastName(const std::string& dotted) { return dotted.substr(dotted.rf
 // Whether the evidence shows a device other than the one torch binds (on some rank).
 bool showsOtherDevice(const Evidence& e) {
   return e.source == Evidence::Source::GlobalRank || e.source == Evidence::Source::Constant ||
-         e.source == Evidence::Source::Multiple;
+         e.source == Evidence::Source::Multiple || e.source == Evidence::Source::Listed;
 }
 
 class DeviceReader {
@@ -119,8 +123,46 @@ class DeviceReader {
         return device(n, depth + 1);
       case Kind::OneOf:
         return oneOf(n, depth, &DeviceReader::index);
+      case Kind::Item:
+        return item(n, depth);
       default:
         return {};
+    }
+  }
+
+  // `gpus[i]`: Listed where the index is one the reader knows (a rank, a constant) and the list
+  // is not shown to be 0, 1, 2, ... in order; that list's item is its index.
+  Evidence item(const ValueNode& n, int depth) const {
+    const ValueNode& container = value_.operand(n, 0);
+    Evidence at = index(value_.operand(n, 1), depth + 1);
+    if (countsFromZero(container, depth + 1)) return at;
+    if (at.source == Evidence::Source::Unknown) return {};
+    return {Evidence::Source::Listed, n.text};
+  }
+
+  // A list whose item i is i: range(...) with one argument, list() or a comprehension of it, a
+  // display of 0, 1, 2, ... (or "cuda:0", "cuda:1", ...). Every value that may arrive must be one.
+  bool countsFromZero(const ValueNode& n, int depth) const {
+    using Kind = ValueNode::Kind;
+    if (depth > kMaxDepth) return false;
+    switch (n.kind) {
+      case Kind::Call:
+        if (n.text == "range") return n.operands.size() == 1;
+        return n.text == "list" && n.operands.size() == 1 && countsFromZero(value_.operand(n, 0), depth + 1);
+      case Kind::Comprehension:
+        return n.operands.size() == 1 && countsFromZero(value_.operand(n, 0), depth + 1);
+      case Kind::Sequence:
+        for (size_t i = 0; i < n.operands.size(); ++i) {
+          const ValueNode& v = value_.operand(n, i);
+          if (v.kind != Kind::Literal || (v.text != std::to_string(i) && v.text != "cuda:" + std::to_string(i))) return false;
+        }
+        return !n.operands.empty();
+      case Kind::OneOf:
+        for (size_t i = 0; i < n.operands.size(); ++i)
+          if (!countsFromZero(value_.operand(n, i), depth + 1)) return false;
+        return !n.operands.empty();
+      default:
+        return false;
     }
   }
 
@@ -309,6 +351,7 @@ class InitWithoutDeviceId final : public Rule {
       const Call& chooser = *chosen->call;
       std::string seen = chooser.spelling + "(" + chooser.arguments.front().text + ") at line " +
                          std::to_string(chooser.where.line) + " selects cuda:" + shownIndex(chosen->evidence);
+      if (chosen->evidence.source == Evidence::Source::Listed) seen += ", an item of a list of GPUs";
       if (!chosen->evidence.via.empty()) seen += " (" + chosen->evidence.via + ")";
       std::string init = "init_process_group() without device_id";
       if (backend == Backend::Unread) {
@@ -338,6 +381,7 @@ class InitWithoutDeviceId final : public Rule {
     if (e.source == Evidence::Source::Constant) {
       return e.shown == "0" ? "each process sees one GPU" : "every rank's global rank % device_count() is " + e.shown;
     }
+    if (e.source == Evidence::Source::Listed) return "the list holds each rank's global rank % device_count() at its place";
     if (!e.divisor.empty()) return "device_count() is " + e.divisor;
     return "the job has no more ranks than a node has GPUs";
   }
@@ -398,7 +442,9 @@ class InitWithoutDeviceId final : public Rule {
                    "CUDA_VISIBLE_DEVICES set in the file to one device, such as str(local_rank), before the selection "
                    "and before torch.cuda runs), and a multiple of a count (`local_rank * n`, a "
                    "process driving n GPUs: the rank torch binds to cuda:1 selects no multiple of n unless n is 1), "
-                   "naming when the two devices agree. A selection of exactly that index, one from the local rank "
+                   "an item of a list of GPUs the job is given picked by a rank or a constant (`gpus[rank]`, "
+                   "`cfg.device_ids[local_rank]`; a list shown to count from zero, `list(range(n))`, picks its "
+                   "index), naming when the two devices agree. A selection of exactly that index, one from the local rank "
                    "(LOCAL_RANK, SLURM_LOCALID, args.local_rank: the same device under the usual launch), or from "
                    "anything it cannot read (a parameter, a config object's attribute set elsewhere, a function "
                    "defined outside the linted tree, another file's function whose result is kept in a name before "

@@ -379,9 +379,10 @@ class MultiGpuProcessGroup final : public Rule {
       }
       return {};
     };
-    if (device.kind == ValueNode::Kind::Unknown) {  // `devices[i]`
-      size_t bracket = device.text.find('[');
-      return bracket == std::string::npos || bracket == 0 ? std::pair<const Binding*, size_t>{} : listNamed(device.text.substr(0, bracket));
+    if (device.kind == ValueNode::Kind::Item) {  // `devices[i]`
+      const ValueNode& container = model.values[static_cast<size_t>(device.operands.front())];
+      bool named = container.kind == ValueNode::Kind::Name || container.kind == ValueNode::Kind::Attribute;
+      return named ? listNamed(container.text) : std::pair<const Binding*, size_t>{};
     }
     if (device.kind != ValueNode::Kind::Name) return {};
     for (const Binding& b : model.bindings) {

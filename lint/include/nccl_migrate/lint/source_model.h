@@ -79,6 +79,8 @@ struct ValueNode {
     Sequence,     // a list or tuple display: operands its elements
     Comprehension,  // a list/generator comprehension: the operand is what its first `for` iterates over
     OneOf,        // one of the operands: `a if c else b`, or (traceValue) the assignments that may reach a name
+    Item,         // an item of a container, `x[i]` (not os.environ's, no slice): operands the container and
+                  // the index; `text` as written (clipped)
     Unknown,      // anything else: `text` is a short piece of its source
   };
   Kind kind = Kind::Unknown;
