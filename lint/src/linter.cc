@@ -229,16 +229,31 @@ struct RulePlan {
   GroupWrapperIndex wrapperNames_;  // the inferred wrappers, for isWrapperFunction
 };
 
+// Where each resolved call of a file starts in its text (from its 1-based line and column), read
+// once per file; none for a position the text does not have.
+class ResolvedCallOffsets {
+ public:
+  explicit ResolvedCallOffsets(const std::string& text) : size_(text.size()) {
+    for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) lineStarts_.push_back(at + 1);
+  }
+  std::optional<size_t> of(const ResolvedCall& call) const {
+    if (call.line < 1 || static_cast<size_t>(call.line) > lineStarts_.size() || call.column < 1) return std::nullopt;
+    size_t start = lineStarts_[static_cast<size_t>(call.line - 1)] + static_cast<size_t>(call.column - 1);
+    if (start >= size_) return std::nullopt;
+    return start;
+  }
+
+ private:
+  size_t size_;
+  std::vector<size_t> lineStarts_ = {0};
+};
+
 // Where each call the project model resolved in the file stands, as a word end inside it: the
 // statement (the function, the member) holding it is parsed as one holding a rule's word is.
 void addResolvedCallEnds(const std::string& text, const std::vector<ResolvedCall>& resolved, std::vector<size_t>& ends) {
-  std::vector<size_t> lineStarts = {0};
-  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) lineStarts.push_back(at + 1);
-  for (const ResolvedCall& call : resolved) {
-    if (call.line < 1 || static_cast<size_t>(call.line) > lineStarts.size() || call.column < 1) continue;
-    size_t start = lineStarts[call.line - 1] + static_cast<size_t>(call.column - 1);
-    if (start < text.size()) ends.push_back(start + 1);
-  }
+  ResolvedCallOffsets offsets(text);
+  for (const ResolvedCall& call : resolved)
+    if (std::optional<size_t> start = offsets.of(call)) ends.push_back(*start + 1);
   std::sort(ends.begin(), ends.end());
 }
 
@@ -391,12 +406,12 @@ void nameChains(std::vector<Finding>& findings, const std::vector<ResolvedCall>&
 // `callee(` on the call's line, from where the call starts): spans as prefilter words are, so that
 // the text tells whether they are calls in loops. Empty when one of them is not found so.
 std::vector<std::pair<size_t, size_t>> resolvedCallNames(const std::string& text, const std::vector<ResolvedCall>& resolved) {
-  std::vector<size_t> lineStarts = {0};
-  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) lineStarts.push_back(at + 1);
+  ResolvedCallOffsets offsets(text);
   std::vector<std::pair<size_t, size_t>> names;
   for (const ResolvedCall& call : resolved) {
-    if (call.line < 1 || static_cast<size_t>(call.line) > lineStarts.size() || call.column < 1 || call.callee.empty()) return {};
-    size_t start = lineStarts[call.line - 1] + static_cast<size_t>(call.column - 1);
+    std::optional<size_t> at = offsets.of(call);
+    if (!at || call.callee.empty()) return {};
+    size_t start = *at;
     size_t lineEnd = std::min(text.find('\n', start), text.size());
     size_t found = std::string::npos;
     for (size_t at = text.find(call.callee, start); at != std::string::npos && at + call.callee.size() <= lineEnd;
