@@ -409,9 +409,9 @@ std::vector<std::pair<size_t, size_t>> resolvedCallNames(const std::string& text
   ResolvedCallOffsets offsets(text);
   std::vector<std::pair<size_t, size_t>> names;
   for (const ResolvedCall& call : resolved) {
-    std::optional<size_t> at = offsets.of(call);
-    if (!at || call.callee.empty()) return {};
-    size_t start = *at;
+    std::optional<size_t> callStart = offsets.of(call);
+    if (!callStart || call.callee.empty()) return {};
+    size_t start = *callStart;
     size_t lineEnd = std::min(text.find('\n', start), text.size());
     size_t found = std::string::npos;
     for (size_t at = text.find(call.callee, start); at != std::string::npos && at + call.callee.size() <= lineEnd;

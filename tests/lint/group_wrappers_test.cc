@@ -538,6 +538,38 @@ TEST_F(ProjectModelTree, ALibraryFunctionInstalledIsReportedAtItsCall) {
   EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"train.py:4:NM401"}));
 }
 
+// A method of that name in a test double of the library's module is no definition of the library's
+// function: the row stays in force for the tree's call of it.
+TEST_F(ProjectModelTree, AMethodOfTheLibrarysNameLeavesTheRowInForce) {
+  write(root_ / "tests/megatron/core/parallel_state.py",
+        "import torch\n"
+        "\n"
+        "class FakeState:\n"
+        "    def initialize_model_parallel(self, size):\n"
+        "        for start in range(0, 8, size):\n"
+        "            torch.distributed.new_group(list(range(start, start + size)))\n");
+  write(root_ / "train.py", kCallsInitializeModelParallel);
+  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"parallel_state.py:6:NM401", "train.py:4:NM401"}));
+}
+
+// A package the project declares equivalent to a library's (a vendored copy under another name)
+// brings its calls to the rule as the library's own name does.
+TEST_F(ProjectModelTree, ALibraryUnderAnEquivalentNameIsReportedAtItsCall) {
+  write(root_ / "train.py",
+        "from myfairscale.nn.model_parallel.initialize import initialize_model_parallel\n"
+        "\n"
+        "def main():\n"
+        "    initialize_model_parallel(2)\n");
+  LintOptions options;
+  options.config.environment = false;
+  options.config.equivalentModules = {{"myfairscale", "fairscale"}};
+  LintReport report = lintPaths({root_}, options);
+  std::vector<std::string> found;
+  for (const Finding& f : report.findings)
+    found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line) + ":" + f.code);
+  EXPECT_EQ(found, (std::vector<std::string>{"train.py:4:NM401"}));
+}
+
 TEST(GroupWrapperCatalogue, EveryRowNamesItsSource) {
   const std::vector<KnownWrapper>& rows = groupWrapperCatalogue();
   ASSERT_GE(rows.size(), 5u);

@@ -41,6 +41,22 @@ TEST(InitDeviceEvidence, AMultipleOfACountNamesTheCount) {
       << found[0].message;
 }
 
+TEST(InitDeviceEvidence, AnItemOfAListNamesTheListAndWhenItAgrees) {
+  auto found = deviceFindings(kHeader +
+                              "def worker(config):\n"
+                              "    local_rank = int(os.environ[\"LOCAL_RANK\"])\n"
+                              "    torch.cuda.set_device(config.device_ids[local_rank])\n"
+                              "    dist.init_process_group(\"nccl\")\n");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NE(found[0].message.find("selects cuda:config.device_ids[local_rank], an item of config.device_ids, "),
+            std::string::npos)
+      << found[0].message;
+  EXPECT_NE(found[0].message.find("the same device only where the list holds each rank's global rank % "
+                                  "device_count() at its place"),
+            std::string::npos)
+      << found[0].message;
+}
+
 TEST(InitDeviceEvidence, AMultipleOfANumberHasNoCondition) {
   auto found = deviceFindings(kHeader +
                               "torch.cuda.set_device(2 * int(os.environ[\"LOCAL_RANK\"]))\n"

@@ -58,8 +58,12 @@ std::set<std::string> libraryFunctionsTreeDefines(const std::set<std::string>& i
   for (const KnownWrapper& row : groupWrapperCatalogue()) {
     if (!createsManyGroupsInOneCall(row)) continue;
     for (const std::string& key : inferredWrappers) {
-      std::string module = key.substr(0, key.find_first_of("#:"));
-      if (groupWrapperName(key) == row.function && treeModules.contains(module) && moduleNamedBy(module, row.module)) {
+      // A module's function only: a method or nested function of that name (a test double's) is
+      // no definition of the library's function.
+      if (key.find('#') != std::string::npos) continue;
+      std::string module = key.substr(0, key.find(':'));
+      if (module.empty() || groupWrapperName(key) != row.function || !treeModules.contains(module)) continue;
+      if (moduleNamedBy(module, row.module)) {
         out.insert(row.module + "." + row.function);
         break;
       }
@@ -77,8 +81,10 @@ std::vector<Trigger> manyGroupsCreatorTriggers(const std::set<std::string>& tree
     if (createsManyGroupsInOneCall(row) && !treeDefines.contains(row.module + "." + row.function))
       byPackage[row.module.substr(0, row.module.find('.'))].insert(row.function);
   std::vector<Trigger> out;
+  // The package as the trigger's module: a package declared equivalent to it (equivalent-modules)
+  // counts as its mention too.
   for (const auto& [package, functions] : byPackage)
-    out.push_back(Trigger{{functions.begin(), functions.end()}, {package}, ""});
+    out.push_back(Trigger{{functions.begin(), functions.end()}, {}, package});
   return out;
 }
 

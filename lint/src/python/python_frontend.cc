@@ -127,6 +127,7 @@ class PythonWalker {
         function_ = step.function;
         arm_ = step.arm;
         formatStringDepth_ = step.formatStringDepth;
+        classBody_ = step.classBody;
         continue;
       }
       if (step.arm != kSameArm) arm_ = step.arm;
@@ -156,7 +157,14 @@ class PythonWalker {
     int function = -1;  // restored: index in functions_, -1 at module level
     int arm = kSameArm;  // restored, or entered: index in arms_, -1 outside any
     int formatStringDepth = 0;  // restored
+    bool classBody = false;     // restored
   };
+
+  // The step that returns to the current state, at loop depth `loopDepth`, once `node`'s children
+  // scheduled after it are done.
+  Step restoring(TSNode node, int loopDepth) const {
+    return {node, loopDepth, inDocumentation_, true, function_, arm_, formatStringDepth_, classBody_};
+  }
 
   // An arm of an `if` statement (its `if` block, an `elif` or the `else`), inside `parent`.
   struct Arm {
@@ -202,6 +210,7 @@ class PythonWalker {
     if (type == "for_statement") visitLoop(node, field(node, kField.right), loopDepth_ + 1, loopDepth_, steps);
     else if (type == "for_in_clause" && isFirstClause(node)) visitLoop(node, field(node, kField.right), loopDepth_, loopDepth_ - 1, steps);
     else visitChildren(node, loopDepth_ + isLoop(type), steps, [](std::string_view) { return true; });
+    if (type == "class_definition") classBody_ = true;  // for its children, until their restore step
     inDocumentation_ = inDocumentation;
   }
 
@@ -214,13 +223,13 @@ class PythonWalker {
   // Schedules a loop's children at `bodyDepth`, its iterable at `iterableDepth`, and the return to
   // the current depth after them.
   void visitLoop(TSNode node, TSNode iterable, int bodyDepth, int iterableDepth, std::vector<Step>& steps) {
-    steps.push_back({node, loopDepth_, inDocumentation_, true, function_, arm_, formatStringDepth_});
+    steps.push_back(restoring(node, loopDepth_));
     size_t first = steps.size();
     forEachNamedChild(node, [&](TSNode child) {
       if (!ts_node_eq(child, iterable)) return steps.push_back({child, 0, false, false});
-      steps.push_back({child, iterableDepth, inDocumentation_, true, function_, arm_, formatStringDepth_});
+      steps.push_back(restoring(child, iterableDepth));
       steps.push_back({child, 0, false, false});
-      steps.push_back({child, bodyDepth, inDocumentation_, true, function_, arm_, formatStringDepth_});
+      steps.push_back(restoring(child, bodyDepth));
     });
     std::reverse(steps.begin() + static_cast<std::ptrdiff_t>(first), steps.end());
     loopDepth_ = bodyDepth;
@@ -242,7 +251,7 @@ class PythonWalker {
   // return to the current depth after them.
   template <class Wanted>
   void visitChildren(TSNode node, int childLoopDepth, std::vector<Step>& steps, Wanted&& wanted) {
-    steps.push_back({node, loopDepth_, inDocumentation_, true, function_, arm_, formatStringDepth_});
+    steps.push_back(restoring(node, loopDepth_));
     size_t first = steps.size();
     forEachNamedChild(node, [&](TSNode child) {
       if (wanted(typeOf(child))) steps.push_back({child, 0, false, false});
@@ -409,6 +418,7 @@ class PythonWalker {
     bindDefinition(name);
     visitChildren(node, 0, steps, [](std::string_view) { return true; });
     function_ = static_cast<int>(functions_.size());
+    classBody_ = false;  // a method's names are its own
     functionIsWrapper_.push_back(isGroupWrapperFunction(name));
     functionCalledInLoopAt_.push_back(calledInLoopAt(name));
     model_.functions.push_back(name);
@@ -448,7 +458,7 @@ class PythonWalker {
 
   // Each arm is entered by its first step; the condition and comments stay where they are.
   void onIf(TSNode node, std::vector<Step>& steps) {
-    steps.push_back({node, loopDepth_, inDocumentation_, true, function_, arm_, formatStringDepth_});
+    steps.push_back(restoring(node, loopDepth_));
     size_t first = steps.size();
     int statement = statements_++;
     int index = 0;
@@ -486,15 +496,6 @@ class PythonWalker {
     return out;
   }
 
-  static bool insideClassBody(TSNode node) {
-    for (TSNode n = ts_node_parent(node); !ts_node_is_null(n); n = ts_node_parent(n)) {
-      std::string_view type = ts_node_type(n);
-      if (type == "class_definition") return true;
-      if (type == "function_definition") return false;
-    }
-    return false;
-  }
-
   static bool insideExceptHandler(TSNode node) {
     for (TSNode n = ts_node_parent(node); !ts_node_is_null(n); n = ts_node_parent(n)) {
       std::string_view type = ts_node_type(n);
@@ -518,14 +519,16 @@ class PythonWalker {
     if (typeOf(left) != "identifier") return bindUnread(left);
     // `except ImportError: initialize_model_parallel = None` stands in for a library that is not
     // installed; where the code runs with the library, the name is the import (kept).
-    if (!ts_node_is_null(right) && typeOf(right) == "none" && insideExceptHandler(node)) return;
+    if (!ts_node_is_null(right) && typeOf(right) == "none" && !names_.qualify(textOf(left)).empty() &&
+        insideExceptHandler(node))
+      return;
+    // A class attribute (`class Backend(Enum): apex = "apex"`) is no name of the module or the
+    // function the class stands in: their code still sees its `apex`.
+    if (classBody_) return;
     bind(textOf(left), ts_node_is_null(right) ? -1 : valueOf(right), left);
     std::string name = textOf(left);
     std::string dotted = ts_node_is_null(right) ? "" : dottedOf(right);
-    // A class attribute (`class Backend(Enum): apex = "apex"`) is no name of the module: the
-    // functions of the file still see the module's `apex`.
-    bool classAttribute = function_ < 0 && locationOf(node).column > 1 && insideClassBody(node);
-    if (!classAttribute) names_.bindAssignment(name, dotted.empty() ? "" : names_.qualify(dotted));
+    names_.bindAssignment(name, dotted.empty() ? "" : names_.qualify(dotted));
     if (!ts_node_is_null(right)) assigned_[name] = snippetOf(right);
     if (auto value = ts_node_is_null(right) ? std::nullopt : stringValueOf(right)) constants_[name] = *value;
     else constants_.erase(name);
@@ -752,10 +755,18 @@ class PythonWalker {
     }
     if (type == "list_comprehension" || type == "generator_expression") {
       ValueNode comprehension{Kind::Comprehension, "", "", {}, where};
+      TSNode target{};
       forEachNamedChild(node, [&](TSNode child) {
-        if (typeOf(child) == "for_in_clause" && comprehension.operands.empty())
+        if (typeOf(child) == "for_in_clause" && comprehension.operands.empty()) {
           comprehension.operands.push_back(valueOf(field(child, kField.right), depth + 1));
+          target = field(child, kField.left);
+        }
       });
+      TSNode body = field(node, kField.body);
+      if (!comprehension.operands.empty() && !ts_node_is_null(body) && !ts_node_is_null(target)) {
+        comprehension.operands.push_back(valueOf(body, depth + 1));
+        comprehension.operands.push_back(addValue({Kind::Name, textOf(target), "", {}, locationOf(target)}));
+      }
       return addValue(std::move(comprehension));
     }
     return addValue({Kind::Unknown, clipped(node), "", {}, where});
@@ -1210,6 +1221,7 @@ class PythonWalker {
   TSNode calleeOfLastCall_{};      // the function of the call visited last
   bool inDocumentation_ = false;  // inside a print/log call or a help= argument
   int function_ = -1;             // the innermost function, in functions_
+  bool classBody_ = false;        // directly in a class's body (not in one of its methods)
   int arm_ = -1;                  // the innermost arm of an `if`, in arms_
   int statements_ = 0;            // `if` statements so far
   bool anySaved_ = false;         // a function of torch kept in a class attribute or a dict

@@ -130,27 +130,62 @@ class DeviceReader {
     }
   }
 
-  // `gpus[i]`: Listed where the index is one the reader knows (a rank, a constant) and the list
-  // is not shown to be 0, 1, 2, ... in order; that list's item is its index.
+  // `gpus[i]`: Listed where the index is one the reader knows (a rank, a constant), the container
+  // may be a list of GPUs the job is given (a display, a comprehension, a `.split(...)`, or a
+  // parameter or attribute the file does not show), and it is not shown to count from zero, whose
+  // item is its index. A display's item at a constant index is that item; a container made by any
+  // other call (`divmod(...)`, `sys.argv`) is no list of GPUs.
   Evidence item(const ValueNode& n, int depth) const {
+    using Kind = ValueNode::Kind;
     const ValueNode& container = value_.operand(n, 0);
-    Evidence at = index(value_.operand(n, 1), depth + 1);
-    if (countsFromZero(container, depth + 1)) return at;
-    if (at.source == Evidence::Source::Unknown) return {};
+    const ValueNode& at = value_.operand(n, 1);
+    if (container.kind == Kind::Sequence && at.kind == Kind::Literal && digitsOnly(at.text) && at.text.size() < 4) {
+      size_t k = std::stoul(at.text);
+      return k < container.operands.size() ? device(value_.operand(container, k), depth + 1) : Evidence{};
+    }
+    Evidence picked = index(at, depth + 1);
+    if (countsFromZero(container, depth + 1)) return picked;
+    if (picked.source == Evidence::Source::Unknown || !mayListGpus(container)) return {};
     return {Evidence::Source::Listed, n.text};
   }
 
-  // A list whose item i is i: range(...) with one argument, list() or a comprehension of it, a
-  // display of 0, 1, 2, ... (or "cuda:0", "cuda:1", ...). Every value that may arrive must be one.
+  static bool mayListGpus(const ValueNode& container) {
+    using Kind = ValueNode::Kind;
+    switch (container.kind) {
+      case Kind::Sequence:
+      case Kind::Comprehension:
+      case Kind::Name:
+        return true;
+      case Kind::Attribute:
+        return container.text != "sys.argv";
+      case Kind::Call:
+        return container.text.ends_with(".split");
+      default:
+        return false;
+    }
+  }
+
+  // A list whose item i is i: range(n) (or range(0, n), range(0, n, 1)), list() of one, a
+  // comprehension over one whose item is its target as an index (`i`, `str(i)`, `int(i)`,
+  // f"cuda:{i}", torch.device("cuda", i)), a display of 0, 1, 2, ... (or "cuda:0", "cuda:1", ...).
+  // Every value that may arrive must be one.
   bool countsFromZero(const ValueNode& n, int depth) const {
     using Kind = ValueNode::Kind;
     if (depth > kMaxDepth) return false;
+    auto literal = [&](size_t i, const char* text) {
+      const ValueNode& v = value_.operand(n, i);
+      return v.kind == Kind::Literal && v.text == text;
+    };
     switch (n.kind) {
       case Kind::Call:
-        if (n.text == "range") return n.operands.size() == 1;
+        if (n.text == "range") {
+          return n.operands.size() == 1 || (n.operands.size() == 2 && literal(0, "0")) ||
+                 (n.operands.size() == 3 && literal(0, "0") && literal(2, "1"));
+        }
         return n.text == "list" && n.operands.size() == 1 && countsFromZero(value_.operand(n, 0), depth + 1);
       case Kind::Comprehension:
-        return n.operands.size() == 1 && countsFromZero(value_.operand(n, 0), depth + 1);
+        return n.operands.size() == 3 && countsFromZero(value_.operand(n, 0), depth + 1) &&
+               isItsIndex(value_.operand(n, 1), value_.operand(n, 2).text);
       case Kind::Sequence:
         for (size_t i = 0; i < n.operands.size(); ++i) {
           const ValueNode& v = value_.operand(n, i);
@@ -164,6 +199,21 @@ class DeviceReader {
       default:
         return false;
     }
+  }
+
+  // A comprehension's item that is its loop target `target` as a device index.
+  bool isItsIndex(const ValueNode& item, const std::string& target) const {
+    using Kind = ValueNode::Kind;
+    auto isTarget = [&](const ValueNode& v) { return v.kind == Kind::Name && v.text == target; };
+    if (isTarget(item)) return true;
+    if (item.operands.size() == 1 && isTarget(value_.operand(item, 0)))
+      return (item.kind == Kind::Call && (item.text == "str" || item.text == "int")) ||
+             (item.kind == Kind::Format && (item.text == "cuda:{}" || item.text == "{}"));
+    if (item.kind == Kind::Call && item.text == "torch.device" && item.operands.size() == 2) {
+      const ValueNode& type = value_.operand(item, 0);
+      return type.kind == Kind::Literal && type.text == "cuda" && isTarget(value_.operand(item, 1));
+    }
+    return false;
   }
 
   // `x * n`: a Multiple of n. The multiplier n is a number written in it, else the operand that
@@ -351,7 +401,7 @@ class InitWithoutDeviceId final : public Rule {
       const Call& chooser = *chosen->call;
       std::string seen = chooser.spelling + "(" + chooser.arguments.front().text + ") at line " +
                          std::to_string(chooser.where.line) + " selects cuda:" + shownIndex(chosen->evidence);
-      if (chosen->evidence.source == Evidence::Source::Listed) seen += ", an item of a list of GPUs";
+      if (chosen->evidence.source == Evidence::Source::Listed) seen += ", an item of " + containerOf(chosen->evidence.shown);
       if (!chosen->evidence.via.empty()) seen += " (" + chosen->evidence.via + ")";
       std::string init = "init_process_group() without device_id";
       if (backend == Backend::Unread) {
@@ -384,6 +434,12 @@ class InitWithoutDeviceId final : public Rule {
     if (e.source == Evidence::Source::Listed) return "the list holds each rank's global rank % device_count() at its place";
     if (!e.divisor.empty()) return "device_count() is " + e.divisor;
     return "the job has no more ranks than a node has GPUs";
+  }
+
+  // What a Listed item is taken from, as written before its bracket (`config.device_ids`).
+  static std::string containerOf(const std::string& item) {
+    size_t bracket = item.find('[');
+    return bracket == std::string::npos || bracket == 0 ? "a list" : item.substr(0, bracket);
   }
 
   static std::string shownIndex(const Evidence& e) {

@@ -57,7 +57,7 @@ Count countOf(const TracedValue& value, const ValueNode& n, int depth = 0) {
   using Kind = ValueNode::Kind;
   if (depth > 8) return {};
   if (n.kind == Kind::Sequence) return {n.operands.size(), false};
-  if (n.kind == Kind::Comprehension && n.operands.size() == 1) return countOf(value, value.operand(n, 0), depth + 1);
+  if (n.kind == Kind::Comprehension && !n.operands.empty()) return countOf(value, value.operand(n, 0), depth + 1);
   if (n.kind != Kind::Call) return {};
   if ((n.text == "list" || n.text == "tuple") && n.operands.size() == 1) return countOf(value, value.operand(n, 0), depth + 1);
   if (n.text != "range" || n.operands.size() != 1) return {};
@@ -368,7 +368,7 @@ class MultiGpuProcessGroup final : public Rule {
   // iterates the list (`for layer, x in zip(layers, devices)`, `enumerate(devices)`), or
   // `devices[i]`. The list's binding and how many GPUs it names; none otherwise.
   static std::pair<const Binding*, size_t> placementOverList(const SourceModel& model, const Call& call) {
-    if (!call.spelling.ends_with(".to") && !call.spelling.ends_with(".cuda")) return {};
+    if (!isPlacement(call)) return {};
     const Argument* target = call.argument("device", 0);
     if (!target || target->value < 0) return {};
     const ValueNode& device = model.values[static_cast<size_t>(target->value)];
@@ -423,8 +423,8 @@ class MultiGpuProcessGroup final : public Rule {
   // The GPU index a `.to(...)` / `.cuda(...)` call names explicitly: "cuda:1", 1,
   // torch.device("cuda:1"), torch.device("cuda", 1), followed through assignments; none otherwise.
   static std::optional<int> explicitGpu(const SourceModel& model, const Call& call) {
+    if (!isPlacement(call)) return std::nullopt;
     bool to = call.spelling.ends_with(".to");
-    if (!to && !call.spelling.ends_with(".cuda")) return std::nullopt;
     const Argument* target = call.argument("device", 0);
     if (!target) return std::nullopt;
     TracedValue value = traceValue(model, call, *target);
@@ -495,11 +495,11 @@ class MultiGpuProcessGroup final : public Rule {
       .fixSafety = FixSafety::None,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      // torch's DDP is reached through torch.nn.parallel (or torch.nn): a file that names neither
-      // names another library's class of that name (Megatron-LM's own DistributedDataParallel).
+      // torch's DDP is reached through torch.nn.parallel or torch.nn, under any alias of theirs
+      // (`tnn.parallel`, `from torch.nn import (parallel)`): a file that names neither names
+      // another library's class of that name (Megatron-LM's own DistributedDataParallel).
       .triggers = {{.anyOf = {"DistributedDataParallel"},
-                    .andAnyOf = {"nn.parallel*", "nn import parallel", "nn.DistributedDataParallel",
-                                 "nn import DistributedDataParallel"}},
+                    .andAnyOf = {"*nn.parallel*", "torch.nn import", "*nn.DistributedDataParallel"}},
                    {.anyOf = {"DataParallel", "*_multigpu", "*cuda:#", ".cuda(#", "\"cuda\", #", "\"cuda\",#",
                               "'cuda', #", "'cuda',#"},
                     .module = "torch.distributed"}},

@@ -77,7 +77,8 @@ struct ValueNode {
                   // right; `not` has one operand
     Format,       // an f-string, "..." % x or "...".format(x): `text` the literal parts with "{}" for each operand
     Sequence,     // a list or tuple display: operands its elements
-    Comprehension,  // a list/generator comprehension: the operand is what its first `for` iterates over
+    Comprehension,  // a list/generator comprehension: operands what its first `for` iterates over, then
+                    // (where read) each item's expression and the first `for`'s target, as a Name
     OneOf,        // one of the operands: `a if c else b`, or (traceValue) the assignments that may reach a name
     Item,         // an item of a container, `x[i]` (not os.environ's, no slice): operands the container and
                   // the index; `text` as written (clipped)
