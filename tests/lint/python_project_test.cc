@@ -245,5 +245,29 @@ TEST(ModuleFunctionReturns, TheReturnsOfTheModuleLevelFunctionsAsked) {
   EXPECT_EQ(returns["get_rank"][1].root()->text, "0");
 }
 
+// A large file is parsed in part: the functions asked, the module's own statements, and the
+// module's functions they call, to the fixed point; what they return reads the same as a whole
+// parse would.
+TEST(ModuleFunctionReturns, ALargeFileReadsTheFunctionsTheAskedOnesCall) {
+  std::string text =
+      "import os\n"
+      "import torch.distributed as dist\n"
+      "def get_rank():\n"
+      "    return _rank_from_launcher()\n";
+  for (int i = 0; i < 120; ++i)  // unrelated functions: past the size a file is split at
+    text += "def unrelated_" + std::to_string(i) + "(x):\n    return x + " + std::to_string(i) + "\n";
+  text += "def _rank_from_launcher():\n    return _read_environment()\n"
+          "def _read_environment():\n    return int(os.environ[\"RANK\"])\n";
+  ASSERT_GT(text.size(), 4096u);
+  auto returns = moduleFunctionReturns("utils.py", text, {"get_rank"}, {});
+  ASSERT_EQ(returns["get_rank"].size(), 1u);
+  const TracedValue& value = returns["get_rank"][0];
+  ASSERT_NE(value.root(), nullptr);
+  // get_rank -> _rank_from_launcher -> _read_environment -> int(os.environ["RANK"])
+  bool readsRank = false;
+  for (const ValueNode& node : value.nodes) readsRank |= node.kind == ValueNode::Kind::Environment && node.text == "RANK";
+  EXPECT_TRUE(readsRank) << value.root()->text;
+}
+
 }  // namespace
 }  // namespace nccl_migrate::lint

@@ -409,12 +409,34 @@ std::map<std::string, std::vector<TracedValue>> moduleFunctionReturns(const std:
                                                                       const std::set<std::string>& names,
                                                                       const NameEquivalences& equivalences) {
   // The rows of each module-level definition of a name sought; the last one binds it, as in Python.
+  // Only those definitions and the module's own statements (its imports and assignments, which the
+  // returns are read through) are parsed; the other definitions bind their names where they stand.
+  // A file that defines `get_rank` is often the largest of its package (torch's distributed_c10d).
   std::map<std::string, std::pair<uint32_t, uint32_t>> rows;
-  for (const ParseRegion& block : pythonTopLevelBlocks(text))
+  std::vector<ParseRegion> blocks = pythonTopLevelBlocks(text);
+  for (const ParseRegion& block : blocks)
     if (block.definition && names.contains(block.name)) rows[block.name] = {block.beginRow, block.endRow};
+  // The module's functions a parsed definition calls are parsed too, to the fixed point: a return
+  // is traced through the file's own functions (`return _rank()`).
+  std::set<std::string> parsed(names.begin(), names.end());
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const ParseRegion& block : blocks) {
+      if (!block.definition || !parsed.contains(block.name)) continue;
+      std::string_view body = std::string_view(text).substr(block.begin, block.end - block.begin);
+      for (const ParseRegion& other : blocks) {
+        if (!other.definition || other.name.empty() || parsed.contains(other.name)) continue;
+        if (findIn(body, other.name + "(", 0) != std::string_view::npos) grew |= parsed.insert(other.name).second;
+      }
+    }
+  }
+  std::vector<ParseRegion> regions, leftOut;
+  for (const ParseRegion& block : blocks) (block.definition && !parsed.contains(block.name) ? leftOut : regions).push_back(block);
   std::map<std::string, std::vector<TracedValue>> returns;
   if (rows.empty()) return returns;
-  SourceModel model = parsePython(path, text, equivalences);
+  constexpr size_t kWorthSplitting = 4 * 1024;  // a small file parses faster whole than split
+  if (text.size() < kWorthSplitting || regions.empty()) regions.clear(), leftOut.clear();
+  SourceModel model = parsePython(path, text, equivalences, regions, leftOut);
   for (const Binding& r : model.returns) {
     auto it = rows.find(r.name);
     if (it == rows.end() || r.functionId < 0) continue;
