@@ -132,22 +132,43 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_ab_parser(sub)
 
-    fr = sub.add_parser("fr", help="summarize flight-recorder dumps, rank by rank",
-                        description="Reads flight-recorder dumps (torch's format, the toolkit's and torch's own) and "
-                                    "shows per group the last collective each rank enqueued and completed, and every "
-                                    "op not completed. Exit 1 when some op was not completed. For the cross-rank "
-                                    "match analysis run torch's analyzer on the same files: torchfrtrace DIR -p PREFIX.")
+    _add_fr_arguments(sub.add_parser("fr", help=FR_HELP, description=FR_DESCRIPTION))
+    return parser
+
+
+FR_HELP = "summarize flight-recorder dumps, rank by rank"
+FR_DESCRIPTION = ("Reads flight-recorder dumps (torch's format, the toolkit's and torch's own) and shows per group the "
+                  "last collective each rank enqueued and completed, and every op not completed. Exit 1 when some op "
+                  "was not completed. For the cross-rank match analysis run torch's analyzer on the same files: "
+                  "torchfrtrace DIR -p PREFIX.")
+
+
+def _add_fr_arguments(fr: argparse.ArgumentParser) -> argparse.ArgumentParser:
     fr.add_argument("dumps", nargs="+", metavar="DUMP", help="dump files, one per rank, or a directory: the dumps in "
                                                             "it and below (a run directory of `run` or `ab`)")
     fr.add_argument("--format", choices=["text", "json"], default="text")
     fr.set_defaults(handler=_fr)
-    return parser
+    return fr
+
+
+def _parser_for(argv: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
+    """`fr` reads dumps without torch: its own parser (the same as the whole CLI's `fr`, whose
+    `ab` would import torch), and the package left unloaded. Every other command gets the whole
+    parser and the package loaded as its import loads it (backends registered, shim active),
+    which `python -m nccl_migrate` defers (nccl_migrate/__init__.py). Returns the parser and
+    the arguments it parses."""
+    if argv[:1] == ["fr"]:
+        return _add_fr_arguments(argparse.ArgumentParser(prog="nccl-migrate fr", description=FR_DESCRIPTION)), argv[1:]
+    from . import _load
+
+    _load()
+    return build_parser(), argv
 
 
 def main(argv: list[str]) -> int:
-    parser = build_parser()
+    parser, arguments = _parser_for(argv)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except SystemExit as exit_:
         return EXIT_OK if exit_.code == 0 else EXIT_ERROR
     return args.handler(args)

@@ -23,7 +23,7 @@ from suite_home import finish, start, suite_home  # noqa: E402, F401 - suite_hom
 # workers' ranks on two cores those bounds measure the load, not the code (seen with three
 # workers: test_ab_faults.py's jobs ended before their fault, test_exit_cpu.py's ranks late to a
 # 2 s meeting), so tools/test.sh runs them after the parallel phase, one at a time (`-m timing`:
-# 98 tests, about 7 minutes on the 2-core machine, all passing there).
+# 99 tests, all passing there; tests/README.md has their time).
 TIMING_FILES = {
     "test_ab_faults.py", "test_exit_cpu.py", "test_failures_cpu.py", "test_fault_campaign.py",
     "test_membership_cpu.py", "test_recorder_threads.py", "test_recorder_hooks_parts.py",

@@ -52,7 +52,7 @@ def _counts(live):
     return {"collective": sum(1 for c in live if c[2] == "collective"), "p2p": sum(1 for c in live if c[2] == "p2p")}
 
 
-# module-level wrappers for spawn
+# module-level wrappers, for pickling
 def _legacy_collectives(r, w, s): return _workload("migrate-legacy", "collectives")(r, w, s)
 def _rewritten_collectives(r, w, s): return _workload("migrate-nccl2", "collectives")(r, w, s)
 def _lazy_collectives(r, w, s): return _workload("migrate-lazy", "collectives")(r, w, s)

@@ -20,6 +20,11 @@ from fault_verdicts import RankOutcome, held_until, judge
 from torch_support import requires_torch
 
 TIMEOUT = 3.0
+# Runs at once in the seeded subset: two, as the full campaign runs on the 2-core machine
+# (docs/backends.md: 1949 of its 1950 runs passed that way, the one failure the campaign's own),
+# and no more than the cores. Each run mostly waits out its group's timeout, so two at once halve
+# the subset's time; tools/test.sh runs this file in its phase alone, with nothing beside it.
+CAMPAIGN_JOBS = max(1, min(2, os.cpu_count() or 1))
 
 
 def _survivor(issued=100.0, raised=103.2, error="DistBackendError", hook=True, shrink=True):
@@ -302,9 +307,9 @@ def test_the_seeded_subset_passes_every_check(tmp_path):
     """One run per row (39 rows), seeded; a failed run's logs and dumps are kept under tmp_path."""
     out = tmp_path / "campaign.json"
     campaign = os.path.join(ROOT, "tests", "faults", "fault_campaign.py")
-    proc = subprocess.run([sys.executable, campaign, "--runs", "1", "--seed", "7",
+    proc = subprocess.run([sys.executable, campaign, "--runs", "1", "--seed", "7", "--jobs", str(CAMPAIGN_JOBS),
                            "--json", str(out), "--keep", str(tmp_path / "failed")],
-                          capture_output=True, text=True, timeout=1500)
+                          check=False, capture_output=True, text=True, timeout=1500)
     assert out.exists(), proc.stdout + proc.stderr
     runs = json.loads(out.read_text())["runs"]
     rows = {(r["run"]["fault"], r["run"]["behaviour"], r["run"]["transport"]) for r in runs}
