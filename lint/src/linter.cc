@@ -263,8 +263,7 @@ void addResolvedCallEnds(const std::string& text, const std::vector<ResolvedCall
 std::vector<ParseRegion> regionsToParse(const std::string& text, const Prefilter& prefilter, const PrefilterMatches& matches,
                                         const std::vector<const Rule*>& rules, const std::vector<ResolvedCall>* resolved,
                                         std::vector<ParseRegion>& leftOut) {
-  constexpr size_t kWorthSplitting = 4 * 1024;
-  if (text.size() < kWorthSplitting) return {};
+  if (text.size() < kPythonWorthSplitting) return {};
   std::vector<size_t> ends = prefilter.wordEnds(matches, rules);
   // The resolved calls are NM401's words: where it is left out (dropSilentGroupCreation), so are they.
   static const Rule* const groupCreation = findRule("NM401");

@@ -33,6 +33,9 @@ struct NameEquivalences {
   std::map<std::string, std::vector<TracedValue>> functionReturns;
 };
 
+// Below this size a Python file parses faster whole than split into the regions a run needs.
+constexpr size_t kPythonWorthSplitting = 4 * 1024;
+
 // A part of a file to parse, whole lines: bytes [begin, end), rows [beginRow, endRow] and the
 // column where it ends (0 unless it ends the file without a newline).
 struct ParseRegion {

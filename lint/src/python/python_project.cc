@@ -434,8 +434,7 @@ std::map<std::string, std::vector<TracedValue>> moduleFunctionReturns(const std:
   for (const ParseRegion& block : blocks) (block.definition && !parsed.contains(block.name) ? leftOut : regions).push_back(block);
   std::map<std::string, std::vector<TracedValue>> returns;
   if (rows.empty()) return returns;
-  constexpr size_t kWorthSplitting = 4 * 1024;  // a small file parses faster whole than split
-  if (text.size() < kWorthSplitting || regions.empty()) regions.clear(), leftOut.clear();
+  if (text.size() < kPythonWorthSplitting) regions.clear(), leftOut.clear();
   SourceModel model = parsePython(path, text, equivalences, regions, leftOut);
   for (const Binding& r : model.returns) {
     auto it = rows.find(r.name);
