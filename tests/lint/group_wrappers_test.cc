@@ -528,6 +528,18 @@ TEST_F(ProjectModelTree, ALibraryFunctionTheTreeDefinesIsTheTreesWrapper) {
   EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"parallel_state.py:6:NM401"}));
 }
 
+// The library's tree calls the function under the other name its package gives the module
+// (megatron.core's `mpu = parallel_state`): the row of that name stands aside too.
+TEST_F(ProjectModelTree, ALibrarysOtherNameForItsModuleIsTheTreesWrapperToo) {
+  write(root_ / "megatron/core/parallel_state.py", kInitializeModelParallel);
+  write(root_ / "megatron/training/initialize.py",
+        "from megatron.core import mpu\n"
+        "\n"
+        "def initialize(args):\n"
+        "    mpu.initialize_model_parallel(args.tensor_model_parallel_size)\n");
+  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"parallel_state.py:6:NM401"}));
+}
+
 // The same library installed where lint runs: the catalogue's row says what the call makes (a
 // group per block of ranks), which one call of an installed wrapper would not show.
 TEST_F(ProjectModelTree, ALibraryFunctionInstalledIsReportedAtItsCall) {

@@ -39,6 +39,15 @@ bool createsManyGroupsInOneCall(const KnownWrapper& row) {
   return row.creates.starts_with("torch.distributed.new_subgroups") && row.function.find('.') == std::string::npos;
 }
 
+// Whether the tree's `module` lies in the package that holds the row's module (`megatron.core` for
+// `megatron.core.mpu`; a top-level module its own package). Tree modules are named from where lint
+// found them, so the package may stand after a folder's components (`src.megatron.core.x`).
+bool inRowsPackage(const std::string& module, const std::string& rowModule) {
+  size_t dot = rowModule.rfind('.');
+  std::string package = dot == std::string::npos ? rowModule : rowModule.substr(0, dot);
+  return ("." + module + ".").find("." + package + ".") != std::string::npos;
+}
+
 }  // namespace
 
 std::string manyGroupsCreatorFor(const std::string& qualified) {
@@ -63,7 +72,9 @@ std::set<std::string> libraryFunctionsTreeDefines(const std::set<std::string>& i
       if (key.find('#') != std::string::npos) continue;
       std::string module = key.substr(0, key.find(':'));
       if (module.empty() || groupWrapperName(key) != row.function || !treeModules.contains(module)) continue;
-      if (moduleNamedBy(module, row.module)) {
+      // Any module of the row's package: the tree is that library (or its copy), and a row naming
+      // a re-export or another name of the module (`megatron.core.mpu`) is the same function.
+      if (moduleNamedBy(module, row.module) || inRowsPackage(module, row.module)) {
         out.insert(row.module + "." + row.function);
         break;
       }

@@ -22,9 +22,10 @@ std::string manyGroupsCreatorFor(const std::string& qualified);
 
 // The many-group rows' functions ("module.function") that the linted tree defines itself: a
 // group wrapper its table inferred (`inferredWrappers`, keys as python_project.h makes them) of that
-// name in a module of the tree (`treeModules`, pythonModuleOf) that the row's module names. The
+// name in a module of the tree (`treeModules`, pythonModuleOf) of the package that holds the row's module. The
 // tree's own code is what runs there, and the table reads it: the row stands aside (Megatron-LM's
-// own tree calls its initialize_model_parallel as a wrapper). Installed modules' wrappers do not
+// own tree calls its initialize_model_parallel as a wrapper, under the names its package gives
+// parallel_state too, `megatron.core.mpu`). Installed modules' wrappers do not
 // count: the catalogue says more of them than the table can (a group per block of ranks).
 std::set<std::string> libraryFunctionsTreeDefines(const std::set<std::string>& inferredWrappers,
                                                   const std::set<std::string>& treeModules);
