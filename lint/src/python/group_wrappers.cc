@@ -89,11 +89,43 @@ std::pair<size_t, std::string_view> calleeBefore(std::string_view source, size_t
   return {begin, source.substr(begin, stop - begin)};
 }
 
-CalledNames calledNames(std::string_view source) {
+// A class header with bases, `class Name(Base, metaclass=M):`: the name and the bases as written
+// (keywords left out).
+struct ClassHeader {
+  std::string name;
+  std::vector<std::string> bases;
+};
+
+std::string_view trimmed(std::string_view s);
+
+// The bases of the class header whose '(' is at `open`, up to the first ')' (a base that is a call
+// is no class of the tree's).
+std::vector<std::string> basesAt(std::string_view source, size_t open) {
+  std::vector<std::string> bases;
+  size_t close = source.find(')', open);
+  if (close == std::string_view::npos) return bases;
+  std::string_view list = source.substr(open + 1, close - open - 1);
+  for (size_t b = 0; b <= list.size();) {
+    size_t e = std::min(list.find(',', b), list.size());
+    std::string_view base = trimmed(list.substr(b, e - b));
+    if (!base.empty() && base.find('=') == std::string_view::npos) bases.emplace_back(base);
+    b = e + 1;
+  }
+  return bases;
+}
+
+// The names a source calls, and its class headers with bases, which stand before a '(' too: read
+// in the same pass, for what NM502's table asks of the tree's classes.
+CalledNames calledNames(std::string_view source, std::vector<ClassHeader>& headers) {
+  static constexpr std::string_view kClass = "class ";
   CalledNames names;
   forEachOpenParen(source, [&](size_t open) {
-    std::string_view name = calleeBefore(source, open).second;
-    if (!name.empty()) names.add(hashName(name));
+    auto [begin, name] = calleeBefore(source, open);
+    if (name.empty()) return;
+    names.add(hashName(name));
+    if (begin >= kClass.size() && source.substr(begin - kClass.size(), kClass.size()) == kClass &&
+        (begin == kClass.size() || source[begin - kClass.size() - 1] == '\n' || source[begin - kClass.size() - 1] == ' '))
+      headers.push_back({std::string(name), basesAt(source, open)});
   });
   return names;
 }
@@ -387,6 +419,65 @@ bool looksInLoop(std::string_view text, size_t at) {
   return false;
 }
 
+// memmem, which skips ahead by the word's length where std::string_view::find stops at each byte
+// equal to the word's first (the `s` of `self.`, the `c` of `class `), every few bytes of Python.
+size_t findFrom(std::string_view text, std::string_view word, size_t from) {
+  // Also keeps an empty text's data(), which may be null, away from memmem.
+  if (from > text.size() || text.size() - from < word.size() || word.empty()) return std::string_view::npos;
+  const void* at = ::memmem(text.data() + from, text.size() - from, word.data(), word.size());
+  return at ? static_cast<size_t>(static_cast<const char*>(at) - text.data()) : std::string_view::npos;
+}
+
+// Where `word` (a name or a dotted name) stands whole in the text: not part of a longer name, nor
+// an attribute of another object.
+template <class Visit>
+void forEachWhole(std::string_view text, std::string_view word, Visit&& visit) {
+  for (size_t at = findFrom(text, word, 0); at != std::string_view::npos; at = findFrom(text, word, at + 1)) {
+    size_t end = at + word.size();
+    if (at > 0 && (isIdentifierByte(text[at - 1]) || text[at - 1] == '.')) continue;
+    if (end < text.size() && isIdentifierByte(text[end])) continue;
+    visit(at, end);
+  }
+}
+
+size_t skipBlanks(std::string_view text, size_t at) {
+  while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
+  return at;
+}
+
+// The offsets of the assignments to `target` (`self.backend = ...`, `backend = ...`).
+std::vector<size_t> assignmentsTo(std::string_view text, std::string_view target) {
+  std::vector<size_t> out;
+  forEachWhole(text, target, [&](size_t at, size_t end) {
+    size_t next = skipBlanks(text, end);
+    if (next < text.size() && text[next] == '=' && (next + 1 == text.size() || text[next + 1] != '=')) out.push_back(at);
+  });
+  return out;
+}
+
+// The offsets where `self.method` is named without being called: a bound method stored away.
+std::vector<size_t> referencesTo(std::string_view text, std::string_view selfMethod) {
+  std::vector<size_t> out;
+  forEachWhole(text, selfMethod, [&](size_t at, size_t end) {
+    size_t next = skipBlanks(text, end);
+    if (next == text.size() || text[next] != '(') out.push_back(at);
+  });
+  return out;
+}
+
+// The offsets of calls of a table's entries, `.table[...](` (the table an attribute).
+std::vector<size_t> entryCalls(std::string_view text, std::string_view table) {
+  std::vector<size_t> out;
+  std::string word = "." + std::string(table) + "[";
+  for (size_t at = findFrom(text, word, 0); at != std::string_view::npos; at = findFrom(text, word, at + 1)) {
+    size_t close = text.find(']', at + word.size());
+    if (close == std::string_view::npos || text.substr(at, close - at).find('\n') != std::string_view::npos) continue;
+    size_t next = skipBlanks(text, close + 1);
+    if (next < text.size() && text[next] == '(') out.push_back(at + 1);
+  }
+  return out;
+}
+
 // A class whose methods create groups (or whose construction does), as the tree or an installed
 // package defines it.
 struct ClassEntry {
@@ -399,6 +490,7 @@ struct ClassEntry {
 
 struct TreeSurvey {
   std::vector<CalledNames> called;
+  std::vector<std::vector<ClassHeader>> classHeaders;
   std::vector<std::vector<ImportedName>> imports;
   std::vector<std::map<std::string, std::string, std::less<>>> aliases;  // alias -> the name it imports
 };
@@ -416,17 +508,19 @@ class Inference {
   void readTree(const TreeSurvey* shared = nullptr) {
     if (shared && shared->called.size() == texts_.size()) {
       called_ = shared->called;
+      classHeaders_ = shared->classHeaders;
       imports_ = shared->imports;
       aliases_ = shared->aliases;
       return;
     }
     called_.resize(texts_.size());
+    classHeaders_.resize(texts_.size());
     imports_.resize(texts_.size());
     aliases_.resize(texts_.size());
     parallel(texts_.size(), [&](size_t i) { survey(i); });
   }
 
-  TreeSurvey surveyed() const { return {called_, imports_, aliases_}; }
+  TreeSurvey surveyed() const { return {called_, classHeaders_, imports_, aliases_}; }
 
   // The imports of the tree that leave it and that it calls through (`name(` or `name.`), by the
   // module they name. Relative imports, torch, the standard library and the tree's own folders and
@@ -480,6 +574,7 @@ class Inference {
     if (!needed.empty()) return leaving;
     Inference whatIf(texts_, modules_, threads_, roots_);
     whatIf.called_ = called_;
+    whatIf.classHeaders_ = classHeaders_;
     whatIf.imports_ = imports_;
     whatIf.aliases_ = aliases_;
     whatIf.standIns_ = true;
@@ -564,6 +659,13 @@ class Inference {
     }
   }
 
+  // Has infer() follow objects further, for NM502's table, whose wrappers are benchmarks' and
+  // replayers' backends: each round reads the bindings of the objects wrapper methods are called on
+  // and the tables that hold such methods (readReceiverBindings, readMethodTables), which call no
+  // name sought, and a class of the tree reaches the wrapper methods it inherits from the tree's
+  // classes. The group table does without: its wrappers are functions and methods called directly.
+  void followObjectRoutes() { followsObjectRoutes_ = true; }
+
   void infer() {
     if (!standIns_)
       for (const std::string& root : roots_.names) searching_[root].push_back("*");
@@ -572,6 +674,7 @@ class Inference {
       rootsOnly_ = round == 0 && !standIns_;
       readSought();
       rootsOnly_ = false;
+      if (followsObjectRoutes_) readMethodTables(), readReceiverBindings();
       searching_ = closeOver();
     }
   }
@@ -684,34 +787,49 @@ class Inference {
   }
 
   // After infer(): each wrapper's first call in a loop among the sources `loopCounts` accepts
-  // (unset: all), or, for one that wrappers call outside loops only, the first such call of theirs.
+  // (unset: all), else its first call in a model's forward or backward there; for one that
+  // wrappers call outside loops only, the first such call of theirs. A forward that issues a
+  // transfer itself is keyed too, with its own transfer.
   std::map<std::string, LoopedCall> loopedWrappers(const std::function<bool(size_t)>& loopCounts) {
     if (!searching_.empty()) readSought();  // the calls of the wrappers the last round found
+    readMethodTables();
+    readReceiverBindings();
     std::map<std::string, LoopedCall> looped;
     auto note = [&](const std::string& key, LoopedCall at) {
       auto [it, added] = looped.try_emplace(key, at);
-      if (!added && std::tie(at.source, at.row) < std::tie(it->second.source, it->second.row)) it->second = at;
+      // A loop is a plainer reason than a forward, then the sources' order.
+      if (!added && std::tie(at.repeat, at.source, at.row) < std::tie(it->second.repeat, it->second.source, it->second.row))
+        it->second = std::move(at);
     };
     std::map<std::string, std::set<std::string>> calledBy;  // wrapper -> the wrappers calling it outside loops
     const FunctionCalls moduleLevel;
     for (size_t i = 0; i < readings_.size(); ++i) {
-      std::optional<bool> counts;  // asked at the source's first loop
-      auto visit = [&](const CallInFunction& c, const FunctionCalls& f, const std::string& caller) {
+      std::optional<bool> counts;  // asked at the source's first repeated call
+      auto repeats = [&] {
+        if (!counts) counts = !loopCounts || loopCounts(i);
+        return *counts;
+      };
+      auto visit = [&](const CallInFunction& c, const FunctionCalls& f, const std::string& caller, bool step) {
         for (const std::string& k : keysReached(c, f, i)) {
           if (k == caller || !wrappers_.contains(k)) continue;
-          if (c.loopDepth > 0) {
-            if (!counts) counts = !loopCounts || loopCounts(i);
-            if (*counts) note(k, {i, c.row});
-          } else if (!caller.empty()) {
+          if ((c.loopDepth > 0 || step) && repeats()) {
+            note(k, {i, c.row, c.loopDepth > 0 ? LoopedCall::Repeat::InLoop : LoopedCall::Repeat::FromForward, callerName(f),
+                     throughOf(c)});
+          } else if (c.loopDepth == 0 && !step && !caller.empty()) {
             calledBy[k].insert(caller);
           }
         }
       };
       for (const FunctionCalls& f : readings_[i].functions) {
         std::string key = keyOf(f, i);
-        for (const CallInFunction& c : f.calls) visit(c, f, wrappers_.contains(key) ? key : "");
+        bool step = isModelStep(f);
+        for (const CallInFunction& c : f.calls) {
+          visit(c, f, wrappers_.contains(key) ? key : "", step);
+          if (step && c.loopDepth == 0 && roots_.names.contains(c.name) && roots_.isRoot(c.name, c.qualifiedName) && repeats())
+            note(key, {i, c.row, LoopedCall::Repeat::IsForward, callerName(f), ""});
+        }
       }
-      for (const CallInFunction& c : readings_[i].module.calls) visit(c, moduleLevel, "");
+      for (const CallInFunction& c : readings_[i].module.calls) visit(c, moduleLevel, "", false);
     }
     for (bool changed = true; changed;) {
       changed = false;
@@ -726,6 +844,95 @@ class Inference {
       }
     }
     return looped;
+  }
+
+  // A model's forward or backward, which torch runs once per step: a method of that name of a
+  // class that has a base (nn.Module's subclasses, autograd.Function's). Which base is not checked:
+  // it is often the project's own class, or an installed one, whose definition is not read here,
+  // and a class that derives from something and defines `forward` is a module in PyTorch code.
+  static bool isModelStep(const FunctionCalls& f) {
+    if (f.scope != FunctionScope::Method || (f.function != "forward" && f.function != "backward")) return false;
+    return std::any_of(f.ownerBases.begin(), f.ownerBases.end(), [](const std::string& b) { return b != "object"; });
+  }
+
+  static std::string callerName(const FunctionCalls& f) {
+    if (f.function.empty()) return "";
+    return f.owner.empty() ? f.function : f.owner + "." + f.function;
+  }
+
+  // What a call goes through to reach a method: its object (`self.backend` of
+  // `self.backend.send(...)`) or its table (`self.funcs[...]`); empty for a plain call or self's.
+  static std::string throughOf(const CallInFunction& c) {
+    if (!c.table.empty()) return c.table + "[...]";
+    if (c.onAttribute && !c.onSelf && c.receiver.starts_with("self.")) return c.receiver;
+    return "";
+  }
+
+  // Before loopedWrappers: the statements that bind `self.attr` where the tree calls a wrapper
+  // method on it (`self.backend.send(...)`) and no binding read so far gives its class, and then
+  // those that bind the locals such a binding names (`self.backend = backend`): found by their
+  // text, as they call nothing sought.
+  void readReceiverBindings() {
+    if (methodNames_.empty()) return;
+    for (int step = 0; step < 2; ++step) {
+      std::vector<std::set<std::string>> targets(readings_.size());  // per source: the names whose bindings to read
+      for (size_t i = 0; i < readings_.size(); ++i)
+        for (const FunctionCalls& f : readings_[i].functions) {
+          for (const CallInFunction& c : f.calls) {
+            if (step == 0 && c.onAttribute && !c.onSelf && c.receiver.starts_with("self.") && methodNames_.contains(c.name) &&
+                receiverClasses(c, f, i).empty())
+              targets[i].insert(c.receiver);
+            if (step == 0 && !c.table.empty() && c.table.starts_with("self.") && c.table.find('.', 5) != std::string::npos)
+              targets[i].insert(c.table.substr(0, c.table.rfind('.')));
+          }
+          if (step == 1)
+            for (const Construction& b : f.constructions)
+              if (b.alias && b.target.starts_with("self.")) targets[i].insert(b.callee);
+        }
+      for (size_t i = 0; i < readings_.size(); ++i) {
+        if (targets[i].empty()) continue;
+        std::vector<size_t> hits;
+        for (const std::string& target : targets[i]) {
+          std::vector<size_t> found = assignmentsTo(texts_[i], target);
+          hits.insert(hits.end(), found.begin(), found.end());
+        }
+        std::sort(hits.begin(), hits.end());
+        if (!hits.empty()) readAround(texts_[i], hits, readings_[i]);
+      }
+    }
+  }
+
+  // Before loopedWrappers: in the modules of wrapper methods, the statements that store one in a
+  // table (`self.funcs["send"] = self.isend`), and, in every source that names such a table, the
+  // calls of its entries (`self.backend.funcs[name](...)`): found by their text, as neither calls
+  // a name sought.
+  void readMethodTables() {
+    std::map<size_t, std::vector<std::string>> stored;  // source -> wrapper methods of its module
+    for (const std::string& key : wrappers_) {
+      size_t self = key.find("#self:");
+      if (self == std::string::npos) continue;
+      std::string module = key.substr(0, self);
+      for (size_t i = 0; i < texts_.size(); ++i)
+        if (modules_[i] == module) stored[i].push_back(key.substr(self + 6));
+    }
+    std::set<std::string> tables;
+    for (const auto& [i, methods] : stored) {
+      std::vector<size_t> hits;
+      for (const std::string& m : methods)
+        for (size_t at : referencesTo(texts_[i], "self." + m)) hits.push_back(at);
+      if (hits.empty()) continue;
+      std::sort(hits.begin(), hits.end());
+      readAround(texts_[i], hits, readings_[i]);
+      for (const FunctionCalls& f : readings_[i].functions)
+        for (const TableEntry& entry : f.tableEntries) tables.insert(entry.table.substr(entry.table.rfind('.') + 1));
+    }
+    for (const std::string& table : tables)
+      for (size_t i = 0; i < texts_.size(); ++i) {
+        std::vector<size_t> hits = entryCalls(texts_[i], table);
+        if (hits.empty()) continue;
+        if (!readings_[i].scopes) bindImports(i);
+        readAround(texts_[i], hits, readings_[i]);
+      }
   }
 
   std::set<std::string> wrappers() const { return wrappers_; }
@@ -745,7 +952,8 @@ class Inference {
   }
 
   void survey(size_t i) {
-    called_[i] = calledNames(texts_[i]);
+    classHeaders_[i].clear();
+    called_[i] = calledNames(texts_[i], classHeaders_[i]);
     imports_[i] = importsOf(texts_[i]);
     for (const ImportedName& imported : imports_[i])
       if (!imported.name.empty() && !imported.alias.empty()) aliases_[i][imported.alias] = imported.name;
@@ -756,6 +964,7 @@ class Inference {
     modules_.push_back(module);
     environment_.push_back(true);
     called_.emplace_back();
+    classHeaders_.emplace_back();
     imports_.emplace_back();
     aliases_.emplace_back();
     survey(texts_.size() - 1);
@@ -831,11 +1040,14 @@ class Inference {
     return it != via_.end() ? it->second : groupWrapperName(key);
   }
 
-  // The classes a callee (`GroupMaker`, `mod.DeviceGroup`, a factory) called in `source` makes.
-  std::vector<const ClassEntry*> classesMadeBy(const std::string& callee, const std::string& qualified, size_t source) const {
+  // The classes a callee (`GroupMaker`, `mod.DeviceGroup`, a factory) called in `source` makes,
+  // and, for a class of the tree that has no wrapper methods of its own, those of its bases.
+  std::vector<const ClassEntry*> classesMadeBy(const std::string& callee, const std::string& qualified, size_t source,
+                                               int depth = 0) const {
     std::vector<const ClassEntry*> out;
     std::string last = callee.substr(callee.rfind('.') + 1);
     std::string imported = qualified.find('.') != std::string::npos ? qualified.substr(0, qualified.rfind('.')) : "";
+    if (imported.empty() && callee.find('.') == std::string::npos) imported = importedFrom(callee, source);
     auto inScope = [&](const std::string& module) {
       if (!imported.empty()) return moduleNamedBy(module, imported);
       return callee.find('.') == std::string::npos && (module.empty() || modules_[source].empty() || module == modules_[source]);
@@ -846,7 +1058,60 @@ class Inference {
     if (auto it = factories_.find(last); it != factories_.end())
       for (const auto& [module, made] : it->second)
         if (inScope(module))
-          for (const ClassEntry* c : classesMadeBy(made, "", sourceOf(module))) out.push_back(c);
+          for (const ClassEntry* c : classesMadeBy(made, "", sourceOf(module), depth + 1)) out.push_back(c);
+    if (!out.empty() || depth > 4 || classes_.empty() || !followsObjectRoutes_) return out;
+    // Inherited methods: `class NcclBackend(DistBackend)`, where DistBackend has the wrapper.
+    for (const auto& [j, bases] : classDefinitions(last)) {
+      if (!inScope(modules_[j])) continue;
+      for (const std::string& base : bases)
+        for (const ClassEntry* c : classesMadeBy(base, "", j, depth + 1)) out.push_back(c);
+    }
+    return out;
+  }
+
+  // The module a name is imported from in `source`, at any depth (`from pkg.backend import
+  // DistBackend` in a function's body, which the statements read around a call may not hold).
+  std::string importedFrom(const std::string& name, size_t source) const {
+    for (const ImportedName& imported : imports_[source])
+      if (!imported.name.empty() && imported.bound() == name) return imported.module;
+    return "";
+  }
+
+  // The tree's definitions of a class of this name: the source of each and its bases as written,
+  // from the survey's class headers, indexed on the first question (most trees never ask one).
+  const std::vector<std::pair<size_t, std::vector<std::string>>>& classDefinitions(const std::string& name) const {
+    static const std::vector<std::pair<size_t, std::vector<std::string>>> kNone;
+    if (!classesIndexed_) {
+      classesIndexed_ = true;
+      for (size_t j = 0; j < classHeaders_.size(); ++j)
+        for (const ClassHeader& header : classHeaders_[j]) {
+          for (const std::string& base : header.bases) subclasses_[base.substr(base.rfind('.') + 1)].emplace_back(j, header.name);
+          classDefinitions_[header.name].emplace_back(j, header.bases);
+        }
+    }
+    auto it = classDefinitions_.find(name);
+    return it == classDefinitions_.end() ? kNone : it->second;
+  }
+
+  // The tree's classes deriving from a class of this name, through up to four generations: each
+  // source and class name.
+  std::vector<std::pair<size_t, std::string>> subclassesOf(const std::string& name) const {
+    classDefinitions(name);  // indexes the tree's class headers once
+    std::vector<std::pair<size_t, std::string>> out;
+    std::vector<std::string> generation{name};
+    for (int depth = 0; depth < 4 && !generation.empty(); ++depth) {
+      std::vector<std::string> next;
+      for (const std::string& base : generation) {
+        auto it = subclasses_.find(base);
+        if (it == subclasses_.end()) continue;
+        for (const auto& entry : it->second) {
+          if (entry.second == name || std::find(out.begin(), out.end(), entry) != out.end()) continue;
+          out.push_back(entry);
+          next.push_back(entry.second);
+        }
+      }
+      generation = std::move(next);
+    }
     return out;
   }
 
@@ -858,32 +1123,21 @@ class Inference {
 
   // The classes the receiver of `call` (made in function `f` of `source`) may be an instance of:
   // made by a call (`Factory().m`), bound in the function, in the class's methods (`self.x`), at
-  // module level, or imported from the module that binds it.
+  // module level, or imported from the module that binds it. A binding to a local
+  // (`self.backend = backend`) takes the classes the local is bound to in its function.
   std::vector<const ClassEntry*> receiverClasses(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
     const std::string& r = call.receiver;
     if (r.ends_with("()")) return classesMadeBy(r.substr(0, r.size() - 2), call.receiverQualified, source);
     const SourceReading& reading = readings_[source];
-    auto fromConstructions = [&](const std::vector<Construction>& made, const std::string& target, size_t where) {
-      std::vector<const ClassEntry*> out;
-      for (const Construction& c : made)
-        if (c.target == target)
-          for (const ClassEntry* e : classesMadeBy(c.callee, c.qualified, where)) out.push_back(e);
-      return out;
-    };
     if (r.starts_with("self.")) {
       std::vector<const ClassEntry*> out;
       for (const FunctionCalls& g : reading.functions)
         if (!f.owner.empty() && g.owner == f.owner)
-          for (const ClassEntry* e : fromConstructions(g.constructions, r, source)) out.push_back(e);
+          for (const ClassEntry* e : boundIn(g, r, source, 0)) out.push_back(e);
       return out;
     }
-    if (std::vector<const ClassEntry*> out = fromConstructions(f.constructions, r, source); !out.empty()) return out;
-    // A function read in parts (the statements around the hits of different rounds) has an entry
-    // per part: what another part of it binds counts too.
-    for (const FunctionCalls& g : reading.functions)
-      if (&g != &f && g.function == f.function && g.owner == f.owner && g.scope == f.scope)
-        if (std::vector<const ClassEntry*> out = fromConstructions(g.constructions, r, source); !out.empty()) return out;
-    if (std::vector<const ClassEntry*> out = fromConstructions(reading.module.constructions, r, source); !out.empty()) return out;
+    if (std::vector<const ClassEntry*> out = boundIn(f, r, source, 0); !out.empty()) return out;
+    if (std::vector<const ClassEntry*> out = madeFor(reading.module.constructions, r, source); !out.empty()) return out;
     const std::string& q = call.receiverQualified;
     if (r.find('.') != std::string::npos || q.find('.') == std::string::npos) return {};
     std::string imported = q.substr(0, q.rfind('.')), name = q.substr(q.rfind('.') + 1);
@@ -894,8 +1148,35 @@ class Inference {
     for (size_t j : binders->second) {
       const std::vector<Construction>& made = readings_[j].module.constructions;
       if (moduleNamedBy(modules_[j], imported))
-        for (const ClassEntry* e : fromConstructions(made, name, j)) out.push_back(e);
+        for (const ClassEntry* e : madeFor(made, name, j)) out.push_back(e);
     }
+    return out;
+  }
+
+  // The classes the calls bound to `target` among `made` make (bindings to locals left out).
+  std::vector<const ClassEntry*> madeFor(const std::vector<Construction>& made, const std::string& target, size_t source) const {
+    std::vector<const ClassEntry*> out;
+    for (const Construction& c : made)
+      if (c.target == target && !c.alias)
+        for (const ClassEntry* e : classesMadeBy(c.callee, c.qualified, source)) out.push_back(e);
+    return out;
+  }
+
+  // The classes `target` is bound to in function `f`: a function read in parts (the statements
+  // around the hits of different rounds) has an entry per part, and what another part of it binds
+  // counts too; a binding to a local is followed to the local's own bindings.
+  std::vector<const ClassEntry*> boundIn(const FunctionCalls& f, const std::string& target, size_t source, int depth) const {
+    std::vector<const ClassEntry*> out;
+    for (const FunctionCalls& g : readings_[source].functions) {
+      if (&g != &f && (g.function != f.function || g.owner != f.owner || g.scope != f.scope)) continue;
+      for (const ClassEntry* e : madeFor(g.constructions, target, source)) out.push_back(e);
+      if (depth < 4)
+        for (const Construction& c : g.constructions)
+          if (c.alias && c.target == target && c.callee != target)
+            for (const ClassEntry* e : boundIn(g, c.callee, source, depth + 1)) out.push_back(e);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
   }
 
@@ -905,13 +1186,41 @@ class Inference {
     return constructor ? modules_[source] + ":" + f.owner : groupWrapperKey(modules_[source], f);
   }
 
-  // The wrappers' keys a call reaches: by its name, or as a method of its receiver's classes.
+  // The wrappers' keys a call reaches: by its name, as a method of its receiver's classes, or as
+  // one of the methods a table of its object holds.
   std::vector<std::string> keysReached(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
+    if (!call.table.empty()) return tableKeys(call, f, source);
     if (std::string key = index_.reached(call, modules_[source]); !key.empty()) return {key};
     std::vector<std::string> out;
     if (!call.onAttribute || call.onSelf || call.receiver.empty() || !methodNames_.contains(call.name)) return out;
     for (const ClassEntry* c : receiverClasses(call, f, source))
       if (c->methods.contains(call.name)) out.push_back(c->module + "#self:" + call.name);
+    return out;
+  }
+
+  // `self.funcs[name](...)` and `self.backend.funcs[name](...)`: the methods stored in that table
+  // by the object's class (the caller's own, or the receiver's), each a key when it is a wrapper.
+  std::vector<std::string> tableKeys(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
+    std::vector<std::string> out;
+    size_t dot = call.table.rfind('.');
+    if (dot == std::string::npos || !call.table.starts_with("self.")) return out;
+    std::string object = call.table.substr(0, dot), table = "self" + call.table.substr(dot);
+    std::vector<std::pair<size_t, std::string>> owners;  // (source, class)
+    if (object == "self") {
+      if (!f.owner.empty()) owners.emplace_back(source, f.owner);
+    } else {
+      CallInFunction on;
+      on.receiver = object;
+      for (const ClassEntry* c : receiverClasses(on, f, source)) owners.emplace_back(sourceOf(c->module), c->name);
+    }
+    for (const auto& [j, owner] : owners)
+      for (const FunctionCalls& g : readings_[j].functions) {
+        if (g.owner != owner) continue;
+        for (const TableEntry& entry : g.tableEntries) {
+          std::string key = modules_[j] + "#self:" + entry.method;
+          if (entry.table == table && wrappers_.contains(key) && std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+        }
+      }
     return out;
   }
 
@@ -939,10 +1248,20 @@ class Inference {
       throughModel = throughModel_.contains(key);
       return viaOf(key);
     }
+    if (!call.table.empty()) {
+      std::vector<std::string> keys = tableKeys(call, f, source);
+      throughModel = !keys.empty();
+      return keys.empty() ? "" : call.table + "[...] -> " + viaOf(keys.front());
+    }
     std::string via = objectVia(call, f, source);
     throughModel = !via.empty();
     return via;
   }
+
+  // A function named as a root whose unresolved calls count as the root's (a project's own
+  // `new_group`, mirroring torch.distributed's) is that root, no wrapper. A root counted only as
+  // torch's (`dist.send`) leaves a method of that name (`Backend.send`) free to wrap it.
+  bool namesRoot(const std::string& function) const { return roots_.names.contains(function) && roots_.isRoot(function, ""); }
 
   void addWrapper(const std::string& key, std::string via, bool throughModel, const std::string& name, const std::string& scope,
                   Sought& added) {
@@ -966,7 +1285,7 @@ class Inference {
         for (const FunctionCalls& f : readings_[i].functions) {
           bool constructor = f.scope == FunctionScope::Method && f.function == "__init__" && !f.owner.empty();
           if (f.scope == FunctionScope::Module) changed |= noteFactory(f, i, added);
-          if (!constructor && (creators.contains(f.function) || !isTrackable(f.function))) continue;
+          if (!constructor && (namesRoot(f.function) || !isTrackable(f.function))) continue;
           std::string key = constructor ? module + ":" + f.owner : groupWrapperKey(module, f);
           if (wrappers_.contains(key)) continue;
           for (const CallInFunction& c : f.calls) {
@@ -1003,6 +1322,12 @@ class Inference {
     it->methods.emplace(f.function, chain);
     methodNames_.insert(f.function);
     added[f.function].push_back(module + "#class=" + f.owner);
+    // The tree's subclasses inherit the method: it is called on their objects too, where they are made.
+    if (!followsObjectRoutes_) return;
+    for (const auto& [j, subclass] : subclassesOf(f.owner)) {
+      added[f.function].push_back(modules_[j] + "#class=" + subclass);
+      added[subclass].push_back(modules_[j]);
+    }
   }
 
   // A module's function that makes an instance of a class with wrapper methods (`DeviceGroup()`
@@ -1027,6 +1352,7 @@ class Inference {
   unsigned threads_;
   std::deque<std::string> owned_;  // installed modules' texts
   std::vector<CalledNames> called_;
+  std::vector<std::vector<ClassHeader>> classHeaders_;  // per source, from the survey
   std::vector<std::vector<ImportedName>> imports_;
   std::vector<std::map<std::string, std::string, std::less<>>> aliases_;  // alias -> the name it imports
   std::vector<SourceReading> readings_;
@@ -1041,10 +1367,15 @@ class Inference {
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> factories_;  // function -> (module, class)
   Sought searching_;
   std::unordered_set<std::string> methodNames_;  // the wrapper methods of classes_, by name
+  // classDefinitions: class name -> (source, bases as written) of each definition, once read.
+  mutable std::unordered_map<std::string, std::vector<std::pair<size_t, std::vector<std::string>>>> classDefinitions_;
+  mutable bool classesIndexed_ = false;
+  mutable std::unordered_map<std::string, std::vector<std::pair<size_t, std::string>>> subclasses_;  // base's last name -> (source, class)
   // The what-if of modulesNeeded: names imported from outside the tree stand in for wrappers, and
   // torch's creators are not sought.
   bool standIns_ = false;
   bool rootsOnly_ = false;  // the first round, which seeks the roots alone
+  bool followsObjectRoutes_ = false;  // followObjectRoutes
   std::map<std::string, std::set<std::string>> origins_;  // a stand-in's key -> the module of its import
 };
 
@@ -1079,8 +1410,21 @@ std::map<std::string, LoopedCall> pointToPointInLoops(const std::vector<std::str
                                                       const std::function<bool(size_t)>& loopCounts, const TreeSurvey* survey) {
   Inference inference(texts, modules, threads, pointToPointRoots());
   inference.readTree(survey);
+  inference.followObjectRoutes();
   inference.infer();
   return inference.loopedWrappers(loopCounts);
+}
+
+std::string describeLoopedCall(const LoopedCall& at, const std::string& where) {
+  std::string through = at.through.empty() ? "" : ", through " + at.through;
+  switch (at.repeat) {
+    case LoopedCall::Repeat::IsForward: return "a model's " + at.caller + "(), which runs once per step";
+    case LoopedCall::Repeat::FromForward:
+      return "which " + at.caller + " calls at " + where + through + ", once per step of the model";
+    case LoopedCall::Repeat::InLoop: break;
+  }
+  if (at.caller.empty()) return "which " + where + " calls in a loop";
+  return "which " + at.caller + " calls in a loop at " + where + through;
 }
 
 std::set<std::string> functionsCalling

@@ -107,13 +107,27 @@ GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& te
                                          const std::vector<KnownWrapper>& known, int groupSitesThreshold,
                                          const TreeSurvey* survey);
 // A function of the tree that issues point-to-point transfers, directly or through the tree's
-// functions and methods, and the first call (in the sources' order) that runs it in a loop: its
-// own, or one of a function that calls it. Module functions, methods (called through self or an
-// object whose class the tree shows) and nested functions, keyed as the table keys them.
+// functions and methods, and the first call (in the sources' order) that runs it repeatedly: in a
+// loop, its own or one of a function that calls it, or in a model's forward or backward (a method
+// of that name of a class with a base: an nn.Module's or an autograd.Function's, which torch runs
+// once per step). Module functions, methods (called through self, through an object whose class
+// the tree shows, or through a table of an object's methods), nested functions and the forwards
+// that issue a transfer themselves, keyed as the table keys them.
 struct LoopedCall {
   size_t source = 0;  // index in the texts, the loop's source
   uint32_t row = 0;   // 0-based, the call's row
+  // How it repeats: the call stands in a loop, or in a forward or backward outside loops, or the
+  // function is that forward itself (the row its transfer's).
+  enum class Repeat { InLoop, FromForward, IsForward };
+  Repeat repeat = Repeat::InLoop;
+  std::string caller;   // the function making the call, "Bench.ping"; empty at module level
+  std::string through;  // the object or table the call goes through, "self.backend"; empty if none
 };
+// What runs the function repeatedly, for a finding's message, `where` the call's "path:line":
+// "which Bench.ping calls in a loop at bench.py:12, through self.backend", "which Conv.forward
+// calls at conv.py:8, once per step of the model", or, for a forward that issues the transfer
+// itself, "a model's forward (Conv.forward), which runs once per step".
+std::string describeLoopedCall(const LoopedCall& at, const std::string& where);
 // A loop counts only in a source that `loopCounts` accepts (asked once per source that has one;
 // unset: every source); the others are read for the functions they define.
 std::map<std::string, LoopedCall> pointToPointInLoops(const std::vector<std::string_view>& texts,

@@ -49,6 +49,11 @@ struct Grammar {
   TSSymbol setComprehension = symbol("set_comprehension");
   TSSymbol dictionaryComprehension = symbol("dictionary_comprehension");
   TSSymbol generatorExpression = symbol("generator_expression");
+  TSSymbol conditionalExpression = symbol("conditional_expression");
+  TSSymbol parenthesizedExpression = symbol("parenthesized_expression");
+  TSSymbol subscript = symbol("subscript");
+  TSSymbol dictionary = symbol("dictionary");
+  TSSymbol pair = symbol("pair");
   TSFieldId left = fieldId("left");
   TSFieldId parameters = fieldId("parameters");
   TSFieldId right = fieldId("right");
@@ -60,6 +65,8 @@ struct Grammar {
   TSFieldId value = fieldId("value");
   TSFieldId alias = fieldId("alias");
   TSFieldId moduleName = fieldId("module_name");
+  TSFieldId superclasses = fieldId("superclasses");
+  TSFieldId key = fieldId("key");
 };
 
 const Grammar& grammar() {
@@ -84,6 +91,7 @@ class FunctionCallWalker {
       uint32_t depth;
       bool isClass;
       std::string name;
+      std::vector<std::string> bases;  // a class's
     };
     std::vector<Scope> scopes;  // the enclosing defs and classes
     uint32_t depth = 0;
@@ -97,10 +105,11 @@ class FunctionCallWalker {
         if (scope == FunctionScope::Module && takesSelf(node)) scope = FunctionScope::Method;
         open.push_back({depth, out_.size(), loops_.size()});
         std::string name = textOf(ts_node_child_by_field_id(node, g_.name));
-        out_.push_back({name, scope, {}, !scopes.empty() && scopes.back().isClass ? scopes.back().name : "", {}});
-        scopes.push_back({depth, false, std::move(name)});
+        bool inClass = !scopes.empty() && scopes.back().isClass;
+        out_.push_back({name, scope, {}, inClass ? scopes.back().name : "", {}, {}, inClass ? scopes.back().bases : std::vector<std::string>{}});
+        scopes.push_back({depth, false, std::move(name), {}});
       } else if (s == g_.classDefinition) {
-        scopes.push_back({depth, true, textOf(ts_node_child_by_field_id(node, g_.name))});
+        scopes.push_back({depth, true, textOf(ts_node_child_by_field_id(node, g_.name)), basesOf(node)});
       } else if (isLoop(s)) {
         loops_.push_back(depth);
       } else if (s == g_.call && !open.empty()) {
@@ -108,8 +117,12 @@ class FunctionCallWalker {
       } else if (s == g_.call && module_) {
         onCall(node, module_->calls, static_cast<int>(loops_.size()));
       } else if (s == g_.assignment) {
-        if (!open.empty()) onAssignment(node, out_[open.back().index].constructions);
-        else if (scopes.empty() && module_) onAssignment(node, module_->constructions);
+        if (!open.empty()) {
+          onAssignment(node, out_[open.back().index].constructions);
+          onTableEntries(node, out_[open.back().index].tableEntries);
+        } else if (scopes.empty() && module_) {
+          onAssignment(node, module_->constructions);
+        }
       } else if (s == g_.importStatement) {
         onImport(node);
         descend = false;
@@ -166,14 +179,66 @@ class FunctionCallWalker {
            s == g_.dictionaryComprehension || s == g_.generatorExpression;
   }
 
-  // `x = C(...)`, `self.x = C(...)`: what the receiver `x` is made by.
+  // A class's bases as written: `nn.Module` of `class Net(nn.Module, metaclass=M)`.
+  std::vector<std::string> basesOf(TSNode classDefinition) const {
+    std::vector<std::string> bases;
+    TSNode list = ts_node_child_by_field_id(classDefinition, g_.superclasses);
+    uint32_t n = ts_node_is_null(list) ? 0 : ts_node_named_child_count(list);
+    for (uint32_t i = 0; i < n; ++i)
+      if (std::string base = dottedOf(ts_node_named_child(list, i)); !base.empty()) bases.push_back(std::move(base));
+    return bases;
+  }
+
+  // `x = C(...)`, `self.x = C(...)`, `x = (A(...) if c else B(...))`, `self.x = x`: what the
+  // receiver `x` is made by.
   void onAssignment(TSNode node, std::vector<Construction>& out) const {
     TSNode right = ts_node_child_by_field_id(node, g_.right);
-    if (ts_node_is_null(right) || ts_node_symbol(right) != g_.call) return;
     std::string target = dottedOf(ts_node_child_by_field_id(node, g_.left));
-    std::string callee = dottedOf(ts_node_child_by_field_id(right, g_.function));
-    if (target.empty() || callee.empty()) return;
-    out.push_back({std::move(target), callee, names_.qualify(callee)});
+    if (ts_node_is_null(right) || target.empty()) return;
+    if (ts_node_symbol(right) == g_.identifier) {
+      out.push_back({std::move(target), textOf(right), "", true});
+      return;
+    }
+    addConstructions(target, right, out, 0);
+  }
+
+  void addConstructions(const std::string& target, TSNode value, std::vector<Construction>& out, int depth) const {
+    TSSymbol s = ts_node_symbol(value);
+    if (depth > 8) return;  // `a if x else (b if y else ...)` nested past any real code
+    if (s == g_.parenthesizedExpression && ts_node_named_child_count(value) == 1) {
+      addConstructions(target, ts_node_named_child(value, 0), out, depth + 1);
+    } else if (s == g_.conditionalExpression && ts_node_named_child_count(value) == 3) {
+      addConstructions(target, ts_node_named_child(value, 0), out, depth + 1);  // the value if true
+      addConstructions(target, ts_node_named_child(value, 2), out, depth + 1);  // the value if false
+    } else if (s == g_.call) {
+      std::string callee = dottedOf(ts_node_child_by_field_id(value, g_.function));
+      if (!callee.empty()) out.push_back({target, callee, names_.qualify(callee)});
+    }
+  }
+
+  // `self.funcs["send"] = self.isend` and `self.funcs = {"send": self.isend, ...}`: the methods of
+  // the function's own object that a table holds.
+  void onTableEntries(TSNode node, std::vector<TableEntry>& out) const {
+    TSNode left = ts_node_child_by_field_id(node, g_.left), right = ts_node_child_by_field_id(node, g_.right);
+    if (ts_node_is_null(left) || ts_node_is_null(right)) return;
+    auto method = [&](TSNode value) {
+      std::string dotted = dottedOf(value);
+      return dotted.starts_with("self.") && dotted.find('.', 5) == std::string::npos ? dotted.substr(5) : std::string();
+    };
+    if (ts_node_symbol(left) == g_.subscript) {
+      std::string table = dottedOf(ts_node_child_by_field_id(left, g_.value));
+      if (std::string m = method(right); !table.empty() && !m.empty()) out.push_back({table, m});
+      return;
+    }
+    if (ts_node_symbol(right) != g_.dictionary) return;
+    std::string table = dottedOf(left);
+    if (table.empty()) return;
+    uint32_t n = ts_node_named_child_count(right);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode entry = ts_node_named_child(right, i);
+      if (ts_node_symbol(entry) != g_.pair) continue;
+      if (std::string m = method(ts_node_child_by_field_id(entry, g_.value)); !m.empty()) out.push_back({table, m});
+    }
   }
 
   void onCall(TSNode node, std::vector<CallInFunction>& calls, int loopDepth) const {
@@ -199,6 +264,10 @@ class FunctionCallWalker {
         std::string head = call.receiver.substr(0, call.receiver.find_first_of(".("));
         call.receiverQualified = names_.qualify(call.receiver.ends_with("()") ? call.receiver.substr(0, call.receiver.size() - 2) : head);
       }
+    } else if (s == g_.subscript) {
+      // `self.funcs[name](...)`: one of the table's entries.
+      call.table = dottedOf(ts_node_child_by_field_id(callee, g_.value));
+      if (call.table.empty()) return;
     } else {
       return;
     }
@@ -325,6 +394,13 @@ bool isModule(std::string_view module, std::string_view imported) {
   imported.remove_prefix(std::min(imported.find_first_not_of('.'), imported.size()));  // relative: the package's own when nothing is left
   if (module.empty() || imported.empty() || module == imported) return true;
   if (endsWithComponents(module, imported)) return true;
+  // A package installed under another name than its folder's (`param_bench` checked out as
+  // `param/`): the import's components after its first are the module's last ones. Three at least,
+  // so that another package's common pair (`utils.dist`) is not taken for the tree's.
+  if (size_t head = imported.find('.'); head != std::string_view::npos) {
+    std::string_view rest = imported.substr(head + 1);
+    if (std::count(rest.begin(), rest.end(), '.') >= 2 && (module == rest || endsWithComponents(module, rest))) return true;
+  }
   size_t dot = module.rfind('.');
   if (dot == std::string_view::npos) return false;
   std::string_view package = module.substr(0, dot);

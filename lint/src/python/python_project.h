@@ -38,14 +38,27 @@ struct CallInFunction {
   std::string receiverQualified;       // the receiver's head as the file's imports resolve it
   int loopDepth = 0;                   // loops and comprehensions around it in its function
   uint32_t row = 0, column = 0;        // where the call starts (0-based, the file's)
+  // A call of a table's entry (`self.funcs[name](...)`, name empty): the table as written,
+  // "self.funcs"; empty for any other call.
+  std::string table;
 };
 
 // `target = Callee(...)`: a local, `self.attr` or a module-level name bound to a call's result,
-// which is how a receiver gets its class.
+// which is how a receiver gets its class. Each call of a conditional expression
+// (`A(...) if c else B(...)`) binds the target too. `target = name` binds it to whatever the
+// local `name` holds (`alias`, the callee the local's name).
 struct Construction {
   std::string target;     // "g", "self.maker", "_GROUPS"
   std::string callee;     // "GroupMaker", "mod.GroupMaker"
   std::string qualified;  // as the file's imports resolve the callee; empty if they do not
+  bool alias = false;
+};
+
+// `self.funcs["send"] = self.isend`, or `self.funcs = {"send": self.isend}`: a table of a
+// function's object whose entries are its methods, so that a call of an entry may run any of them.
+struct TableEntry {
+  std::string table;   // "self.funcs"
+  std::string method;  // "isend"
 };
 
 // Where a function is defined, which decides how it can be called.
@@ -57,6 +70,9 @@ struct FunctionCalls {
   std::vector<CallInFunction> calls;
   std::string owner;  // a method's class
   std::vector<Construction> constructions;  // what it binds to calls' results
+  std::vector<TableEntry> tableEntries;     // the methods it stores in tables
+  // The bases of a method's class as written (`nn.Module`), when its header was read.
+  std::vector<std::string> ownerBases;
 };
 
 // A source's module-level statements read so far: the objects they make (`_GROUPS = GroupMaker()`)

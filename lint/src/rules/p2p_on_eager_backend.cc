@@ -182,6 +182,15 @@ bool changesDefaultDevice(const SourceModel& model) {
   return false;
 }
 
+// What runs a transfer's function repeatedly, as the project model says it: a clause
+// (describeLoopedCall: "which Bench.ping calls in a loop at bench.py:12", "a model's Conv.forward(),
+// which runs once per step"), or only the "path:line" of the call that repeats it, which may stand
+// in a loop or in a model's forward.
+std::string repetition(const std::string& calledInLoopAt) {
+  bool placeOnly = !calledInLoopAt.empty() && calledInLoopAt.back() >= '0' && calledInLoopAt.back() <= '9';
+  return placeOnly ? "which " + calledInLoopAt + " calls in a loop or in a model's forward" : calledInLoopAt;
+}
+
 class P2pOnEagerBackend final : public Rule {
  public:
   const RuleInfo& info() const override { return info_; }
@@ -230,8 +239,7 @@ class P2pOnEagerBackend final : public Rule {
       if (!inLoop && call.calledInLoopAt.empty()) continue;
       if (auto device = devices.find(&call); device != devices.end() && offNccl(device->second, groupOf(call))) continue;
       if (inCoalescingBlock(model, call)) continue;
-      std::string where = inLoop ? "() in a loop"
-                                 : "() in " + call.function + "(), which " + call.calledInLoopAt + " calls in a loop";
+      std::string where = inLoop ? "() in a loop" : "() in " + call.function + "(), " + repetition(call.calledInLoopAt);
       out.push_back(finding(model, call.where,
                             call.spelling + where + ": torch 2.15's NCCL backend runs send/recv on the group's "
                             "one communicator, so transfers to different peers do not overlap; for a pipeline's "
@@ -254,7 +262,14 @@ class P2pOnEagerBackend final : public Rule {
                    "PyTorch's pipelining code warns \"Pipeline parallelism is using an eager NCCL communicator. "
                    "Consider creating its process group with backend=\"nccl-lazy\"\". Each call that issues a "
                    "single transfer (send, recv, isend, irecv) in a loop, or in a function the project calls in a loop, "
-                   "is reported at its own line. NCCL takes CUDA tensors "
+                   "is reported at its own line; so is one in a model's forward or backward, or in a function one "
+                   "calls, as torch runs those once per step (a method of that name of a class with a base: "
+                   "nn.Module's subclasses and autograd.Function's, whose base is often the project's own or an "
+                   "installed class, so which base is not checked). The project's calls are followed through "
+                   "objects whose class it shows, locals included (`backend = A(...) if c else B(...)`, then "
+                   "`self.backend = backend`), methods their classes inherit from the project's classes, and "
+                   "tables of an object's methods (`self.funcs[\"send\"] = self.isend`, called as "
+                   "`self.backend.funcs[name](...)`). NCCL takes CUDA tensors "
                    "only: a transfer of a tensor the file shows on the CPU (t.cpu(), t.to(\"cpu\"), a torch factory "
                    "given no device) is not reported, nor is one whose tensor the file does not show (a queue's, a "
                    "parameter's) on a group the file shows carrying CPU tensors, when the file shows no CUDA tensor on "
