@@ -39,6 +39,7 @@
 #include "python/python_frontend.h"
 #include "settings/settings_frontends.h"
 #include "python/python_project.h"
+#include "python/python_values.h"
 #include "rules/registry.h"
 
 namespace nccl_migrate::lint {
@@ -67,6 +68,8 @@ struct ProjectTables {
   std::map<std::string, std::string> functionsCalledInLoops;
   // What the tree's module-level functions that device selections call return (NameEquivalences).
   std::map<std::string, std::vector<TracedValue>> functionReturns;
+  // Parameters with a string default that the tree's calls pass another value (NameEquivalences).
+  std::set<std::string> parametersCallersPass;
 };
 
 std::string absoluteKey(const fs::path& path) {
@@ -145,6 +148,7 @@ struct RulePlan {
     indexWrapperReceivers(config);
     names.functionsCalledInLoops = std::move(tables.functionsCalledInLoops);
     names.functionReturns = std::move(tables.functionReturns);
+    names.parametersCallersPass = std::move(tables.parametersCallersPass);
     resolvedCalls = std::move(tables.resolvedCalls);
     std::vector<const Rule*> enabled;
     for (const Rule* rule : allRules()) {
@@ -706,6 +710,26 @@ bool ruleOn(const LintConfig& config, const char* code) {
   return rule && ruleEnabled(config, rule->info().code, rule->info().slug, rule->info().enabledByDefault);
 }
 
+// Whether a rule that reads Python runs: a parameter's string default is then read as a value only
+// where the tree's calls leave it alone (NameEquivalences::parametersCallersPass).
+bool anyPythonRuleOn(const LintConfig& config) {
+  for (const Rule* rule : allRules()) {
+    const RuleInfo& info = rule->info();
+    bool python = std::find(info.languages.begin(), info.languages.end(), Language::Python) != info.languages.end();
+    if (python && ruleEnabled(config, info.code, info.slug, info.enabledByDefault)) return true;
+  }
+  return false;
+}
+
+// The Python texts among the project tables' reads (headers are read for their aliases alone).
+std::vector<std::string_view> pythonTexts(const std::vector<fs::path>& files, const std::vector<size_t>& wanted,
+                                          const std::vector<std::string_view>& texts) {
+  std::vector<std::string_view> python;
+  for (size_t k = 0; k < texts.size(); ++k)
+    if (languageByName(files[wanted[k]]) == Language::Python && !texts[k].empty()) python.push_back(texts[k]);
+  return python;
+}
+
 // A notebook's code cells, joined: the Python it defines functions in. A notebook that is no
 // notebook JSON defines none here (its lint pass says why).
 std::string notebookPython(const std::string& text) {
@@ -828,12 +852,13 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   bool pointToPoint = ruleOn(config, "NM502");
   bool aliases = ruleOn(config, "NM201") || ruleOn(config, "NM204");
   bool deviceReturns = ruleOn(config, "NM102");
+  bool callerValues = anyPythonRuleOn(config);
   std::vector<size_t> wanted;
   for (size_t i = 0; i < files.size(); ++i) {
     std::optional<Language> language = languageByName(files[i]);
     bool python = language == Language::Python;
     bool header = language == Language::Cpp && isCppHeader(files[i].filename().string());
-    if (((wrappers || pointToPoint || deviceReturns) && python) || (aliases && header)) wanted.push_back(i);
+    if (((wrappers || pointToPoint || deviceReturns || callerValues) && python) || (aliases && header)) wanted.push_back(i);
   }
   size_t pythonFiles = static_cast<size_t>(std::count_if(wanted.begin(), wanted.end(), [&](size_t i) {
     return languageByName(files[i]) == Language::Python;
@@ -870,6 +895,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   for (std::thread& t : threads) t.join();
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
+  if (callerValues) tables.parametersCallersPass = parametersCallersPass(pythonTexts(files, wanted, texts), jobs);
   if (deviceReturns) tables.functionReturns = deviceSelectionReturns(files, wanted, texts, modules, config);
   if (!wrappers && !pointToPoint) return tables;
   // The tables share one survey of the sources (group_wrappers.h).

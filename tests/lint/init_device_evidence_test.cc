@@ -14,6 +14,7 @@
 #include "nccl_migrate/lint/linter.h"
 #include "nccl_migrate/lint/rule.h"
 #include "python/python_frontend.h"
+#include "python/python_values.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -247,6 +248,108 @@ TEST_F(DeviceHelperProject, OnlyAModuleLevelFunctionIsFollowed) {
         "    def get_rank(self):\n"
         "        return dist.get_rank()\n");
   EXPECT_TRUE(findings().empty());
+}
+
+
+// A method's string default (`backend="gloo"`) is its world's backend only where no call in the
+// linted tree passes another value: a benchmark that passes its own backend from another file makes
+// the backend the caller's, so the init and the groups are read as a world the file does not show.
+class CallerBackendProject : public testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("nccl-migrate-caller-backend-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_ / "bench");
+    write("bench/__init__.py", "");
+    write("bench/dist_backend.py",
+          "import os\n"
+          "import torch\n"
+          "import torch.distributed as dist\n"
+          "\n"
+          "class DistBackend:\n"
+          "    def initialize_backend(self, master_ip, master_port, backend=\"gloo\"):\n"
+          "        torch.cuda.set_device(int(os.environ[\"RANK\"]) % 8)\n"
+          "        dist.init_process_group(backend, init_method=f\"tcp://{master_ip}:{master_port}\")\n"
+          "\n"
+          "    def initialize_groups(self, group_ranks, backend=\"gloo\"):\n"
+          "        return [dist.new_group(ranks, backend=backend) for ranks in group_ranks]\n");
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  void write(const std::string& file, const std::string& text) { std::ofstream(root_ / file) << text; }
+  // "code:line" of each finding in dist_backend.py.
+  std::vector<std::string> findings() {
+    LintOptions options;
+    options.jobs = 2;
+    options.config.environment = false;
+    LintReport report = lintPaths({root_}, options);
+    EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+    std::vector<std::string> out;
+    for (const Finding& f : report.findings)
+      if (std::filesystem::path(f.path).filename() == "dist_backend.py") out.push_back(f.code + ":" + std::to_string(f.where.line));
+    return out;
+  }
+  std::filesystem::path root_;
+};
+
+TEST_F(CallerBackendProject, ACallerPassingItsBackendMakesTheWorldTheCallers) {
+  write("bench/run.py",
+        "from bench.dist_backend import DistBackend\n"
+        "\n"
+        "def run(args):\n"
+        "    comms = DistBackend()\n"
+        "    comms.initialize_backend(args.master_ip, args.master_port, backend=args.backend)\n"
+        "    comms.initialize_groups(args.group_ranks, args.backend)\n");
+  EXPECT_EQ(findings(), (std::vector<std::string>{"NM102:8", "NM401:11"}));
+}
+
+TEST_F(CallerBackendProject, CallersLeavingTheDefaultKeepAGlooWorld) {
+  write("bench/run.py",
+        "from bench.dist_backend import DistBackend\n"
+        "\n"
+        "def run(args):\n"
+        "    comms = DistBackend()\n"
+        "    comms.initialize_backend(args.master_ip, args.master_port)\n"
+        "    comms.initialize_groups(args.group_ranks, backend=\"gloo\")\n");
+  EXPECT_TRUE(findings().empty());
+}
+
+// Which arguments a call passes, as a scan of the text tells it.
+TEST(ParametersCallersPass, ArgumentsByKeywordPositionAndUnpacking) {
+  std::string definitions =
+      "def job(world, backend=\"gloo\", *, store_backend='gloo'):\n    pass\n"
+      "class Runner:\n"
+      "    def __init__(self, backend: str = \"gloo\"):\n        pass\n"
+      "    def start(self, backend=\"gloo\"):\n        pass\n";
+  auto passed = [&](const std::string& calls) { return parametersCallersPass({definitions, calls}); };
+  EXPECT_TRUE(passed("job(2)\nRunner().start()\n").empty());
+  EXPECT_TRUE(passed("job(2, 'gloo', store_backend=\"gloo\")\n").empty());  // the default itself
+  EXPECT_EQ(passed("job(2, args.backend)\n"), (std::set<std::string>{"job:backend"}));
+  EXPECT_EQ(passed("job(2, store_backend=b)\n"), (std::set<std::string>{"job:store_backend"}));
+  EXPECT_EQ(passed("job(*argv)\n"), (std::set<std::string>{"job:backend"}));  // keyword-only stays
+  EXPECT_EQ(passed("job(2, **options)\n"), (std::set<std::string>{"job:backend", "job:store_backend"}));
+  EXPECT_EQ(passed("Runner(args.backend)\n"), (std::set<std::string>{"__init__:backend"}));
+  EXPECT_EQ(passed("runner.start(\"nccl\")\n"), (std::set<std::string>{"start:backend"}));
+  // A name after `def` or `class` is no call; a call over several lines, with comments and nested
+  // brackets, is read whole.
+  EXPECT_TRUE(passed("def job(x, backend='nccl'):\n    pass\nclass job(Base):\n    pass\n").empty());
+  EXPECT_EQ(passed("job(\n    [1, (2, 3)],  # world\n    backend=cfg[\"b\"],\n)\n"), (std::set<std::string>{"job:backend"}));
+}
+
+
+// A name passed on is read where the call stands: its last assignment in the calling function, or
+// the calling function's own parameter of that name, whose callers then decide.
+TEST(ParametersCallersPass, ANamePassedOnIsReadWhereTheCallStands) {
+  std::string groups =
+      "def make_groups(layout, cpu_backend: str = 'gloo'):\n    pass\n"
+      "def build_tp(layout,\n             cpu_backend: str = 'gloo'):\n"
+      "    make_groups(layout, cpu_backend=cpu_backend)\n";
+  auto passed = [&](const std::string& caller) { return parametersCallersPass({groups, caller}, 2); };
+  EXPECT_TRUE(passed("def setup(layout):\n    cpu_backend = 'gloo'\n    build_tp(layout, cpu_backend)\n").empty());
+  EXPECT_TRUE(passed("build_tp([[0, 1]])\n").empty());
+  std::set<std::string> both{"build_tp:cpu_backend", "make_groups:cpu_backend"};
+  EXPECT_EQ(passed("def setup(layout, args):\n    build_tp(layout, args.cpu_backend)\n"), both);
+  EXPECT_EQ(passed("def setup(layout, args):\n    cpu_backend = args.cpu_backend\n    build_tp(layout, cpu_backend)\n"), both);
+  EXPECT_EQ(passed("def setup(layout, cpu_backend):\n    build_tp(layout, cpu_backend)\n"), both);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "python/python_names.h"
 #include "python/python_parse.h"
 #include "python/python_project.h"
+#include "python/python_values.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 
@@ -428,23 +429,39 @@ class PythonWalker {
   }
 
   // A function's parameters are bound to values its callers choose: not read here. A string
-  // literal default is kept as the parameter's string (`backend: str = "gloo"`): the value the
-  // function works with unless a caller passes another, as a default backend is read.
+  // literal default is kept as the parameter's string (`backend: str = "gloo"`), the value the
+  // function works with, unless a call in the scanned tree passes another value
+  // (NameEquivalences::parametersCallersPass): then the value is the caller's, unknown here.
   void bindParameters(TSNode parameters) {
+    ValueNode positional{ValueNode::Kind::Sequence, "", "", {}, locationOf(parameters)};
+    bool keywordOnly = false;
+    auto record = [&](TSNode name) {
+      if (!keywordOnly) positional.operands.push_back(addValue({ValueNode::Kind::Name, textOf(name), "", {}, locationOf(name)}));
+    };
     forEachNamedChild(parameters, [&](TSNode p) {
       std::string_view type = typeOf(p);
       if (type == "identifier") {
+        record(p);
         parameters_[{function_, textOf(p)}] = std::nullopt;
         return bind(textOf(p), -1, p);
       }
+      if (type == "list_splat_pattern" || type == "dictionary_splat_pattern" || type == "keyword_separator") {
+        keywordOnly = true;  // `*args`, `*`, `**kwargs`: no parameter after them takes a position
+        return;
+      }
       TSNode name = field(p, kField.name);
       if (ts_node_is_null(name) && ts_node_named_child_count(p) > 0) name = ts_node_named_child(p, 0);
+      if (typeOf(name) == "list_splat_pattern" || typeOf(name) == "dictionary_splat_pattern") keywordOnly = true;
       if (typeOf(name) != "identifier") return;
+      record(name);
       bind(textOf(name), -1, name);
       TSNode byDefault = field(p, kField.value);
       bool literal = typeOf(byDefault) == "string" || typeOf(byDefault) == "concatenated_string";
-      parameters_[{function_, textOf(name)}] = literal ? stringValueOf(byDefault) : std::nullopt;
+      bool callersPass = equivalences_.parametersCallersPass.contains(
+          callerParameterKey(functions_[static_cast<size_t>(function_)], textOf(name)));
+      parameters_[{function_, textOf(name)}] = literal && !callersPass ? stringValueOf(byDefault) : std::nullopt;
     });
+    model_.bindings.push_back({kParameters, addValue(std::move(positional)), function_, {}, locationOf(parameters)});
   }
 
   // A parameter of the function being read: its string default, or an empty optional inside when
@@ -697,6 +714,9 @@ class PythonWalker {
     if (depth > kMaxDepth) return addValue({Kind::Unknown, clipped(node), "", {}, where});
     if (type == "integer" || type == "float" || type == "true" || type == "false" || type == "none")
       return addValue({Kind::Literal, textOf(node), "", {}, where});
+    // The environment itself, however the file names it (`environ` from os, an alias of os), and
+    // the dicts made of it: the tracer reads their items as the environment's (python_values.cc).
+    if (isEnviron(node) || isEnvironmentCopy(node)) return addValue({Kind::Attribute, kEnviron, "", {}, where});
     if (type == "identifier") return addValue({Kind::Name, textOf(node), "", {}, where});
     if (type == "attribute") {
       std::string dotted = dottedOf(node);
@@ -770,6 +790,43 @@ class PythonWalker {
       return addValue(std::move(comprehension));
     }
     return addValue({Kind::Unknown, clipped(node), "", {}, where});
+  }
+
+  // A dict holding the environment's values under its keys: `dict(os.environ)`, `os.environ.copy()`,
+  // `{k: os.environ[k] for k in keys}` and `{k: v for k, v in os.environ.items()}`.
+  bool isEnvironmentCopy(TSNode node) const {
+    std::string_view type = typeOf(node);
+    if (type == "call") {
+      TSNode function = field(node, kField.function), arguments = field(node, kField.arguments);
+      if (typeOf(function) == "attribute") {
+        return textOf(field(function, kField.attribute)) == "copy" && isEnviron(field(function, kField.object)) &&
+               ts_node_named_child_count(arguments) == 0;
+      }
+      return typeOf(function) == "identifier" && textOf(function) == "dict" && names_.isBuiltin("dict") &&
+             ts_node_named_child_count(arguments) == 1 &&
+             isEnviron(ts_node_named_child(arguments, 0));
+    }
+    if (type != "dictionary_comprehension") return false;
+    TSNode pair = field(node, kField.body);
+    TSNode clause{};
+    forEachNamedChild(node, [&](TSNode child) {
+      if (typeOf(child) == "for_in_clause" && ts_node_is_null(clause)) clause = child;
+    });
+    if (typeOf(pair) != "pair" || ts_node_is_null(clause)) return false;
+    TSNode key = field(pair, kField.key), value = field(pair, kField.value);
+    TSNode target = field(clause, kField.left), iterable = field(clause, kField.right);
+    if (typeOf(value) == "subscript" && isEnviron(field(value, kField.value))) {
+      // {k: os.environ[k] for k in keys}: the environment's item under each key.
+      TSNode index = field(value, kField.subscript);
+      return typeOf(target) == "identifier" && typeOf(key) == "identifier" && typeOf(index) == "identifier" &&
+             textOf(key) == textOf(target) && textOf(index) == textOf(target);
+    }
+    // {k: v for k, v in os.environ.items()}
+    TSNode items = field(iterable, kField.function);
+    bool overItems = typeOf(iterable) == "call" && typeOf(items) == "attribute" &&
+                     textOf(field(items, kField.attribute)) == "items" && isEnviron(field(items, kField.object));
+    if (!overItems || ts_node_named_child_count(target) != 2) return false;
+    return textOf(key) == textOf(ts_node_named_child(target, 0)) && textOf(value) == textOf(ts_node_named_child(target, 1));
   }
 
   int addValue(ValueNode node) const {

@@ -31,6 +31,10 @@ struct NameEquivalences {
   // ("mypkg.utils:get_rank"), each return's value traced in its own file: a call of such a function
   // that this file imports is followed into them (see kOtherFileReturns).
   std::map<std::string, std::vector<TracedValue>> functionReturns;
+  // The parameters with a string default that some call in the scanned tree passes another value,
+  // as callerParameterKey names them ("initialize_backend:backend", python_values.h): their value
+  // is the caller's, not the default. A parameter absent here works with its default.
+  std::set<std::string> parametersCallersPass;
 };
 
 // Below this size a Python file parses faster whole than split into the regions a run needs.
@@ -66,7 +70,18 @@ std::string environmentBinding(std::string_view key);
 //   in SourceModel::returns under the name the call is qualified to ("mypkg.utils.get_rank"), in
 //   function kOtherFileReturns, its value a OneOf of that function's returns named so.
 inline constexpr int kOtherFileReturns = -2;
+// The environment as a value (an Attribute node): `os.environ` however the file names it, and a dict
+// made of it (`dict(os.environ)`, `{k: os.environ[k] for k in keys}`). traceValue reads an item of
+// it by a known key (`env["RANK"]`, `env.get("RANK", d)`) as that environment variable's read.
+inline constexpr const char* kEnviron = "os.environ";
 inline constexpr const char* kArmCondition = "<if condition>";
+// - kParameters: a function's parameters that take a position, in order (`self` included), bound
+//   in the function where its parameter list stands: a Sequence of Name nodes (parameterAt).
+inline constexpr const char* kParameters = "<parameters>";
+
+// The name of function `functionId`'s positional parameter at `index` (0 for the first); empty
+// when it has none there.
+std::string parameterAt(const SourceModel& model, int functionId, size_t index);
 
 // A binding's value followed through the file as traceValue follows an argument, read where the
 // binding stands.

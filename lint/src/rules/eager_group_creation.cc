@@ -89,7 +89,12 @@ class EagerGroupCreation final : public Rule {
                    "original saved before patching new_group) counts as that creator. A group created with the "
                    "default backend in a file whose every init_process_group names a backend without NCCL "
                    "(\"gloo\"), and that calls no other initialiser (deepspeed.init_distributed, "
-                   "colossalai.launch), is not reported.",
+                   "colossalai.launch), is not reported. A backend that is a parameter's string default "
+                   "(`def build_groups(layout, backend=\"gloo\")`, in new_group or in the file's init_process_group) "
+                   "is that string only where no call in the linted tree passes that argument another value (by "
+                   "keyword, by position, or through *args/**kwargs; calls are found by the function's name in the "
+                   "text, so two functions of one name share their callers); where one does, the backend is the "
+                   "caller's and the groups are reported.",
       .example = "groups = [dist.new_group(ranks) for ranks in layout]",
       .fix = "Create groups once and reuse them, derive a family with one split_group, or use backend=\"nccl-lazy\". "
              "Project wrappers around new_group can be declared with group-wrappers in the configuration; the "

@@ -51,9 +51,31 @@ bool showsOtherDevice(const Evidence& e) {
          e.source == Evidence::Source::Multiple || e.source == Evidence::Source::Listed;
 }
 
+// The process index that torch.multiprocessing.spawn and start_processes pass a function first
+// (`fn(i, *args)`, i from 0 to nprocs - 1 in each process that spawns, as a node's launcher does):
+// the first parameter of function `functionId` where this file passes that function to them by
+// name and the function binds the name nowhere else; empty otherwise.
+std::string spawnIndexOf(const SourceModel& model, int functionId) {
+  if (functionId < 0 || static_cast<size_t>(functionId) >= model.functions.size()) return "";
+  const std::string& function = model.functions[static_cast<size_t>(functionId)];
+  bool spawned = std::any_of(model.calls.begin(), model.calls.end(), [&](const Call& call) {
+    if (call.qualifiedName != "torch.multiprocessing.spawn" && call.qualifiedName != "torch.multiprocessing.start_processes")
+      return false;
+    const Argument* fn = call.argument("fn", 0);
+    return fn && fn->text == function;
+  });
+  std::string first = spawned ? parameterAt(model, functionId, 0) : "";
+  if (first.empty()) return "";
+  auto bindings = std::count_if(model.bindings.begin(), model.bindings.end(),
+                                [&](const Binding& b) { return b.functionId == functionId && b.name == first; });
+  return bindings == 1 ? first : "";
+}
+
 class DeviceReader {
  public:
-  DeviceReader(const SourceModel& model, const TracedValue& value) : model_(model), value_(value) {}
+  // `spawnIndex`: the name that holds the selection's spawn index where it is read (spawnIndexOf).
+  DeviceReader(const SourceModel& model, const TracedValue& value, std::string spawnIndex = "")
+      : model_(model), value_(value), spawnIndex_(std::move(spawnIndex)) {}
 
   Evidence read() const { return value_.root() ? device(*value_.root(), 0) : Evidence{}; }
 
@@ -103,8 +125,11 @@ class DeviceReader {
         if (last == "local_rank" || last == "localrank" || last == "local_process_index") return {Source::LocalRank, n.text};
         return {};
       }
+
       case Kind::Call:
         if (n.text == "torch.distributed.get_rank" && n.operands.empty()) return {Source::GlobalRank, "get_rank()"};
+        // mpi4py: a process's rank in MPI_COMM_WORLD is its rank among all of the job's processes.
+        if (n.text == "mpi4py.MPI.COMM_WORLD.Get_rank" && n.operands.empty()) return {Source::GlobalRank, "MPI.COMM_WORLD.Get_rank()"};
         if (n.text == "torch.distributed.get_node_local_rank") return {Source::LocalRank, "get_node_local_rank()"};
         if (n.text == "torch.device" || n.text == "torch.cuda.device") return device(n, depth + 1);
         return {};
@@ -144,9 +169,16 @@ class DeviceReader {
       return k < container.operands.size() ? device(value_.operand(container, k), depth + 1) : Evidence{};
     }
     Evidence picked = index(at, depth + 1);
+    // The spawn index picks a list's item as a rank does; alone it is no evidence either way (the
+    // spawning code may have set CUDA_VISIBLE_DEVICES or laid out the list), as a parameter is not.
+    if (picked.source == Evidence::Source::Unknown && isSpawnIndex(at)) picked = {Evidence::Source::LocalRank, at.text};
     if (countsFromZero(container, depth + 1)) return picked;
     if (picked.source == Evidence::Source::Unknown || !mayListGpus(container)) return {};
     return {Evidence::Source::Listed, n.text};
+  }
+
+  bool isSpawnIndex(const ValueNode& n) const {
+    return n.kind == ValueNode::Kind::Name && !spawnIndex_.empty() && n.text == spawnIndex_;
   }
 
   static bool mayListGpus(const ValueNode& container) {
@@ -303,6 +335,7 @@ class DeviceReader {
 
   const SourceModel& model_;
   const TracedValue& value_;
+  std::string spawnIndex_;
 };
 
 // Whether every run that reaches `later` has passed `earlier` just before in the same function:
@@ -375,6 +408,35 @@ struct Selection {
   Evidence evidence;
 };
 
+// Whether a value is a CUDA device written out: "cuda:N", f"cuda:{...}", torch.device("cuda...", ...).
+bool isCudaDevice(const TracedValue& value, const ValueNode& n) {
+  using Kind = ValueNode::Kind;
+  if ((n.kind == Kind::Literal || n.kind == Kind::Format) && n.text.starts_with("cuda:")) return true;
+  if (n.kind != Kind::Call || n.text != "torch.device" || n.operands.empty()) return false;
+  const ValueNode& type = value.operand(n, 0);
+  return (type.kind == Kind::Literal || type.kind == Kind::Format) && type.text.starts_with("cuda");
+}
+
+// A device a function of the file returns (`def dev(): return torch.device(f"cuda:{...}")`), in a
+// file that selects none with set_device: the device the process's model and tensors are put on.
+// Only a global rank is read as evidence here (unreduced, or modulo something other than
+// device_count()): a constant or a list's item returned by a helper may serve another purpose.
+struct ReturnedDevice {
+  const Binding* returned = nullptr;
+  Evidence evidence;
+};
+
+std::optional<ReturnedDevice> returnedDevice(const SourceModel& model) {
+  for (const Binding& r : model.returns) {
+    if (r.functionId < 0) continue;
+    TracedValue value = traceBinding(model, r);
+    if (!value.root() || !isCudaDevice(value, *value.root())) continue;
+    Evidence evidence = DeviceReader(model, value).read();
+    if (evidence.source == Evidence::Source::GlobalRank) return ReturnedDevice{&r, evidence};
+  }
+  return std::nullopt;
+}
+
 class InitWithoutDeviceId final : public Rule {
  public:
   const RuleInfo& info() const override { return info_; }
@@ -384,12 +446,12 @@ class InitWithoutDeviceId final : public Rule {
     for (const Call& call : model.calls) {
       if (!isSetDevice(call.qualifiedName) || call.arguments.empty()) continue;
       TracedValue value = traceValue(model, call, call.arguments.front());
-      Evidence evidence = DeviceReader(model, value).read();
+      Evidence evidence = DeviceReader(model, value, spawnIndexOf(model, call.functionId)).read();
       bool cudaZero = evidence.source == Evidence::Source::Constant && evidence.shown == "0";
       if (cudaZero && oneVisibleDeviceBefore(model, call)) evidence.source = Evidence::Source::AsInferred;
       selections.push_back({&call, evidence});
     }
-    if (selections.empty()) return;
+    if (selections.empty()) return checkReturnedDevice(model, out);
     for (const Call& call : model.calls) {
       if (!isDistributed(call.qualifiedName, "init_process_group") || call.keyword("device_id")) continue;
       Backend backend = backendOf(model, call);
@@ -403,22 +465,44 @@ class InitWithoutDeviceId final : public Rule {
                          std::to_string(chooser.where.line) + " selects cuda:" + shownIndex(chosen->evidence);
       if (chosen->evidence.source == Evidence::Source::Listed) seen += ", an item of " + containerOf(chosen->evidence.shown);
       if (!chosen->evidence.via.empty()) seen += " (" + chosen->evidence.via + ")";
-      std::string init = "init_process_group() without device_id";
-      if (backend == Backend::Unread) {
-        init += " and backend=" + call.argument("backend", 0)->text +
-                ", which this file does not show to be nccl (what follows holds where it is)";
-      }
-      Finding& found = out.emplace_back(finding(
-          model, call.where,
-          init + "; " + seen +
-              ", while torch 2.15's NCCL backend binds each rank to cuda:(global rank % device_count()) "
-              "when given none" + comparison(chosen->evidence) +
-              ". Pass the selected device as device_id=torch.device(\"cuda\", ...)"));
+      Finding& found = out.emplace_back(finding(model, call.where, message(call, backend, seen, chosen->evidence)));
       if (backend == Backend::Nccl) found.fix = deviceIdFix(chooser, call);
     }
   }
 
  private:
+  static std::string message(const Call& init, Backend backend, const std::string& seen, const Evidence& evidence) {
+    std::string text = "init_process_group() without device_id";
+    if (backend == Backend::Unread) {
+      text += " and backend=" + init.argument("backend", 0)->text +
+              ", which this file does not show to be nccl (what follows holds where it is)";
+    }
+    return text + "; " + seen +
+           ", while torch 2.15's NCCL backend binds each rank to cuda:(global rank % device_count()) "
+           "when given none" + comparison(evidence) + ". Pass the selected device as device_id=torch.device(\"cuda\", ...)";
+  }
+
+  // A file without set_device whose function returns the process's device from the global rank
+  // (returnedDevice): each NCCL init without device_id is reported, with no fix (the device is
+  // not the current one).
+  void checkReturnedDevice(const SourceModel& model, std::vector<Finding>& out) const {
+    std::optional<ReturnedDevice> device;
+    bool asked = false;
+    for (const Call& call : model.calls) {
+      if (!isDistributed(call.qualifiedName, "init_process_group") || call.keyword("device_id")) continue;
+      Backend backend = backendOf(model, call);
+      if (backend == Backend::NotNccl) continue;
+      if (!asked) device = returnedDevice(model);
+      asked = true;
+      if (!device) return;
+      const Binding& returned = *device->returned;
+      std::string seen = returned.name + "() returns cuda:" + shownIndex(device->evidence) + " at line " +
+                         std::to_string(returned.where.line) + ", the device this file gives the process (it calls no "
+                         "set_device)";
+      out.push_back(finding(model, call.where, message(call, backend, seen, device->evidence)));
+    }
+  }
+
   // When the selected index is the one the backend binds: a fact of arithmetic, not a guess.
   static std::string comparison(const Evidence& e) {
     if (e.source != Evidence::Source::Multiple) return ": the same device only where " + sameDeviceCondition(e);
@@ -490,25 +574,38 @@ class InitWithoutDeviceId final : public Rule {
                    "the function (`cfg.device_id = ...`, `cfg.device_id *= n`), the file's own functions' returns, "
                    "a module-level function of another file of the linted tree that the selection itself calls by its "
                    "imported name (`set_device(get_rank())`, torch.device(...), f\"cuda:{...}\"), with its returns as "
-                   "read there, f-strings, \"%\" and .format, torch.device(\"cuda\", i), int() and os.environ/os.getenv reads) and "
+                   "read there, f-strings, \"%\" and .format, torch.device(\"cuda\", i), int() and os.environ/os.getenv reads, "
+                   "also through a dict made of the environment (`env = {k: os.environ[k] for k in keys}`, "
+                   "`dict(os.environ)`, `os.environ.copy()`) read by key) and "
                    "compares it with the device torch 2.15's NCCL backend binds without device_id, cuda:(global rank % "
                    "device_count()) (ProcessGroupNCCL::setBoundDeviceId). It reports a selection from the global rank "
-                   "(RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, dist.get_rank()) taken modulo something else or not at "
+                   "(RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, dist.get_rank(), mpi4py's MPI.COMM_WORLD.Get_rank()) taken "
+                   "modulo something else or not at "
                    "all, a constant index (unless world_size=1, or cuda:0 in a process that sees one GPU: "
                    "CUDA_VISIBLE_DEVICES set in the file to one device, such as str(local_rank), before the selection "
                    "and before torch.cuda runs), and a multiple of a count (`local_rank * n`, a "
                    "process driving n GPUs: the rank torch binds to cuda:1 selects no multiple of n unless n is 1), "
                    "an item of a list of GPUs the job is given picked by a rank or a constant (`gpus[rank]`, "
                    "`cfg.device_ids[local_rank]`; a list shown to count from zero, `list(range(n))`, picks its "
-                   "index), naming when the two devices agree. A selection of exactly that index, one from the local rank "
+                   "index; the index torch.multiprocessing.spawn or start_processes passes the function it starts, its "
+                   "first parameter, picks an item as a rank does), naming when the two devices agree. A selection "
+                   "of exactly that index, one from the local rank "
                    "(LOCAL_RANK, SLURM_LOCALID, args.local_rank: the same device under the usual launch), or from "
                    "anything it cannot read (a parameter, a config object's attribute set elsewhere, a function "
                    "defined outside the linted tree, another file's function whose result is kept in a name before "
-                   "the selection) is not reported, nor is a file that never calls set_device: its trigger needs "
-                   "both words. Where the init's function selects no device, the file's selections count: all must "
+                   "the selection) is not reported. A file that never calls set_device is reported only where one of "
+                   "its functions returns a CUDA device from the global rank (`def dev(): return "
+                   "torch.device(f\"cuda:{rank % 8}\")`), the device it hands its processes; a constant, a list's "
+                   "item or the local rank returned so is not read as the process's device. Where the init's "
+                   "function selects no device, the file's selections count: all must "
                    "show a mismatch, and one the rule cannot read leaves only a multiple standing. A backend the file "
                    "does not show (backend=cfg.backend) is reported as NCCL's only where the rest holds, the finding "
-                   "saying it holds where that backend is nccl; a backend shown to be another is not.",
+                   "saying it holds where that backend is nccl; a backend shown to be another is not. A parameter's "
+                   "string default (`def setup(backend=\"gloo\")`) is the backend only where no call in the linted "
+                   "tree passes that argument another value (by keyword, by position, or through *args/**kwargs; "
+                   "calls are found by the function's name in the text, so two functions of one name share their "
+                   "callers, and a function started by name elsewhere, `mp.spawn(setup, args=...)`, keeps its "
+                   "default); where one does, the backend is the caller's, which the file does not show.",
       .example = "rank = int(os.environ[\"RANK\"])\ntorch.cuda.set_device(rank % 4)\n"
                  "dist.init_process_group(\"nccl\")",
       .fix = "Pass the device the process selected: init_process_group(\"nccl\", device_id=torch.device(\"cuda\", dev)). "
@@ -519,10 +616,10 @@ class InitWithoutDeviceId final : public Rule {
       .fixSafety = FixSafety::Unsafe,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {{.anyOf = {"init_process_group"}, .andAnyOf = {"set_device*"}, .module = "torch.distributed"}},
+      .triggers = {{.anyOf = {"init_process_group"}, .andAnyOf = {"set_device*", "cuda:"}, .module = "torch.distributed"}},
       // The values a selection is made of, wherever the file computes them (a helper function).
       .contextWords = {"LOCAL_RANK", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "get_rank", "local_rank",
-                       "device_count", "CUDA_VISIBLE_DEVICES"},
+                       "device_count", "CUDA_VISIBLE_DEVICES", "spawn", "start_processes"},
   };
 };
 

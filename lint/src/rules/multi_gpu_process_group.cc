@@ -489,7 +489,8 @@ class MultiGpuProcessGroup final : public Rule {
                    "str(local_rank); \"0,1,2,3\" selects none) in a file that initialises the process group itself "
                    "(a setup in another file may select the GPU). A list it cannot count is not reported, nor is a "
                    "file whose every init_process_group names a backend without NCCL (\"gloo\") and that calls no other "
-                   "initialiser (deepspeed.init_distributed() and the like).",
+                   "initialiser (deepspeed.init_distributed() and the like); a backend that is a parameter's string "
+                   "default names it only where no call in the linted tree passes that argument another value.",
       .example = "model = DistributedDataParallel(model, device_ids=[0, 1])",
       .fix = "Run one process per GPU (torchrun --nproc-per-node) and give each process group one device.",
       .fixSafety = FixSafety::None,
