@@ -748,14 +748,20 @@ std::map<std::string, std::string> pointToPointLoopSites(const std::vector<fs::p
                                                          const std::vector<std::string_view>& texts,
                                                          const std::vector<std::string>& modules, unsigned jobs,
                                                          const TreeSurvey& survey) {
-  const std::vector<std::string>& words = findRule("NM502")->info().contextWords;
+  // A file that names nccl-lazy has chosen the backend of its point-to-point groups, and one that
+  // initialises its world with gloo and never names NCCL runs on gloo: their loops do not count.
+  // Otherwise whether a group is gloo is read where the transfer is (NM502's own check): a caller
+  // that compares the run's backend with "gloo" still loops on whatever the callee's group is.
   auto loopCounts = [&](size_t k) {
-    return files[wanted[k]].extension() != ".ipynb" &&
-           std::none_of(words.begin(), words.end(), [&](const std::string& w) { return texts[k].find(w) != std::string_view::npos; });
+    std::string_view text = texts[k];
+    auto names = [&](std::string_view word) { return text.find(word) != std::string_view::npos; };
+    bool glooWorld = names("init_process_group") && (names("\"gloo\"") || names("'gloo'")) && !names("nccl");
+    return files[wanted[k]].extension() != ".ipynb" && !names("nccl-lazy") && !glooWorld;
   };
   std::map<std::string, std::string> sites;
   for (const auto& [key, at] : pointToPointInLoops(texts, modules, jobs, loopCounts, &survey))
-    sites[key] = files[wanted[at.source]].lexically_normal().generic_string() + ":" + std::to_string(at.row + 1);
+    sites[key] = describeLoopedCall(at, files[wanted[at.source]].lexically_normal().generic_string() + ":" +
+                                            std::to_string(at.row + 1));
   return sites;
 }
 

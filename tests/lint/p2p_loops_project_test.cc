@@ -105,7 +105,8 @@ TEST_F(PointToPointLoopsTree, AHelperInAnotherFileCalledInAForLoop) {
   EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:7", "comm.py:8"}));
   ASSERT_EQ(messages_.size(), 2u);
   EXPECT_NE(messages_[0].find("dist.isend() in exchange_activations(), which "), std::string::npos) << messages_[0];
-  EXPECT_NE(messages_[0].find("stagepipe/schedule.py:9 calls in a loop"), std::string::npos) << messages_[0];
+  EXPECT_NE(messages_[0].find("stagepipe/schedule.py:9"), std::string::npos);
+  EXPECT_NE(messages_[0].find("calls in a loop at "), std::string::npos) << messages_[0];
 }
 
 TEST_F(PointToPointLoopsTree, AHelperCalledOnceOutsideLoopsIsNotReported) {
@@ -138,7 +139,8 @@ TEST_F(PointToPointLoopsTree, ALoopAroundACallerOfTheHelperCounts) {
         "    return [_step(stage, mb, peer) for mb in microbatches]\n");
   EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:7", "comm.py:8"}));
   ASSERT_EQ(messages_.size(), 2u);
-  EXPECT_NE(messages_[0].find("stagepipe/schedule.py:10 calls in a loop"), std::string::npos) << messages_[0];
+  EXPECT_NE(messages_[0].find("stagepipe/schedule.py:10"), std::string::npos);
+  EXPECT_NE(messages_[0].find("calls in a loop at "), std::string::npos) << messages_[0];
 }
 
 const char* kRingAttention =
@@ -217,7 +219,8 @@ TEST_F(PointToPointLoopsTree, AnObjectsMethodCalledInALoop) {
   EXPECT_EQ(findings(), (std::vector<std::string>{"ring_comm.py:10", "ring_comm.py:11"}));
   ASSERT_EQ(messages_.size(), 2u);
   EXPECT_NE(messages_[0].find("dist.isend() in send_recv(), which "), std::string::npos) << messages_[0];
-  EXPECT_NE(messages_[0].find("ringattn/attention.py:11 calls in a loop"), std::string::npos) << messages_[0];
+  EXPECT_NE(messages_[0].find("ringattn/attention.py:11"), std::string::npos);
+  EXPECT_NE(messages_[0].find("calls in a loop at "), std::string::npos) << messages_[0];
 }
 
 // The ring class as libraries write it: the attention loop calls `send_recv_kv`, a method that
@@ -271,7 +274,8 @@ TEST_F(PointToPointLoopsTree, AMethodReachedThroughAnotherMethodOfTheObject) {
   EXPECT_EQ(findings(), (std::vector<std::string>{"comm.py:15", "comm.py:16"}));
   ASSERT_EQ(messages_.size(), 2u);
   EXPECT_NE(messages_[0].find("dist.isend() in queue(), which "), std::string::npos) << messages_[0];
-  EXPECT_NE(messages_[0].find("ringlib/attention.py:10 calls in a loop"), std::string::npos) << messages_[0];
+  EXPECT_NE(messages_[0].find("ringlib/attention.py:10"), std::string::npos);
+  EXPECT_NE(messages_[0].find("calls in a loop at "), std::string::npos) << messages_[0];
 }
 
 // A benchmark outside the package makes the ring object through the name the package's
@@ -299,7 +303,8 @@ TEST_F(PointToPointLoopsTree, AClassReExportedByItsPackage) {
         "        ring.commit(buf, peer)\n");
   EXPECT_EQ(findings(), (std::vector<std::string>{"neighbours.py:10"}));
   ASSERT_EQ(messages_.size(), 1u);
-  EXPECT_NE(messages_[0].find("bench/ring_bench.py:7 calls in a loop"), std::string::npos) << messages_[0];
+  EXPECT_NE(messages_[0].find("bench/ring_bench.py:7"), std::string::npos);
+  EXPECT_NE(messages_[0].find("calls in a loop at "), std::string::npos) << messages_[0];
 }
 
 // Each transfer of a helper called in a loop is its own site; the P2POps it builds are not.

@@ -24,8 +24,9 @@ struct NameEquivalences {
   // The catalogue's many-group library functions ("megatron.core.parallel_state.initialize_model_parallel")
   // that the scanned tree defines itself: there they are the tree's wrappers (treeDefines).
   std::set<std::string> libraryFunctionsTreeDefines;
-  // Functions of the scanned tree that issue point-to-point transfers and are called in a loop,
-  // as keys of python_project.h, each with where ("pipeline_parallel.py:96"): Call::calledInLoopAt.
+  // Functions of the scanned tree that issue point-to-point transfers and run repeatedly (called in
+  // a loop, or from a model's forward), as keys of python_project.h, each with the clause that says
+  // how (describeLoopedCall): Call::calledInLoopAt.
   std::map<std::string, std::string> functionsCalledInLoops;
   // What module-level functions of the scanned tree return, as keys of python_project.h
   // ("mypkg.utils:get_rank"), each return's value traced in its own file: a call of such a function

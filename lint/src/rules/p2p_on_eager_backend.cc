@@ -182,13 +182,28 @@ bool changesDefaultDevice(const SourceModel& model) {
   return false;
 }
 
-// What runs a transfer's function repeatedly, as the project model says it: a clause
-// (describeLoopedCall: "which Bench.ping calls in a loop at bench.py:12", "a model's Conv.forward(),
-// which runs once per step"), or only the "path:line" of the call that repeats it, which may stand
-// in a loop or in a model's forward.
-std::string repetition(const std::string& calledInLoopAt) {
-  bool placeOnly = !calledInLoopAt.empty() && calledInLoopAt.back() >= '0' && calledInLoopAt.back() <= '9';
-  return placeOnly ? "which " + calledInLoopAt + " calls in a loop or in a model's forward" : calledInLoopAt;
+// Whether the group a transfer names is one the file shows made with a backend that is not eager
+// NCCL (`pg = dist.new_group(ranks, backend="gloo")`): its transfers never reach NCCL.
+bool onGroupShownNotNccl(const SourceModel& model, const Call& call) {
+  size_t position = isDistributed(call.qualifiedName, "P2POp") ? 3 : 2;
+  const Argument* group = call.argument("group", position);
+  if (!group) return false;
+  TracedValue value = traceValue(model, call, *group);
+  if (!value.root()) return false;
+  auto notNccl = [&](const ValueNode& made) {
+    if (made.kind != ValueNode::Kind::Call) return false;
+    if (!isDistributed(made.text, "new_group") && !isDistributed(made.text, "split_group")) return false;
+    for (size_t i = 0; i < made.operands.size(); ++i) {
+      const ValueNode& backend = value.operand(made, i);
+      if (backend.keyword == "backend") return backend.kind == ValueNode::Kind::Literal && !selectsEagerNccl(backend.text);
+    }
+    return false;
+  };
+  const ValueNode& root = *value.root();
+  if (root.kind != ValueNode::Kind::OneOf) return notNccl(root);
+  for (size_t i = 0; i < root.operands.size(); ++i)
+    if (!notNccl(value.operand(root, i))) return false;
+  return !root.operands.empty();
 }
 
 class P2pOnEagerBackend final : public Rule {
@@ -196,10 +211,14 @@ class P2pOnEagerBackend final : public Rule {
   const RuleInfo& info() const override { return info_; }
 
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
-    // A file that already names nccl-lazy, or uses gloo, has chosen its P2P backend.
+    // A file that already names nccl-lazy has chosen its P2P backend; one whose every
+    // init_process_group names a world without NCCL (and that calls no other initialiser) sends on
+    // that world. A "gloo" elsewhere (a comparison, a parameter's default its callers override)
+    // decides nothing: a transfer on a group the file makes with gloo is left out below.
     for (const StringLiteral& s : model.strings) {
-      if (s.value.find("nccl-lazy") != std::string::npos || s.value == "gloo") return;
+      if (s.value.find("nccl-lazy") != std::string::npos) return;
     }
+    if (worldShownNotNccl(model)) return;
     bool defaultDeviceIsCpu = !changesDefaultDevice(model);
     // What the file shows each group carrying. A group the file sends or receives CPU tensors on
     // has a CPU backend for its point-to-point traffic (NCCL takes CUDA tensors only); unless the
@@ -238,8 +257,8 @@ class P2pOnEagerBackend final : public Rule {
       bool inLoop = call.loopDepth > 0;
       if (!inLoop && call.calledInLoopAt.empty()) continue;
       if (auto device = devices.find(&call); device != devices.end() && offNccl(device->second, groupOf(call))) continue;
-      if (inCoalescingBlock(model, call)) continue;
-      std::string where = inLoop ? "() in a loop" : "() in " + call.function + "(), " + repetition(call.calledInLoopAt);
+      if (inCoalescingBlock(model, call) || onGroupShownNotNccl(model, call)) continue;
+      std::string where = inLoop ? "() in a loop" : "() in " + call.function + "(), " + call.calledInLoopAt;
       out.push_back(finding(model, call.where,
                             call.spelling + where + ": torch 2.15's NCCL backend runs send/recv on the group's "
                             "one communicator, so transfers to different peers do not overlap; for a pipeline's "
@@ -276,7 +295,12 @@ class P2pOnEagerBackend final : public Rule {
                    "any group and makes no group whose CUDA tensors go to NCCL (init_process_group with no backend "
                    "or a device map such as \"cpu:gloo,cuda:nccl\"): that group's point-to-point traffic is not "
                    "shown to reach NCCL. Groups are told apart by how their argument is written, and `pg` and "
-                   "`self.pg` may be one group, so a CUDA tensor on any group counts against all of them.",
+                   "`self.pg` may be one group, so a CUDA tensor on any group counts against all of them. Not "
+                   "reported either: a transfer on a group the file shows made with a backend other than NCCL "
+                   "(`pg = new_group(ranks, backend=\"gloo\")`), a file whose every init_process_group names a world "
+                   "without NCCL and that calls no other initialiser, and a file or a caller's file that names "
+                   "nccl-lazy. Any other \"gloo\" (a comparison with the run's backend, a parameter's default its "
+                   "callers override) decides nothing.",
       .example = "for step in range(n):\n    dist.send(activations, dst=next_stage)",
       .fix = "Create the pipeline's group with new_group(ranks, backend=\"nccl-lazy\", use_local_synchronization=True).",
       .fixSafety = FixSafety::None,
@@ -284,7 +308,7 @@ class P2pOnEagerBackend final : public Rule {
       .enabledByDefault = true,
       .triggers = {{.anyOf = {"send(", "recv(", "isend(", "irecv("},
                     .module = "torch.distributed"}},
-      .contextWords = {"nccl-lazy", "\"gloo\"", "'gloo'"},
+      .contextWords = {"nccl-lazy", "init_process_group"},
   };
 };
 

@@ -117,9 +117,10 @@ struct Call {
   std::string function;
   int functionId = -1;  // which definition that is, numbered in the file (-1: module level)
   bool inGroupWrapper = false;
-  // Where the project model saw that function called in a loop, in this file or another, as
-  // "path:line" of the call: the call runs once per iteration there. Empty when it saw none. Known
-  // for the functions that issue torch's point-to-point transfers (NM502's table) only.
+  // How the project model saw that function run repeatedly, in this file or another, as a clause
+  // ("which Bench.ping calls in a loop at bench.py:12, through self.backend", "which Conv.forward
+  // calls at conv.py:8, once per step of the model"; describeLoopedCall). Empty when it saw none.
+  // Known for the functions that issue torch's point-to-point transfers (NM502's table) only.
   std::string calledInLoopAt;
   // An arm of an `if` statement: the statement (numbered in the file) and which arm (0 for its
   // `if` block, then each `elif`, then `else`).
