@@ -365,17 +365,29 @@ class PythonWalker {
   void onImport(TSNode node) {
     forEachNamedChild(node, [&](TSNode child) {
       if (typeOf(child) == "aliased_import") {
-        names_.bindImport(textOf(field(child, kField.name)), textOf(field(child, kField.alias)));
+        std::string module = textOf(field(child, kField.name));
+        noteAscendImport(node, module);
+        names_.bindImport(module, textOf(field(child, kField.alias)));
       } else {
+        noteAscendImport(node, textOf(child));
         names_.bindImport(textOf(child), "");
       }
     });
+  }
+
+  // torch_npu imported by a module-level statement (not under try, if or a function) fails to load
+  // anywhere but on Ascend: the module runs there only (SourceModel::needsAscendNpu).
+  void noteAscendImport(TSNode statement, std::string_view module) {
+    bool ascend = module == "torch_npu" || module.starts_with("torch_npu.");
+    TSNode parent = ts_node_parent(statement);
+    if (ascend && !ts_node_is_null(parent) && typeOf(parent) == "module") model_.needsAscendNpu = true;
   }
 
   void onFromImport(TSNode node) {
     TSNode module = field(node, kField.moduleName);
     if (typeOf(module) == "relative_import") return onRelativeImport(node, module);  // project-local
     std::string moduleName = textOf(module);
+    noteAscendImport(node, moduleName);
     forEachNamedChild(node, [&](TSNode child) {
       if (ts_node_eq(child, module)) return;
       std::string_view type = typeOf(child);

@@ -442,6 +442,7 @@ class InitWithoutDeviceId final : public Rule {
   const RuleInfo& info() const override { return info_; }
 
   void check(const SourceModel& model, const RuleContext&, std::vector<Finding>& out) const override {
+    if (worldShownNotNccl(model)) return;  // every init names a world without NCCL, or HCCL's on Ascend
     std::vector<Selection> selections;
     for (const Call& call : model.calls) {
       if (!isSetDevice(call.qualifiedName) || call.arguments.empty()) continue;
@@ -605,7 +606,9 @@ class InitWithoutDeviceId final : public Rule {
                    "tree passes that argument another value (by keyword, by position, or through *args/**kwargs; "
                    "calls are found by the function's name in the text, so two functions of one name share their "
                    "callers, and a function started by name elsewhere, `mp.spawn(setup, args=...)`, keeps its "
-                   "default); where one does, the backend is the caller's, which the file does not show.",
+                   "default); where one does, the backend is the caller's, which the file does not show. A module "
+                   "that imports torch_npu at module level, outside try and if, runs only on Ascend NPUs, whose "
+                   "world is HCCL's: not reported.",
       .example = "rank = int(os.environ[\"RANK\"])\ntorch.cuda.set_device(rank % 4)\n"
                  "dist.init_process_group(\"nccl\")",
       .fix = "Pass the device the process selected: init_process_group(\"nccl\", device_id=torch.device(\"cuda\", dev)). "

@@ -298,7 +298,8 @@ class P2pOnEagerBackend final : public Rule {
                    "`self.pg` may be one group, so a CUDA tensor on any group counts against all of them. Not "
                    "reported either: a transfer on a group the file shows made with a backend other than NCCL "
                    "(`pg = new_group(ranks, backend=\"gloo\")`), a file whose every init_process_group names a world "
-                   "without NCCL and that calls no other initialiser, and a file or a caller's file that names "
+                   "without NCCL and that calls no other initialiser, a module that imports torch_npu at module "
+                   "level (it runs only on Ascend NPUs, HCCL's), and a file or a caller's file that names "
                    "nccl-lazy. Any other \"gloo\" (a comparison with the run's backend, a parameter's default its "
                    "callers override) decides nothing.",
       .example = "for step in range(n):\n    dist.send(activations, dst=next_stage)",

@@ -61,6 +61,7 @@ bool isOtherWorldInitialiser(const SourceModel& model, const Call& call) {
 }
 
 bool worldShownNotNccl(const SourceModel& model) {
+  if (model.needsAscendNpu) return true;
   bool initialised = false;
   for (const Call& call : model.calls) {
     if (isOtherWorldInitialiser(model, call)) return false;

@@ -26,7 +26,8 @@ bool isGlobalRankVariable(std::string_view name);
 // backend with no NCCL entry ("gloo"), and it calls no other initialiser that may make an NCCL world
 // (isOtherWorldInitialiser). One gloo init in an `if` arm whose other arm calls
 // deepspeed.init_distributed() shows nothing of the other arm's world. Groups created with the
-// default backend are then not NCCL's.
+// default backend are then not NCCL's. A module that runs only on Ascend NPUs
+// (SourceModel::needsAscendNpu) has HCCL's world, whatever it calls.
 bool worldShownNotNccl(const SourceModel& model);
 
 // A call of a library's or another file's helper that initialises the default process group with a

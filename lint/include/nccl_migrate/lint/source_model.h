@@ -254,6 +254,9 @@ struct SourceModel {
   std::vector<Setting> settings;
   std::vector<Comment> comments;
   bool hadSyntaxErrors = false;  // the tree was kept; findings still come
+  // The module imports Ascend's torch_npu unconditionally (at module level, outside try and if):
+  // it runs only where that package loads, on Ascend NPUs, whose groups are HCCL's, not NCCL's.
+  bool needsAscendNpu = false;
   // For traceValue(): the parts of arguments, bindings and returns; each definition's bare name, by
   // functionId; the names bound and the `return` statements (with the function's name), in
   // source order.
