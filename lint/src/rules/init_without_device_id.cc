@@ -406,7 +406,29 @@ Backend backendOf(const SourceModel& model, const Call& init) {
 struct Selection {
   const Call* call;
   Evidence evidence;
+  std::string index;  // the selecting argument as written, for the message: `dist.get_rank()`
 };
+
+// An installed library's initialiser that selects the process's GPU itself: xDiT's (xfuser)
+// init_distributed_environment calls set_device(local_rank) before its init_process_group, with
+// local_rank its argument, else LOCAL_RANK where distributed_init_method is "env://" (its
+// default), else its rank argument (xdit-project/xDiT@175e0bfec974d0b44a0be9fa511df2f9f5ead080:
+// xfuser/core/distributed/parallel_state.py:230-263; re-exported by xfuser/core/distributed/
+// __init__.py:22). The argument that decides, or nothing where LOCAL_RANK does.
+struct LibrarySelection {
+  bool selects = false;
+  const Argument* index = nullptr;
+};
+LibrarySelection librarySelection(const Call& call) {
+  const std::string& q = call.qualifiedName;
+  if (q != "xfuser.core.distributed.init_distributed_environment" &&
+      q != "xfuser.core.distributed.parallel_state.init_distributed_environment")
+    return {};
+  if (const Argument* local = call.argument("local_rank", 3)) return {true, local};
+  const Argument* method = call.argument("distributed_init_method", 2);
+  if (method && !(method->stringValue && *method->stringValue == "env://")) return {true, call.argument("rank", 1)};
+  return {true, nullptr};
+}
 
 // Whether a value is a CUDA device written out: "cuda:N", f"cuda:{...}", torch.device("cuda...", ...).
 bool isCudaDevice(const TracedValue& value, const ValueNode& n) {
@@ -450,7 +472,17 @@ class InitWithoutDeviceId final : public Rule {
       Evidence evidence = DeviceReader(model, value, spawnIndexOf(model, call.functionId)).read();
       bool cudaZero = evidence.source == Evidence::Source::Constant && evidence.shown == "0";
       if (cudaZero && oneVisibleDeviceBefore(model, call)) evidence.source = Evidence::Source::AsInferred;
-      selections.push_back({&call, evidence});
+      selections.push_back({&call, evidence, call.arguments.front().text});
+    }
+    for (const Call& call : model.calls) {
+      LibrarySelection library = librarySelection(call);
+      if (!library.selects) continue;
+      Evidence evidence{Evidence::Source::LocalRank, "LOCAL_RANK"};
+      if (library.index) {
+        TracedValue value = traceValue(model, call, *library.index);
+        evidence = DeviceReader(model, value, spawnIndexOf(model, call.functionId)).read();
+      }
+      selections.push_back({&call, evidence, library.index ? library.index->text : ""});
     }
     if (selections.empty()) return checkReturnedDevice(model, out);
     for (const Call& call : model.calls) {
@@ -462,7 +494,7 @@ class InitWithoutDeviceId final : public Rule {
       bool constant = chosen->evidence.source == Evidence::Source::Constant;
       if (constant && singleProcess(model, call)) continue;
       const Call& chooser = *chosen->call;
-      std::string seen = chooser.spelling + "(" + chooser.arguments.front().text + ") at line " +
+      std::string seen = chooser.spelling + "(" + chosen->index + ") at line " +
                          std::to_string(chooser.where.line) + " selects cuda:" + shownIndex(chosen->evidence);
       if (chosen->evidence.source == Evidence::Source::Listed) seen += ", an item of " + containerOf(chosen->evidence.shown);
       if (!chosen->evidence.via.empty()) seen += " (" + chosen->evidence.via + ")";
@@ -606,7 +638,10 @@ class InitWithoutDeviceId final : public Rule {
                    "tree passes that argument another value (by keyword, by position, or through *args/**kwargs; "
                    "calls are found by the function's name in the text, so two functions of one name share their "
                    "callers, and a function started by name elsewhere, `mp.spawn(setup, args=...)`, keeps its "
-                   "default); where one does, the backend is the caller's, which the file does not show. A module "
+                   "default); where one does, the backend is the caller's, which the file does not show. An installed "
+                   "library's initialiser that selects the GPU itself counts as a selection: xDiT's (xfuser) "
+                   "init_distributed_environment selects its local_rank argument, else LOCAL_RANK (its default "
+                   "env:// init), else its rank argument. A module "
                    "that imports torch_npu at module level, outside try and if, runs only on Ascend NPUs, whose "
                    "world is HCCL's: not reported.",
       .example = "rank = int(os.environ[\"RANK\"])\ntorch.cuda.set_device(rank % 4)\n"
