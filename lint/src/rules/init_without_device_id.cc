@@ -128,6 +128,8 @@ class DeviceReader {
 
       case Kind::Call:
         if (n.text == "torch.distributed.get_rank" && n.operands.empty()) return {Source::GlobalRank, "get_rank()"};
+        if (n.text == "torch.distributed.get_rank" && n.operands.size() == 1 && isDefaultGroup(value_.operand(n, 0)))
+          return {Source::GlobalRank, "get_rank(" + value_.operand(n, 0).text + ")"};
         // mpi4py: a process's rank in MPI_COMM_WORLD is its rank among all of the job's processes.
         if (n.text == "mpi4py.MPI.COMM_WORLD.Get_rank" && n.operands.empty()) return {Source::GlobalRank, "MPI.COMM_WORLD.Get_rank()"};
         if (n.text == "torch.distributed.get_node_local_rank") return {Source::LocalRank, "get_node_local_rank()"};
@@ -153,6 +155,21 @@ class DeviceReader {
       default:
         return {};
     }
+  }
+
+  // A group argument that names the default group: None, or what init_process_group returned
+  // (torch declares it `-> None`), so that `get_rank(group)` is the global rank.
+  bool isDefaultGroup(const ValueNode& n) const {
+    using Kind = ValueNode::Kind;
+    if (!n.keyword.empty() && n.keyword != "group") return false;
+    if (n.kind == Kind::Literal) return n.text == "None";
+    if (n.kind == Kind::Call) return n.text == "torch.distributed.init_process_group";
+    if (n.kind == Kind::OneOf) {
+      for (size_t i = 0; i < n.operands.size(); ++i)
+        if (!isDefaultGroup(value_.operand(n, i))) return false;
+      return !n.operands.empty();
+    }
+    return false;
   }
 
   // `gpus[i]`: Listed where the index is one the reader knows (a rank, a constant), the container
@@ -612,7 +629,7 @@ class InitWithoutDeviceId final : public Rule {
                    "`dict(os.environ)`, `os.environ.copy()`) read by key) and "
                    "compares it with the device torch 2.15's NCCL backend binds without device_id, cuda:(global rank % "
                    "device_count()) (ProcessGroupNCCL::setBoundDeviceId). It reports a selection from the global rank "
-                   "(RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, dist.get_rank(), mpi4py's MPI.COMM_WORLD.Get_rank()) taken "
+                   "(RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, dist.get_rank(), also of the default group, None or what init_process_group returned, mpi4py's MPI.COMM_WORLD.Get_rank()) taken "
                    "modulo something else or not at "
                    "all, a constant index (unless world_size=1, or cuda:0 in a process that sees one GPU: "
                    "CUDA_VISIBLE_DEVICES set in the file to one device, such as str(local_rank), before the selection "
