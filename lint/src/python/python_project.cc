@@ -338,7 +338,10 @@ class FunctionCallWalker {
 }  // namespace
 
 const std::set<std::string>& groupCreatorNames() {
-  static const std::set<std::string> names = {"new_group", "split_group", "new_subgroups", "new_subgroups_by_enumeration"};
+  // _new_process_group_helper: the private helper every creator calls, called directly by stacks that
+  // build a standalone group outside the default world (a weight-sync group with an inference engine).
+  static const std::set<std::string> names = {"new_group", "split_group", "new_subgroups", "new_subgroups_by_enumeration",
+                                              "_new_process_group_helper"};
   return names;
 }
 

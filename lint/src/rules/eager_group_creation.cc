@@ -27,7 +27,8 @@ bool createsManyGroups(const Call& call) {
 // as new_group.
 bool createsGroup(const Call& call) {
   const std::string& q = call.qualifiedName;
-  return isDistributed(q, "new_group") || isDistributed(q, "split_group") || createsManyGroups(call);
+  return isDistributed(q, "new_group") || isDistributed(q, "split_group") || isDistributed(q, "_new_process_group_helper") ||
+         createsManyGroups(call);
 }
 
 // A known backend that resolves to no eager NCCL ("gloo", "nccl-lazy") is not eager NCCL; nor is
@@ -87,7 +88,10 @@ class EagerGroupCreation final : public Rule {
                    "ensure_model_parallel_initialized), yunchang's set_seq_parallel_pg, DeepSpeed's "
                    "PipelineParallelGrid, torchrec's intra_and_cross_node_pg; each is reported where it stands, "
                    "installed or not, unless the linted tree defines the function itself: there it is the tree's "
-                   "wrapper, read as the tree's code. One of torch's creators kept in a name, a class attribute or a dict (the "
+                   "wrapper, read as the tree's code. torch's creators are new_group, split_group, new_subgroups* and the "
+                   "private _new_process_group_helper they call, which stacks call themselves for a standalone group "
+                   "outside the default world (a trainer's weight-sync group with each inference engine). One of "
+                   "torch's creators kept in a name, a class attribute or a dict (the "
                    "original saved before patching new_group) counts as that creator. A group created with the "
                    "default backend in a file whose every init_process_group names a backend without NCCL "
                    "(\"gloo\"), and that calls no other initialiser (deepspeed.init_distributed, "
@@ -107,7 +111,7 @@ class EagerGroupCreation final : public Rule {
       .enabledByDefault = true,
       // A creator called on a receiver (`dist.new_group` of a project's own mirror of
       // torch.distributed, `ENV.new_group`) counts without a mention of torch.distributed.
-      .triggers = {{.anyOf = {"new_group", "split_group", "new_subgroups*"}, .module = "torch.distributed"},
+      .triggers = {{.anyOf = {"new_group", "split_group", "new_subgroups*", "_new_process_group_helper"}, .module = "torch.distributed"},
                    {.anyOf = {".new_group", ".split_group", ".new_subgroups*"}}},
       // The world's backend, for groups created with the default one.
       .contextWords = {"init_process_group"},
