@@ -5,49 +5,18 @@
 #include "python/group_wrappers.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "nccl_migrate/lint/linter.h"
+#include "nm502_tree.h"
 
 namespace nccl_migrate::lint {
 namespace {
-namespace fs = std::filesystem;
 
-class PointToPointLoopsTree : public testing::Test {
- protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("nccl-migrate-p2p-loops-" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  void write(const std::string& file, const std::string& text) {
-    fs::create_directories((root_ / file).parent_path());
-    std::ofstream(root_ / file) << text;
-  }
-  // NM502's findings as "file:line", with their messages in messages_; a warning fails the test.
-  std::vector<std::string> findings() {
-    LintOptions options;
-    options.jobs = 2;
-    options.config.select = {"NM502"};
-    LintReport report = lintPaths({root_}, options);
-    EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
-    std::vector<std::string> found;
-    messages_.clear();
-    for (const Finding& f : report.findings) {
-      found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line));
-      messages_.push_back(f.message);
-    }
-    return found;
-  }
-  fs::path root_;
-  std::vector<std::string> messages_;
-};
+class PointToPointLoopsTree : public Nm502Tree {};
 
 // A pipeline stage's exchange with its neighbours, in its own module: two single transfers.
 const char* kStageComm =

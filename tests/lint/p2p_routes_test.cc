@@ -3,46 +3,20 @@
 // object's methods called by name, and a model's forward, which torch runs once per step
 // (python/group_wrappers.h, pointToPointInLoops and describeLoopedCall).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "nccl_migrate/lint/linter.h"
+#include "nm502_tree.h"
 #include "python/group_wrappers.h"
 
 namespace nccl_migrate::lint {
 namespace {
-namespace fs = std::filesystem;
 
-class PointToPointRoutes : public testing::Test {
- protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("nccl-migrate-p2p-routes-" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  void write(const std::string& file, const std::string& text) {
-    fs::create_directories((root_ / file).parent_path());
-    std::ofstream(root_ / file) << text;
-  }
-  // NM502's findings as "file:line"; a warning fails the test.
-  std::vector<std::string> findings() {
-    LintOptions options;
-    options.jobs = 2;
-    options.config.select = {"NM502"};
-    LintReport report = lintPaths({root_}, options);
-    EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
-    std::vector<std::string> found;
-    for (const Finding& f : report.findings) found.push_back(fs::path(f.path).filename().string() + ":" + std::to_string(f.where.line));
-    return found;
-  }
-  fs::path root_;
-};
+class PointToPointRoutes : public Nm502Tree {};
 
 // A benchmark's backend: each wrapper issues one transfer of the arguments it is given.
 const char* kDistBackend =
