@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -684,7 +686,11 @@ struct SourceRead {
 FileResult lintFile(const fs::path& path, const LintOptions& options, const RulePlan& plan, const SourceRead* preread) {
   if (options.onFileStart) options.onFileStart(path);
   std::string warning = preread ? preread->warning : "";
-  std::optional<std::string> text = preread ? preread->text : readSource(path, options.config, warning);
+  // The text read before the fork is linted where it lies: a copy per file was 20 MB of copying
+  // (and of fresh pages) per run on Megatron-LM.
+  std::optional<std::string> readHere;
+  if (!preread) readHere = readSource(path, options.config, warning);
+  const std::optional<std::string>& text = preread ? preread->text : readHere;
   // Files without a telling name are known by their shebang.
   std::optional<Language> language = languageByName(path, text ? firstLine(*text) : "");
   FileResult result;
@@ -845,6 +851,34 @@ class RunInterpreter {
   std::string note_;
 };
 
+// `work` on a thread of its own from construction to join(), which rethrows what it threw; run at
+// once, in the caller's thread, when `alone` (a run asked for one job).
+class BackgroundTask {
+ public:
+  BackgroundTask(bool alone, std::function<void()> work) {
+    if (alone) work();
+    else thread_ = std::thread([this, work = std::move(work)] { run(work); });
+  }
+  ~BackgroundTask() {
+    if (thread_.joinable()) thread_.join();
+  }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void run(const std::function<void()>& work) {
+    try {
+      work();
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  }
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
 // What the run's files tell about each other, gathered before any file is linted: the project's
 // group-creating functions, in Python files and notebooks (when NM401 runs), its functions that
 // issue point-to-point transfers and are called in loops (when NM502 runs), and the aliases its
@@ -906,7 +940,11 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   if (!wrappers && !pointToPoint) return tables;
   // The tables share one survey of the sources (group_wrappers.h).
   std::shared_ptr<const TreeSurvey> survey = surveyTree(texts, jobs);
-  if (pointToPoint) tables.functionsCalledInLoops = pointToPointLoopSites(files, wanted, texts, modules, jobs, *survey);
+  // NM502's table and the group table read the same texts apart: the first is built beside the
+  // second, whose rounds leave a core idle while their largest source is parsed.
+  BackgroundTask loopSites(jobs < 2 || !pointToPoint || !wrappers, [&] {
+    if (pointToPoint) tables.functionsCalledInLoops = pointToPointLoopSites(files, wanted, texts, modules, jobs, *survey);
+  });
   if (!wrappers) return tables;
   // The environment lint runs in resolves the imports that leave the tree (python_environment.h):
   // installed modules are read only when the table needs one (group_wrappers.h).
@@ -914,6 +952,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   if (config.environment) reader = [&](const std::string& dotted) { return environment.moduleSource(dotted); };
   GroupWrapperTable table =
       buildGroupWrapperTable(texts, modules, jobs, reader, groupWrapperCatalogue(), config.groupSitesThreshold, survey.get());
+  loopSites.join();
   environment.wait();
   if (!environment.note().empty()) tables.notes.push_back(environment.note());
   tables.groupWrappers = std::move(table.keys);

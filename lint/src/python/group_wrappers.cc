@@ -3,8 +3,9 @@
 // whether it calls a name the round seeks (torch's creators first, then the wrappers the round
 // before found; a method's name only in its own module); a source that does is scanned for those
 // calls, and the statement around each, narrowed to the innermost statement of its function, class
-// or compound statement, is parsed with the headers above it and the source's imports. No part of a
-// source is parsed twice; the fixed point is taken over everything read so far.
+// or compound statement, is parsed with the headers above it and the source's imports (those bound
+// from their text where written plainly: bindPlainImports). No part of a source is parsed twice;
+// the fixed point is taken over everything read so far.
 #include "python/group_wrappers.h"
 
 #include <algorithm>
@@ -140,7 +141,7 @@ std::vector<size_t> callsOf(std::string_view source, const std::unordered_set<st
     size_t start = lineStart(source, begin);
     std::string_view before = source.substr(start, begin - start);
     if (before.find('#') != std::string_view::npos) return;  // a comment (or a '#' in a string: rare)
-    before.remove_prefix(std::min(before.find_first_not_of(" \t"), before.size()));
+    before.remove_prefix(std::min(firstNonBlank(before), before.size()));
     if (before.starts_with(">>>") || before.starts_with("...")) return;  // a docstring's example
     hits.push_back(begin);
   });
@@ -190,10 +191,16 @@ void readAround(std::string_view text, const std::vector<size_t>& hits, SourceRe
   std::vector<ParseRegion> regions = reading.scopes->unreadAround(hits);
   if (regions.empty()) return;
   if (!reading.importsRead) {
-    std::vector<ParseRegion> imports = leadingImports(text);
-    regions.insert(regions.end(), imports.begin(), imports.end());
-    regions = mergeRegions(std::move(regions));
     reading.importsRead = true;
+    // The walk binds the imports before the statements below them: bound from their text first
+    // when every statement read now stands below them and they are written plainly (a parse
+    // spared), else parsed with the rest, in the source's order.
+    std::vector<ParseRegion> imports = leadingImports(text);
+    bool below = imports.empty() || regions.front().begin >= imports.back().end;
+    if (!below || !bindPlainImports(text, imports, reading.names)) {
+      regions.insert(regions.end(), imports.begin(), imports.end());
+      regions = mergeRegions(std::move(regions));
+    }
   }
   std::vector<FunctionCalls> read = pythonFunctionCalls(text, regions, reading.names, reading.module);
   std::move(read.begin(), read.end(), std::back_inserter(reading.functions));
@@ -274,9 +281,9 @@ struct ImportedName {
 };
 
 std::string_view trimmed(std::string_view s) {
-  size_t a = s.find_first_not_of(" \t\r\n");
+  size_t a = firstNotAny(s, " \t\r\n");
   if (a == std::string_view::npos) return {};
-  size_t b = s.find_last_not_of(" \t\r\n,");
+  size_t b = lastNotAny(s, " \t\r\n,");
   return s.substr(a, b - a + 1);
 }
 
@@ -288,19 +295,21 @@ std::pair<std::string, std::string> splitAlias(std::string_view item) {
   return {std::string(trimmed(item.substr(0, as))), std::string(trimmed(item.substr(as + 4)))};
 }
 
-// The starts of the lines that begin, after blanks, with `from ` or `import `, in order: found by
-// searching the text for the two words, as few of a source's lines are imports.
+// The starts of the lines that begin, after blanks, with `from ` or `import `, in order: line by
+// line, one look at each line's first word (a search for the two words stops at every `from` and
+// `import` in the text, and at each byte equal to their first ones).
 std::vector<size_t> importLineStarts(std::string_view text) {
   std::vector<size_t> starts;
-  for (std::string_view keyword : {std::string_view("from "), std::string_view("import ")}) {
-    for (size_t at = text.find(keyword); at != std::string_view::npos; at = text.find(keyword, at + 1)) {
-      size_t start = at;
-      while (start > 0 && (text[start - 1] == ' ' || text[start - 1] == '\t')) --start;
-      if (start == 0 || text[start - 1] == '\n') starts.push_back(start);
-    }
+  for (size_t line = 0; line < text.size();) {
+    size_t at = firstNonBlank(text, line);
+    if (at == std::string_view::npos) break;
+    char first = text[at];  // most lines fail here, before any comparison of words
+    if ((first == 'f' && text.compare(at, 5, "from ") == 0) || (first == 'i' && text.compare(at, 7, "import ") == 0))
+      starts.push_back(line);
+    size_t newline = text.find('\n', at);
+    if (newline == std::string_view::npos) break;
+    line = newline + 1;
   }
-  std::sort(starts.begin(), starts.end());
-  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
   return starts;
 }
 
@@ -404,12 +413,12 @@ bool looksInLoop(std::string_view text, size_t at) {
   size_t end = text.find('\n', at);
   std::string_view line = text.substr(start, (end == std::string_view::npos ? text.size() : end) - start);
   if (hasWord(line, "for")) return true;
-  size_t indent = line.find_first_not_of(" \t");
+  size_t indent = firstNonBlank(line);
   while (start > 0 && indent != std::string_view::npos && indent > 0) {
     size_t previous = lineStart(text, start - 1);
     std::string_view above = text.substr(previous, start - 1 - previous);
     start = previous;
-    size_t i = above.find_first_not_of(" \t");
+    size_t i = firstNonBlank(above);
     if (i == std::string_view::npos || i >= indent || above[i] == '#') continue;
     std::string_view header = above.substr(i);
     if (header.starts_with("for ") || header.starts_with("while ") || header.starts_with("async for ")) return true;

@@ -13,6 +13,7 @@
 
 #include "python/python_frontend.h"
 #include "python/python_scopes.h"
+#include "python/python_text.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -104,7 +105,7 @@ std::vector<ParseRegion> pythonStatements(std::string_view text, const ParseRegi
     size_t newline = text.find('\n', start);
     size_t end = newline == std::string_view::npos || newline >= stop ? stop : newline + 1;
     std::string_view line = text.substr(start, end - start);
-    size_t lead = line.find_first_not_of(" \t");
+    size_t lead = firstNonBlank(line);
     char first = lead == std::string_view::npos ? '\n' : line[lead];
     bool code = lead == indent && first != '\n' && first != '\r' && first != '#';
     std::string_view stripped = code ? line.substr(lead) : std::string_view();
@@ -121,7 +122,7 @@ std::vector<ParseRegion> pythonStatements(std::string_view text, const ParseRegi
     }
     if (tripleQuotes(line) % 2 == 1) inString = !inString;
     if (!inString) depth = std::max(depth + pythonBracketBalance(line), 0);
-    std::string_view trimmed = line.substr(0, line.find_last_not_of("\r\n") + 1);
+    std::string_view trimmed = line.substr(0, lastNotAny(line, "\r\n") + 1);
     continues = !trimmed.empty() && trimmed.back() == '\\';
     start = end;
     if (end == stop && (newline == std::string_view::npos || newline >= stop)) {

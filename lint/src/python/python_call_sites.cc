@@ -10,10 +10,13 @@
 #include <optional>
 #include <string>
 
+#include "python/python_text.h"
+
 namespace nccl_migrate::lint {
 namespace {
 
-bool isIdentifierByte(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
+// A byte of a name, a non-ASCII one's included (a table: this runs for every byte of a file).
+bool isWordByte(unsigned char c) { return kWordOrNonAsciiBytes[c]; }
 
 struct LogicalLine {
   size_t begin = 0, end = 0;  // [begin, end): from its first token to its closing newline
@@ -74,9 +77,9 @@ class Tokens {
         i += c == '\r' ? 2 : 1;
       } else if (c == '"' || c == '\'') {
         if (!string(i, i, false, i)) return false;
-      } else if (isIdentifierByte(static_cast<unsigned char>(c))) {
+      } else if (isWordByte(static_cast<unsigned char>(c))) {
         size_t k = i;
-        while (k < n && isIdentifierByte(static_cast<unsigned char>(text_[k]))) ++k;
+        while (k < n && isWordByte(static_cast<unsigned char>(text_[k]))) ++k;
         std::string_view word = text_.substr(i, k - i);
         if (k < n && (text_[k] == '"' || text_[k] == '\'') && isStringPrefix(word)) {
           if (!string(i, k, word.find_first_of("fF") != std::string_view::npos, i)) return false;
@@ -186,7 +189,7 @@ std::string_view nextToken(std::string_view text, size_t at) {
   while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
   if (at >= text.size()) return {};
   size_t end = at;
-  while (end < text.size() && isIdentifierByte(static_cast<unsigned char>(text[end]))) ++end;
+  while (end < text.size() && isWordByte(static_cast<unsigned char>(text[end]))) ++end;
   return text.substr(at, std::max(end, at + 1) - at);
 }
 
@@ -194,7 +197,7 @@ std::string_view nextToken(std::string_view text, size_t at) {
 // keyword argument; not a comparison).
 bool assignedFrom(std::string_view text, size_t begin) {
   size_t at = begin;
-  while (at > 0 && (isIdentifierByte(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '.')) --at;
+  while (at > 0 && (isWordByte(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '.')) --at;
   while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == '\t')) --at;
   if (at == 0 || text[at - 1] != '=') return false;
   char before = at >= 2 ? text[at - 2] : ' ';
@@ -205,7 +208,7 @@ bool assignedFrom(std::string_view text, size_t begin) {
 std::string_view previousWord(std::string_view text, size_t at) {
   while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == '\t')) --at;
   size_t begin = at;
-  while (begin > 0 && isIdentifierByte(static_cast<unsigned char>(text[begin - 1]))) --begin;
+  while (begin > 0 && isWordByte(static_cast<unsigned char>(text[begin - 1]))) --begin;
   return text.substr(begin, at - begin);
 }
 
@@ -215,8 +218,8 @@ bool boundAsItself(std::string_view text, std::string_view name, const std::vect
                    const std::vector<NotCode>& notCode) {
   for (size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
     size_t end = at + name.size();
-    if ((at > 0 && isIdentifierByte(static_cast<unsigned char>(text[at - 1]))) ||
-        (end < text.size() && isIdentifierByte(static_cast<unsigned char>(text[end]))))
+    if ((at > 0 && isWordByte(static_cast<unsigned char>(text[at - 1]))) ||
+        (end < text.size() && isWordByte(static_cast<unsigned char>(text[end]))))
       continue;  // part of a longer name
     auto in = std::upper_bound(notCode.begin(), notCode.end(), at, [](size_t a, const NotCode& s) { return a < s.begin; });
     if (in != notCode.begin() && at < std::prev(in)->end) {
@@ -240,7 +243,7 @@ bool boundAsItself(std::string_view text, std::string_view name, const std::vect
 std::pair<std::string_view, bool> receiverOf(std::string_view text, size_t begin) {
   if (begin == 0 || text[begin - 1] != '.') return {{}, false};
   size_t end = begin - 1, start = end;
-  while (start > 0 && isIdentifierByte(static_cast<unsigned char>(text[start - 1]))) --start;
+  while (start > 0 && isWordByte(static_cast<unsigned char>(text[start - 1]))) --start;
   return {text.substr(start, end - start), start == 0 || text[start - 1] != '.'};
 }
 
@@ -321,7 +324,7 @@ size_t skipBlanksBack(std::string_view text, size_t at) {
 
 // Where the dotted name ending at `end` starts (`dist.new_group`, `torch.distributed.new_group`).
 size_t dottedStart(std::string_view text, size_t end) {
-  while (end > 0 && (isIdentifierByte(static_cast<unsigned char>(text[end - 1])) || text[end - 1] == '.')) --end;
+  while (end > 0 && (isWordByte(static_cast<unsigned char>(text[end - 1])) || text[end - 1] == '.')) --end;
   return end;
 }
 
@@ -342,7 +345,7 @@ std::string_view assignedName(std::string_view text, size_t equals) {
     at = skipBlanksBack(text, at);
   }
   size_t begin = at;
-  while (begin > 0 && isIdentifierByte(static_cast<unsigned char>(text[begin - 1]))) --begin;
+  while (begin > 0 && isWordByte(static_cast<unsigned char>(text[begin - 1]))) --begin;
   if (begin == at || std::isdigit(static_cast<unsigned char>(text[begin]))) return {};
   return text.substr(begin, at - begin);
 }
@@ -362,11 +365,11 @@ std::optional<std::vector<size_t>> savedCreatorMentions(std::string_view text, c
   std::set<std::string_view> keepers;
   for (auto [at, end] : words) {
     if (at < text.size() && text[at] == '.') ++at;  // a word found as `.new_group`
-    while (end < text.size() && isIdentifierByte(static_cast<unsigned char>(text[end]))) ++end;  // as `new_subgroups*`
-    if (at >= end || end > text.size() || (at > 0 && isIdentifierByte(static_cast<unsigned char>(text[at - 1]))) ||
+    while (end < text.size() && isWordByte(static_cast<unsigned char>(text[end]))) ++end;  // as `new_subgroups*`
+    if (at >= end || end > text.size() || (at > 0 && isWordByte(static_cast<unsigned char>(text[at - 1]))) ||
         !creators.contains(std::string(text.substr(at, end - at))))
       continue;  // part of a longer name, or no creator's
-    size_t next = text.find_first_not_of(" \t", end);
+    size_t next = firstNonBlank(text, end);
     if (next < text.size() && (text[next] == '(' || (text[next] == '=' && text.compare(next, 2, "==") != 0)))
       continue;  // called, or assigned to
     size_t before = skipBlanksBack(text, dottedStart(text, at));
@@ -389,8 +392,8 @@ std::optional<std::vector<size_t>> savedCreatorMentions(std::string_view text, c
   for (std::string_view name : keepers) {
     for (size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
       size_t end = at + name.size();
-      if ((at > 0 && isIdentifierByte(static_cast<unsigned char>(text[at - 1]))) ||
-          (end < text.size() && isIdentifierByte(static_cast<unsigned char>(text[end]))))
+      if ((at > 0 && isWordByte(static_cast<unsigned char>(text[at - 1]))) ||
+          (end < text.size() && isWordByte(static_cast<unsigned char>(text[end]))))
         continue;
       ends.push_back(end);
     }
@@ -416,13 +419,13 @@ size_t closingBracket(std::string_view text, size_t open) {
 // The names called bare in [begin, end) of `text`: `name(` with no dot before it.
 void addBareCalls(std::string_view text, size_t begin, size_t end, std::set<std::string>& names) {
   for (size_t i = begin; i < end;) {
-    if (!isIdentifierByte(static_cast<unsigned char>(text[i]))) {
+    if (!isWordByte(static_cast<unsigned char>(text[i]))) {
       ++i;
       continue;
     }
     size_t k = i;
-    while (k < end && isIdentifierByte(static_cast<unsigned char>(text[k]))) ++k;
-    size_t next = text.find_first_not_of(" \t", k);
+    while (k < end && isWordByte(static_cast<unsigned char>(text[k]))) ++k;
+    size_t next = firstNonBlank(text, k);
     size_t before = skipBlanksBack(text, i);
     bool bare = before == 0 || text[before - 1] != '.';
     if (bare && next < end && text[next] == '(' && !std::isdigit(static_cast<unsigned char>(text[i])))
@@ -435,9 +438,9 @@ void addBareCalls(std::string_view text, size_t begin, size_t end, std::set<std:
 // `open` '{', each `word{...}`, the brace right after it.
 void addCallsAfter(std::string_view text, std::string_view word, char open, std::set<std::string>& names) {
   for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
-    if (at > 0 && isIdentifierByte(static_cast<unsigned char>(text[at - 1])) && isIdentifierByte(static_cast<unsigned char>(word[0])))
+    if (at > 0 && isWordByte(static_cast<unsigned char>(text[at - 1])) && isWordByte(static_cast<unsigned char>(word[0])))
       continue;  // part of a longer name
-    size_t bracket = open == '(' ? text.find_first_not_of(" \t", at + word.size()) : at + word.size();
+    size_t bracket = open == '(' ? firstNonBlank(text, at + word.size()) : at + word.size();
     if (bracket >= text.size() || text[bracket] != open) continue;
     size_t close = closingBracket(text, bracket);
     if (close != std::string_view::npos) addBareCalls(text, bracket + 1, close, names);

@@ -7,12 +7,14 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include <tree_sitter/api.h>
 
 #include "python/python_names.h"
 #include "python/python_parse.h"
+#include "python/python_text.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 
@@ -529,6 +531,217 @@ bool isGroupWrapperFunctionName(const GroupWrapperIndex& inferred, const std::ve
   if (inferred.names(name)) return true;
   return std::any_of(configured.begin(), configured.end(),
                      [&](const std::string& w) { return w == name || w.ends_with("." + name); });
+}
+
+// bindPlainImports (python_project.h): a statement is read only where it is written the plain way
+// (`import a.b as c, d`, `from .m import (x as y, z,)`, `from m import *`), with blanks and comments
+// only where Python puts no name; anything else declines the whole source, which is then parsed.
+namespace {
+
+// What one name of an import binds, as the walker passes it to PythonNames.
+struct ImportBinding {
+  bool fromImport = false;
+  std::string module;  // `import`: the dotted name; `from`: the module as written (".m" relative)
+  std::string name;    // `from` only
+  std::string alias;
+};
+
+// Python's keywords, and the words tree-sitter-python reads as statements of their own (`print`,
+// `exec`): none of them is a plain import's name.
+bool isReserved(std::string_view word) {
+  static const std::unordered_set<std::string_view> kReserved = {
+      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+      "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda",
+      "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield", "print", "exec"};
+  return kReserved.contains(word);
+}
+
+// One import statement at the start of a region, and what follows it in the region.
+class PlainStatement {
+ public:
+  explicit PlainStatement(std::string_view region) : s_(region) {}
+
+  // The statement's bindings, appended to `out`; false when it is not written plainly or the
+  // region holds more than blank and comment lines after it.
+  bool read(std::vector<ImportBinding>& out) {
+    if (keyword("import")) return blanks() > 0 && importList(out) && endOfStatement() && onlyComments();
+    if (!keyword("from") || blanks() == 0) return false;
+    std::string module = moduleName();
+    if (module.empty() || blanks() == 0 || !keyword("import")) return false;
+    size_t gap = blanks();
+    bool future = module == "__future__";  // the grammar's future_import_statement: nothing bound
+    std::vector<ImportBinding> names;
+    if (at_ < s_.size() && s_[at_] == '*') {
+      ++at_;  // binds nothing the walker follows
+    } else if (at_ < s_.size() && s_[at_] == '(') {
+      ++at_;
+      inBrackets_ = true;
+      blanks();
+      if (!fromList(module, names, true) || at_ >= s_.size() || s_[at_] != ')') return false;
+      ++at_;
+      inBrackets_ = false;
+    } else if (gap == 0 || !fromList(module, names, false)) {
+      return false;
+    }
+    if (!endOfStatement() || !onlyComments()) return false;
+    if (!future) out.insert(out.end(), names.begin(), names.end());
+    return true;
+  }
+
+ private:
+  // Skips blanks (and, inside brackets, newlines and comments); how many bytes it skipped.
+  size_t blanks() {
+    size_t from = at_;
+    while (at_ < s_.size()) {
+      char c = s_[at_];
+      if (c == ' ' || c == '\t' || (inBrackets_ && (c == '\n' || c == '\r'))) {
+        ++at_;
+      } else if (inBrackets_ && c == '#') {
+        while (at_ < s_.size() && s_[at_] != '\n') ++at_;
+      } else {
+        break;
+      }
+    }
+    return at_ - from;
+  }
+
+  // The ASCII name at the cursor, consumed; empty (nothing consumed) when there is none, or when
+  // a byte of a longer name (a non-ASCII one) follows.
+  std::string_view name() {
+    size_t end = at_;
+    while (end < s_.size() && isIdentifierByte(s_[end])) ++end;
+    if (end == at_ || (s_[at_] >= '0' && s_[at_] <= '9')) return {};
+    if (end < s_.size() && static_cast<unsigned char>(s_[end]) >= 0x80) return {};
+    std::string_view word = s_.substr(at_, end - at_);
+    at_ = end;
+    return word;
+  }
+
+  // Whether the keyword stands at the cursor as a whole word; consumed when it does.
+  bool keyword(std::string_view word) {
+    size_t end = at_ + word.size();
+    if (s_.substr(at_, word.size()) != word || (end < s_.size() && (isIdentifierByte(s_[end]) || static_cast<unsigned char>(s_[end]) >= 0x80)))
+      return false;
+    at_ = end;
+    return true;
+  }
+
+  // A name that is no keyword: one an import can bind.
+  std::string ordinaryName() {
+    size_t from = at_;
+    std::string_view word = name();
+    if (word.empty() || isReserved(word)) {
+      at_ = from;
+      return "";
+    }
+    return std::string(word);
+  }
+
+  // `a.b.c`, without blanks around its dots; empty when it is not one.
+  std::string dottedName() {
+    std::string dotted = ordinaryName();
+    while (!dotted.empty() && at_ < s_.size() && s_[at_] == '.') {
+      ++at_;
+      std::string part = ordinaryName();
+      if (part.empty()) return "";
+      dotted += "." + part;
+    }
+    return dotted;
+  }
+
+  // `m.n`, `.m` or `..`: as written, the walker's module name.
+  std::string moduleName() {
+    std::string dots;
+    while (at_ < s_.size() && s_[at_] == '.') dots += s_[at_++];
+    if (at_ < s_.size() && isIdentifierByte(s_[at_])) {
+      std::string dotted = dottedName();
+      return dotted.empty() ? "" : dots + dotted;
+    }
+    return dots;
+  }
+
+  // ` as alias` after a name, when there is one; false when `as` stands without a plain alias.
+  bool alias(std::string& out) {
+    size_t from = at_;
+    if (blanks() == 0 || !keyword("as")) {
+      at_ = from;
+      return true;
+    }
+    if (blanks() == 0) return false;
+    out = ordinaryName();
+    return !out.empty();
+  }
+
+  bool importList(std::vector<ImportBinding>& out) {
+    while (true) {
+      ImportBinding binding;
+      binding.module = dottedName();
+      if (binding.module.empty() || !alias(binding.alias)) return false;
+      out.push_back(std::move(binding));
+      blanks();
+      if (at_ >= s_.size() || s_[at_] != ',') return true;
+      ++at_;
+      blanks();
+    }
+  }
+
+  // `x as y, z` (in brackets a trailing comma too).
+  bool fromList(const std::string& module, std::vector<ImportBinding>& out, bool bracketed) {
+    while (true) {
+      ImportBinding binding{true, module, ordinaryName(), ""};
+      if (binding.name.empty() || !alias(binding.alias)) return false;
+      out.push_back(std::move(binding));
+      blanks();
+      if (at_ >= s_.size() || s_[at_] != ',') return true;
+      ++at_;
+      blanks();
+      if (bracketed && at_ < s_.size() && s_[at_] == ')') return true;
+    }
+  }
+
+  // Blanks, a comment, then the line's end (consumed).
+  bool endOfStatement() {
+    blanks();
+    if (at_ < s_.size() && s_[at_] == '#')
+      while (at_ < s_.size() && s_[at_] != '\n') ++at_;
+    if (at_ < s_.size() && s_[at_] == '\r') ++at_;
+    if (at_ == s_.size()) return true;
+    if (s_[at_] != '\n') return false;
+    ++at_;
+    return true;
+  }
+
+  // The rest of the region: blank lines and comment lines only.
+  bool onlyComments() const {
+    for (size_t line = at_; line < s_.size();) {
+      size_t lead = firstNotAny(s_, " \t\r", line);
+      if (lead == std::string_view::npos) return true;
+      if (s_[lead] != '\n' && s_[lead] != '#') return false;
+      size_t newline = s_.find('\n', lead);
+      if (newline == std::string_view::npos) return true;
+      line = newline + 1;
+    }
+    return true;
+  }
+
+  std::string_view s_;
+  size_t at_ = 0;
+  bool inBrackets_ = false;
+};
+
+}  // namespace
+
+bool bindPlainImports(std::string_view text, const std::vector<ParseRegion>& imports, PythonNames& names) {
+  std::vector<ImportBinding> bindings;
+  for (const ParseRegion& region : imports) {
+    if (region.begin > region.end || region.end > text.size()) return false;
+    if (!PlainStatement(text.substr(region.begin, region.end - region.begin)).read(bindings)) return false;
+  }
+  for (const ImportBinding& b : bindings) {
+    if (b.fromImport) names.bindFromImport(b.module, b.name, b.alias);
+    else names.bindImport(b.module, b.alias);
+  }
+  return true;
 }
 
 }  // namespace nccl_migrate::lint

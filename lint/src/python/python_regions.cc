@@ -9,13 +9,15 @@
 #include <cstring>
 #include <string_view>
 
+#include "python/python_text.h"
+
 namespace nccl_migrate::lint {
 namespace {
 
 std::string_view firstLineOf(const std::string& text, const ParseRegion& block) {
   size_t end = std::min(text.find('\n', block.begin), block.end);
   std::string_view line(text.data() + block.begin, end - block.begin);
-  size_t lead = line.find_first_not_of(" \t");
+  size_t lead = firstNonBlank(line);
   return lead == std::string_view::npos ? std::string_view() : line.substr(lead);
 }
 
@@ -30,7 +32,7 @@ bool isBareString(const std::string& text, const ParseRegion& block) {
 // A statement that is one string literal and nothing else: the Python frontend never looks
 // inside one (a docstring documents, it sets nothing), so it is left out whatever words it holds.
 bool isOnlyAString(const std::string& text, const ParseRegion& block) {
-  size_t at = text.find_first_not_of(" \t", block.begin);
+  size_t at = firstNonBlank(text, block.begin);
   size_t prefix = 0;
   while (at < block.end && prefix < 2 && std::strchr("rRbBuUfF", text[at]) && text[at] != '\0') ++at, ++prefix;
   if (at >= block.end || (text[at] != '"' && text[at] != '\'')) return false;
@@ -48,7 +50,7 @@ bool isOnlyAString(const std::string& text, const ParseRegion& block) {
     }
   }
   // Blanks only after it: a comment there (a suppression) must still be seen.
-  return end != std::string::npos && text.find_first_not_of(" \t\r\n", end) >= block.end;
+  return end != std::string::npos && firstNotAny(text, " \t\r\n", end) >= block.end;
 }
 
 // A `class` statement, decorated or not; comments may stand between its decorators and it
@@ -57,7 +59,7 @@ bool isClassBlock(const std::string& text, const ParseRegion& block) {
   for (size_t start = block.begin; start < block.end;) {
     size_t end = std::min(text.find('\n', start), block.end);
     std::string_view line(text.data() + start, end - start);
-    line.remove_prefix(std::min(line.find_first_not_of(" \t"), line.size()));
+    line.remove_prefix(std::min(firstNonBlank(line), line.size()));
     if (line.starts_with("class ")) return true;
     if (!line.starts_with("@") && !line.starts_with("#") && !line.empty()) return false;
     start = end + 1;
@@ -94,7 +96,7 @@ void appendRegion(std::vector<ParseRegion>& kept, const ParseRegion& block) {
 size_t bodyIndent(const std::string& text, const ParseRegion& block) {
   for (size_t start = text.find('\n', block.begin); start != std::string::npos && start + 1 < block.end;
        start = text.find('\n', start + 1)) {
-    size_t lead = text.find_first_not_of(" \t", start + 1);
+    size_t lead = firstNonBlank(text, start + 1);
     if (lead == std::string::npos || lead >= block.end) break;
     if (text[lead] != '\n' && text[lead] != '\r' && text[lead] != '#' && lead > start + 1) return lead - start - 1;
   }

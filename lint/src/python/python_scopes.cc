@@ -73,7 +73,7 @@ ParseRegion topLevelStatementAt(std::string_view text, size_t at, std::vector<st
   // The decorators above, across the comments and blank lines Python allows between them.
   for (size_t above = begin; above > 0;) {
     above = lineStart(text, above - 1);
-    size_t lead = text.find_first_not_of(" \t\r", above);
+    size_t lead = firstNotAny(text, " \t\r", above);
     if (lead < text.size() && (text[lead] == '\n' || text[lead] == '#')) continue;
     if (text[above] != '@') break;
     begin = above;
@@ -94,7 +94,7 @@ bool hasBody(std::string_view text, const ParseRegion& block) {
   for (size_t start = block.begin; start < block.end;) {
     size_t end = std::min(text.find('\n', start), block.end);
     std::string_view line = text.substr(start, end - start);
-    line.remove_prefix(std::min(line.find_first_not_of(" \t\r"), line.size()));
+    line.remove_prefix(std::min(firstNotAny(line, " \t\r"), line.size()));
     if (line.starts_with("class ")) return true;
     if (line.starts_with("async ")) line.remove_prefix(6);
     if (!line.starts_with("@") && !line.starts_with("#") && !line.empty()) {
@@ -110,9 +110,9 @@ bool hasBody(std::string_view text, const ParseRegion& block) {
 // The indentation of a block's body: that of its first code line indented deeper than the block's
 // own first line (a decorated method's `def` stands at its decorator's); 0 when none.
 size_t bodyIndent(std::string_view text, const ParseRegion& block) {
-  size_t own = std::min(text.find_first_not_of(" \t", block.begin), block.end) - block.begin;
+  size_t own = std::min(firstNonBlank(text, block.begin), block.end) - block.begin;
   for (size_t nl = text.find('\n', block.begin); nl != std::string_view::npos && nl + 1 < block.end; nl = text.find('\n', nl + 1)) {
-    size_t lead = text.find_first_not_of(" \t", nl + 1);
+    size_t lead = firstNonBlank(text, nl + 1);
     if (lead == std::string_view::npos || lead >= block.end) break;
     if (text[lead] != '\n' && text[lead] != '\r' && text[lead] != '#' && lead - nl - 1 > own) return lead - nl - 1;
   }
@@ -216,7 +216,7 @@ Head headOf(std::string_view text, const ParseRegion& block) {
   for (size_t start = block.begin; start < block.end;) {
     size_t end = std::min(text.find('\n', start), block.end);
     std::string_view line = text.substr(start, end - start);
-    size_t lead = std::min(line.find_first_not_of(" \t\r"), line.size());
+    size_t lead = std::min(firstNotAny(line, " \t\r"), line.size());
     std::string_view code = line.substr(lead);
     size_t at = start;
     start = end + 1;
@@ -247,14 +247,14 @@ size_t bodyIndentAfter(std::string_view text, const ParseRegion& block, const He
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
     depth += pythonBracketBalance(line);
-    std::string_view trimmed = line.substr(0, line.find_last_not_of(" \t\r") + 1);
+    std::string_view trimmed = line.substr(0, lastNotAny(line, " \t\r") + 1);
     if (depth <= 0 && !trimmed.ends_with("\\")) break;
   }
   while (start < block.end) {
     size_t end = std::min(text.find('\n', start), block.end);
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
-    size_t lead = line.find_first_not_of(" \t\r");
+    size_t lead = firstNotAny(line, " \t\r");
     if (lead == std::string_view::npos || line[lead] == '#') continue;
     return lead > head.own ? lead : 0;
   }
@@ -266,7 +266,7 @@ bool holdsDef(std::string_view text, size_t begin, size_t end) {
   for (size_t start = begin; start < end;) {
     size_t stop = std::min(text.find('\n', start), end);
     std::string_view line = text.substr(start, stop - start);
-    line.remove_prefix(std::min(line.find_first_not_of(" \t\r"), line.size()));
+    line.remove_prefix(std::min(firstNotAny(line, " \t\r"), line.size()));
     if (line.starts_with("def ") || line.starts_with("async def ")) return true;
     start = stop + 1;
   }
@@ -286,12 +286,12 @@ std::vector<ParseRegion> bodyOf(std::string_view text, const ParseRegion& block,
 // with a closing bracket as deep as the line it closes); empty when none.
 std::string defAbove(std::string_view text, size_t at) {
   size_t begin = lineStart(text, at);
-  size_t limit = std::min(text.find_first_not_of(" \t", begin), at) - begin;
+  size_t limit = std::min(firstNonBlank(text, begin), at) - begin;
   while (begin > 0) {
     size_t above = lineStart(text, begin - 1);
     std::string_view line = text.substr(above, begin - above);
     begin = above;
-    size_t lead = line.find_first_not_of(" \t");
+    size_t lead = firstNonBlank(line);
     if (lead == std::string_view::npos || line[lead] == '\n' || line[lead] == '\r' || line[lead] == '#' || lead >= limit) continue;
     std::string_view code = line.substr(lead);
     // A closing bracket continues the statement above it at its indentation (a black-style

@@ -19,6 +19,7 @@
 #include "nccl_migrate/lint/source_model.h"
 #include "python_frontend.h"
 #include "python_values.h"
+#include "python_text.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -238,7 +239,7 @@ namespace {
 
 constexpr size_t kMaxList = 16 * 1024;  // a parameter or argument list longer than this is left unread
 
-bool identifierChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool identifierChar(char c) { return isIdentifierByte(c); }
 
 std::string_view trimmed(std::string_view s) {
   while (true) {
@@ -400,7 +401,7 @@ std::vector<DefinitionLine> addDefinitions(std::string_view text, std::unordered
     size_t end = text.find('\n', line);
     if (end == std::string_view::npos) end = text.size();
     std::string_view row = text.substr(line, end - line);
-    size_t indent = row.find_first_not_of(" \t");
+    size_t indent = firstNonBlank(row);
     size_t offset = line;
     line = end + 1;
     if (indent == std::string_view::npos || row[indent] == '#') continue;
@@ -433,7 +434,7 @@ std::vector<DefinitionLine> addDefinitions(std::string_view text, std::unordered
 const DefinitionLine* enclosingDefinition(const std::vector<DefinitionLine>& lines, std::string_view text, size_t at) {
   size_t line = text.rfind('\n', at);
   line = line == std::string_view::npos ? 0 : line + 1;
-  size_t indent = text.find_first_not_of(" \t", line) - line;
+  size_t indent = firstNonBlank(text, line) - line;
   auto after = std::upper_bound(lines.begin(), lines.end(), at, [](size_t a, const DefinitionLine& d) { return a < d.offset; });
   for (auto it = std::make_reverse_iterator(after); it != lines.rend(); ++it)
     if (it->indent < indent) return &*it;
