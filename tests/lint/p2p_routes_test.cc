@@ -321,4 +321,136 @@ TEST(PointToPointRoutesTable, SaysWhatRepeatsEachFunction) {
 }
 
 }  // namespace
+
+// A serving engine's executors: the base class's step dispatches to methods a pipelined subclass
+// overrides with single transfers to the next stage, and adds one of its own after super().step().
+const char* kExecutors =
+    "import torch\n"
+    "\n"
+    "\n"
+    "class Executor:\n"
+    "    @staticmethod\n"
+    "    def build(args):\n"
+    "        if args.pp_size > 1:\n"
+    "            return PipeExecutor(args)\n"
+    "        return LocalExecutor(args)\n"
+    "\n"
+    "    def __init__(self, args):\n"
+    "        self.rank = torch.distributed.get_rank()\n"
+    "\n"
+    "\n"
+    "class LocalExecutor(Executor):\n"
+    "    def receive_tasks(self, tasks):\n"
+    "        return tasks\n"
+    "\n"
+    "    def prefill(self, tasks):\n"
+    "        return tasks\n"
+    "\n"
+    "    def step(self, tasks):\n"
+    "        tasks = self.receive_tasks(tasks)\n"
+    "        return self.prefill(tasks)\n"
+    "\n"
+    "\n"
+    "class PipeExecutor(LocalExecutor):\n"
+    "    def receive_tasks(self, tasks):\n"
+    "        buf = torch.empty(64, device=\"cuda\")\n"
+    "        torch.distributed.recv(buf, src=self.rank - 1)\n"
+    "        return buf\n"
+    "\n"
+    "    def prefill(self, tasks):\n"
+    "        out = torch.empty(64, device=\"cuda\")\n"
+    "        torch.distributed.isend(out, dst=self.rank + 1)\n"
+    "        return out\n"
+    "\n"
+    "    def collect_logits(self, tasks):\n"
+    "        logits = torch.empty(64, device=\"cuda\")\n"
+    "        torch.distributed.irecv(logits, src=0)\n"
+    "\n"
+    "    def step(self, tasks):\n"
+    "        super().step(tasks)\n"
+    "        self.collect_logits(tasks)\n";
+
+// The subclass overrides a method of the base class that reaches transfers too: its objects still
+// reach their own class's step, and through it the base's.
+TEST_F(PointToPointRoutes, AnOverrideOfAMethodTheBaseClassHasToo) {
+  write("engine/executor.py", kExecutors);
+  write("bench.py",
+        "from engine.executor import PipeExecutor\n"
+        "\n"
+        "\n"
+        "def run(args, batches):\n"
+        "    executor = PipeExecutor(args)\n"
+        "    for tasks in batches:\n"
+        "        executor.step(tasks)\n");
+  EXPECT_EQ(findings(), (std::vector<std::string>{"executor.py:30", "executor.py:35", "executor.py:40"}));
+}
+
+// A static factory method chooses the class by the arguments: its call makes any of them.
+TEST_F(PointToPointRoutes, AStaticFactoryMethodOfTheBaseClass) {
+  write("engine/executor.py", kExecutors);
+  write("bench.py",
+        "from engine.executor import Executor\n"
+        "\n"
+        "\n"
+        "def run(args, batches):\n"
+        "    executor = Executor.build(args)\n"
+        "    for tasks in batches:\n"
+        "        executor.step(tasks)\n");
+  EXPECT_EQ(findings(), (std::vector<std::string>{"executor.py:30", "executor.py:35", "executor.py:40"}));
+}
+
+// A class kept as a registry of the engine's parts: one function of the module stores the
+// executor there through a local, another calls it, and the server calls that in its loop.
+TEST_F(PointToPointRoutes, AnObjectKeptOnARegistryClassThroughALocal) {
+  write("engine/executor.py", kExecutors);
+  write("engine/registry.py",
+        "class Registry:\n"
+        "    executor = None\n");
+  write("engine/main.py",
+        "import torch\n"
+        "\n"
+        "from engine.executor import Executor\n"
+        "from engine.registry import Registry\n"
+        "\n"
+        "\n"
+        "def engine_init(args):\n"
+        "    torch.distributed.init_process_group(\"nccl\")\n"
+        "    executor = Executor.build(args)\n"
+        "    Registry.executor = executor\n"
+        "\n"
+        "\n"
+        "def engine_step(tasks):\n"
+        "    Registry.executor.step(tasks)\n");
+  write("serve.py",
+        "from engine.main import engine_init, engine_step\n"
+        "\n"
+        "\n"
+        "def serve(args, queue):\n"
+        "    engine_init(args)\n"
+        "    while True:\n"
+        "        engine_step(queue.get())\n");
+  EXPECT_EQ(findings(), (std::vector<std::string>{"executor.py:30", "executor.py:35", "executor.py:40"}));
+}
+
+// A factory method called on an object, or a method of another class of the same name, makes no
+// executor: a same-named `build` elsewhere is not the factory.
+TEST_F(PointToPointRoutes, AnotherClassesBuildIsNotTheFactory) {
+  write("engine/executor.py", kExecutors);
+  write("tools/replay.py",
+        "class Trace:\n"
+        "    @staticmethod\n"
+        "    def build(args):\n"
+        "        return Trace()\n"
+        "\n"
+        "    def step(self, tasks):\n"
+        "        return tasks\n"
+        "\n"
+        "\n"
+        "def replay(args, events):\n"
+        "    trace = Trace.build(args)\n"
+        "    for tasks in events:\n"
+        "        trace.step(tasks)\n");
+  EXPECT_TRUE(findings().empty());
+}
+
 }  // namespace nccl_migrate::lint

@@ -489,6 +489,12 @@ std::vector<size_t> entryCalls(std::string_view text, std::string_view table) {
 
 // A class whose methods create groups (or whose construction does), as the tree or an installed
 // package defines it.
+// A function that makes instances of a class, where: a module's, or a class's (`owner`) called on it.
+struct Factory {
+  std::string module, made, owner;
+  bool operator==(const Factory&) const = default;
+};
+
 struct ClassEntry {
   std::string module;
   std::string name;
@@ -888,7 +894,10 @@ class Inference {
       for (size_t i = 0; i < readings_.size(); ++i)
         for (const FunctionCalls& f : readings_[i].functions) {
           for (const CallInFunction& c : f.calls) {
-            if (step == 0 && c.onAttribute && !c.onSelf && c.receiver.starts_with("self.") && methodNames_.contains(c.name) &&
+            // An attribute of self, or of a named object of the module (a class kept as a registry,
+            // `Backend.executor`), whose binding the statements read so far do not show.
+            bool attribute = c.receiver.find('.') != std::string::npos && !c.receiver.ends_with("()");
+            if (step == 0 && c.onAttribute && !c.onSelf && attribute && methodNames_.contains(c.name) &&
                 receiverClasses(c, f, i).empty())
               targets[i].insert(c.receiver);
             if (step == 0 && !c.table.empty() && c.table.starts_with("self.") && c.table.find('.', 5) != std::string::npos)
@@ -896,7 +905,7 @@ class Inference {
           }
           if (step == 1)
             for (const Construction& b : f.constructions)
-              if (b.alias && b.target.starts_with("self.")) targets[i].insert(b.callee);
+              if (b.alias && b.target.find('.') != std::string::npos) targets[i].insert(b.callee);
         }
       for (size_t i = 0; i < readings_.size(); ++i) {
         if (targets[i].empty()) continue;
@@ -1050,7 +1059,7 @@ class Inference {
   }
 
   // The classes a callee (`GroupMaker`, `mod.DeviceGroup`, a factory) called in `source` makes,
-  // and, for a class of the tree that has no wrapper methods of its own, those of its bases.
+  // and their bases of the tree.
   std::vector<const ClassEntry*> classesMadeBy(const std::string& callee, const std::string& qualified, size_t source,
                                                int depth = 0) const {
     std::vector<const ClassEntry*> out;
@@ -1065,17 +1074,31 @@ class Inference {
       for (const ClassEntry& c : it->second)
         if (inScope(c.module)) out.push_back(&c);
     if (auto it = factories_.find(last); it != factories_.end())
-      for (const auto& [module, made] : it->second)
-        if (inScope(module))
-          for (const ClassEntry* c : classesMadeBy(made, "", sourceOf(module), depth + 1)) out.push_back(c);
-    if (!out.empty() || depth > 4 || classes_.empty() || !followsObjectRoutes_) return out;
-    // Inherited methods: `class NcclBackend(DistBackend)`, where DistBackend has the wrapper.
+      for (const Factory& factory : it->second)
+        if (factory.owner.empty() ? inScope(factory.module) : calledOnItsClass(callee, qualified, factory, source))
+          for (const ClassEntry* c : classesMadeBy(factory.made, "", sourceOf(factory.module), depth + 1)) out.push_back(c);
+    if (depth > 4 || classes_.empty() || !followsObjectRoutes_) return out;
+    // Inherited methods: `class NcclBackend(DistBackend)`, where DistBackend has the wrapper; a
+    // class with wrapper methods of its own inherits the others still.
     for (const auto& [j, bases] : classDefinitions(last)) {
       if (!inScope(modules_[j])) continue;
       for (const std::string& base : bases)
         for (const ClassEntry* c : classesMadeBy(base, "", j, depth + 1)) out.push_back(c);
     }
     return out;
+  }
+
+  // Whether `Owner.build(...)` (callee as written, qualified through the file's imports) calls a
+  // class's factory method: on that class, defined in this module or imported from the factory's.
+  bool calledOnItsClass(const std::string& callee, const std::string& qualified, const Factory& factory, size_t source) const {
+    size_t dot = callee.rfind('.');
+    if (dot == std::string::npos) return false;
+    std::string owner = callee.substr(0, dot);
+    if (owner.substr(owner.rfind('.') + 1) != factory.owner) return false;
+    size_t classDot = qualified.rfind('.') == std::string::npos ? std::string::npos : qualified.rfind('.', qualified.rfind('.') - 1);
+    if (classDot != std::string::npos) return moduleNamedBy(factory.module, qualified.substr(0, classDot));
+    return owner.find('.') == std::string::npos && (factory.module == modules_[source] || importedFrom(owner, source).empty() ||
+                                                     moduleNamedBy(factory.module, importedFrom(owner, source)));
   }
 
   // The module a name is imported from in `source`, at any depth (`from pkg.backend import
@@ -1147,6 +1170,17 @@ class Inference {
     }
     if (std::vector<const ClassEntry*> out = boundIn(f, r, source, 0); !out.empty()) return out;
     if (std::vector<const ClassEntry*> out = madeFor(reading.module.constructions, r, source); !out.empty()) return out;
+    // An attribute of a named object (a class used as a registry, `Backend.executor`), set in any
+    // function of the module: `Backend.executor = Executor.build(args)`, or through a local.
+    if (r.find('.') != std::string::npos && followsObjectRoutes_) {
+      std::vector<const ClassEntry*> out;
+      for (const FunctionCalls& g : reading.functions)
+        if (&g != &f)
+          for (const ClassEntry* e : boundIn(g, r, source, 0)) out.push_back(e);
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      if (!out.empty()) return out;
+    }
     const std::string& q = call.receiverQualified;
     if (r.find('.') != std::string::npos || q.find('.') == std::string::npos) return {};
     std::string imported = q.substr(0, q.rfind('.')), name = q.substr(q.rfind('.') + 1);
@@ -1293,10 +1327,14 @@ class Inference {
         const std::string& module = modules_[i];
         for (const FunctionCalls& f : readings_[i].functions) {
           bool constructor = f.scope == FunctionScope::Method && f.function == "__init__" && !f.owner.empty();
-          if (f.scope == FunctionScope::Module) changed |= noteFactory(f, i, added);
+          if (f.scope != FunctionScope::Nested && !constructor && followsObjectRoutes_) changed |= noteFactory(f, i, added);
+          else if (f.scope == FunctionScope::Module) changed |= noteFactory(f, i, added);
           if (!constructor && (namesRoot(f.function) || !isTrackable(f.function))) continue;
           std::string key = constructor ? module + ":" + f.owner : groupWrapperKey(module, f);
-          if (wrappers_.contains(key)) continue;
+          // Methods share their module's key (`mod#self:step`): a subclass's override of a wrapper
+          // method is read still, so that its class gets the method too.
+          bool known = wrappers_.contains(key);
+          if (known && !(followsObjectRoutes_ && needsMethodOf(f, module))) continue;
           for (const CallInFunction& c : f.calls) {
             bool throughModel = false;
             std::string via = creationVia(c, f, i, throughModel);
@@ -1307,7 +1345,7 @@ class Inference {
               // Constructing the class creates a group: its name is called like a function's.
               addWrapper(key, (environment_[i] ? module + "." : "") + f.owner + "() -> " + chain, true, f.owner, module, added);
             } else {
-              addWrapper(key, chain, throughModel, f.function, key.substr(0, key.rfind(':')), added);
+              if (!known) addWrapper(key, chain, throughModel, f.function, key.substr(0, key.rfind(':')), added);
               if (f.scope == FunctionScope::Method && !f.owner.empty()) noteMethod(f, i, chain, added);
             }
             changed = true;
@@ -1317,6 +1355,17 @@ class Inference {
       }
     }
     return added;
+  }
+
+  // Whether `f` is a method of a class whose entry does not hold it yet (module keys are shared by
+  // the methods of one name of all the module's classes).
+  bool needsMethodOf(const FunctionCalls& f, const std::string& module) const {
+    if (f.scope != FunctionScope::Method || f.owner.empty() || f.function == "__init__") return false;
+    auto it = classes_.find(f.owner);
+    if (it == classes_.end()) return true;
+    for (const ClassEntry& c : it->second)
+      if (c.module == module) return !c.methods.contains(f.function);
+    return true;
   }
 
   void noteMethod(const FunctionCalls& f, size_t source, const std::string& chain, Sought& added) {
@@ -1339,19 +1388,23 @@ class Inference {
     }
   }
 
-  // A module's function that makes an instance of a class with wrapper methods (`DeviceGroup()`
-  // returning its module's singleton): its calls make that class's instances.
+  // A module's function, or a class's method called on the class (`Executor.build(args)`, a static
+  // factory), that makes instances of classes with wrapper methods (`DeviceGroup()` returning its
+  // module's singleton; one executor class or another by the arguments): its calls make those
+  // classes' instances.
   bool noteFactory(const FunctionCalls& f, size_t source, Sought& added) {
+    if (f.scope == FunctionScope::Nested || (f.scope == FunctionScope::Method && f.owner.empty())) return false;
+    bool changed = false;
     for (const CallInFunction& c : f.calls) {
       if (c.onAttribute || !classes_.contains(c.name) || c.name == f.function) continue;
-      std::vector<std::pair<std::string, std::string>>& made = factories_[f.function];
-      std::pair<std::string, std::string> entry{modules_[source], c.name};
-      if (std::find(made.begin(), made.end(), entry) != made.end()) return false;
+      std::vector<Factory>& made = factories_[f.function];
+      Factory entry{modules_[source], c.name, f.scope == FunctionScope::Method ? f.owner : ""};
+      if (std::find(made.begin(), made.end(), entry) != made.end()) continue;
       made.push_back(entry);
       added[f.function].push_back(modules_[source]);
-      return true;
+      changed = true;
     }
-    return false;
+    return changed;
   }
 
   const TableRoots& roots_;
@@ -1373,7 +1426,7 @@ class Inference {
   std::map<std::string, std::string> via_;  // wrapper key -> its chain
   std::set<std::string> throughModel_;      // keys whose chain passes an object or an installed package
   std::map<std::string, std::vector<ClassEntry>> classes_;  // by class name
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> factories_;  // function -> (module, class)
+  std::map<std::string, std::vector<Factory>> factories_;  // by the function's name
   Sought searching_;
   std::unordered_set<std::string> methodNames_;  // the wrapper methods of classes_, by name
   // classDefinitions: class name -> (source, bases as written) of each definition, once read.
