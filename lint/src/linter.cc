@@ -41,7 +41,7 @@
 #include "python/python_frontend.h"
 #include "settings/settings_frontends.h"
 #include "python/python_project.h"
-#include "python/python_values.h"
+#include "python/python_parameter_callers.h"
 #include "rules/registry.h"
 
 namespace nccl_migrate::lint {
@@ -727,12 +727,20 @@ bool anyPythonRuleOn(const LintConfig& config) {
   return false;
 }
 
-// The Python texts among the project tables' reads (headers are read for their aliases alone).
-std::vector<std::string_view> pythonTexts(const std::vector<fs::path>& files, const std::vector<size_t>& wanted,
-                                          const std::vector<std::string_view>& texts) {
-  std::vector<std::string_view> python;
+// The Python texts among the project tables' reads (headers are read for their aliases alone), and
+// the module of each.
+struct PythonTexts {
+  std::vector<std::string_view> texts;
+  std::vector<std::string> modules;
+};
+PythonTexts pythonTexts(const std::vector<fs::path>& files, const std::vector<size_t>& wanted,
+                        const std::vector<std::string_view>& texts, const std::vector<std::string>& modules) {
+  PythonTexts python;
   for (size_t k = 0; k < texts.size(); ++k)
-    if (languageByName(files[wanted[k]]) == Language::Python && !texts[k].empty()) python.push_back(texts[k]);
+    if (languageByName(files[wanted[k]]) == Language::Python && !texts[k].empty()) {
+      python.texts.push_back(texts[k]);
+      python.modules.push_back(modules[k]);
+    }
   return python;
 }
 
@@ -935,7 +943,10 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   for (std::thread& t : threads) t.join();
   ProjectTables tables;
   for (const std::set<std::string>& names : found) tables.legacyClassAliases.insert(names.begin(), names.end());
-  if (callerValues) tables.parametersCallersPass = parametersCallersPass(pythonTexts(files, wanted, texts), jobs);
+  if (callerValues) {
+    PythonTexts python = pythonTexts(files, wanted, texts, modules);
+    tables.parametersCallersPass = parametersCallersPass(python.texts, python.modules, jobs);
+  }
   if (deviceReturns) tables.functionReturns = deviceSelectionReturns(files, wanted, texts, modules, config);
   if (!wrappers && !pointToPoint) return tables;
   // The tables share one survey of the sources (group_wrappers.h).

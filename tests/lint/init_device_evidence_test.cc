@@ -14,7 +14,7 @@
 #include "nccl_migrate/lint/linter.h"
 #include "nccl_migrate/lint/rule.h"
 #include "python/python_frontend.h"
-#include "python/python_values.h"
+#include "python/python_parameter_callers.h"
 
 namespace nccl_migrate::lint {
 namespace {
@@ -327,7 +327,7 @@ TEST(ParametersCallersPass, ArgumentsByKeywordPositionAndUnpacking) {
   EXPECT_EQ(passed("job(2, store_backend=b)\n"), (std::set<std::string>{"job:store_backend"}));
   EXPECT_EQ(passed("job(*argv)\n"), (std::set<std::string>{"job:backend"}));  // keyword-only stays
   EXPECT_EQ(passed("job(2, **options)\n"), (std::set<std::string>{"job:backend", "job:store_backend"}));
-  EXPECT_EQ(passed("Runner(args.backend)\n"), (std::set<std::string>{"__init__:backend"}));
+  EXPECT_EQ(passed("Runner(args.backend)\n"), (std::set<std::string>{"Runner:backend"}));
   EXPECT_EQ(passed("runner.start(\"nccl\")\n"), (std::set<std::string>{"start:backend"}));
   // A name after `def` or `class` is no call; a call over several lines, with comments and nested
   // brackets, is read whole.
@@ -335,6 +335,33 @@ TEST(ParametersCallersPass, ArgumentsByKeywordPositionAndUnpacking) {
   EXPECT_EQ(passed("job(\n    [1, (2, 3)],  # world\n    backend=cfg[\"b\"],\n)\n"), (std::set<std::string>{"job:backend"}));
 }
 
+
+// Only a call that can reach the definition counts: in its own module, one that names the
+// defining module (as importing it does), or a method's call on an object. Another class's
+// `super().__init__(...)`, a `setup(**kwargs)` of setuptools' in setup.py, or an explicit
+// `Base.__init__(self)` passes nothing to a harness's own `__init__` or `setup`.
+TEST(ParametersCallersPass, OnlyCallsThatCanReachTheDefinition) {
+  std::string harness =
+      "import torch.distributed as dist\n"
+      "class GlooHarness:\n"
+      "    def __init__(self, world_size, backend=\"gloo\"):\n"
+      "        dist.init_process_group(backend, world_size=world_size)\n"
+      "def setup(rank, world_size, backend=\"gloo\"):\n"
+      "    dist.init_process_group(backend, rank=rank, world_size=world_size)\n";
+  std::vector<std::string> modules{"pkg.harness", "pkg.other"};
+  auto passed = [&](const std::string& other) { return parametersCallersPass({harness, other}, modules, 2); };
+  EXPECT_TRUE(passed("from torch import nn\nclass Wide(nn.Module):\n    def __init__(self, dim):\n"
+                     "        super().__init__(dim, dim)\n").empty());
+  EXPECT_TRUE(passed("from setuptools import setup\nsetup(**dict(name='pkg'))\n").empty());
+  EXPECT_TRUE(passed("from pkg.harness import GlooHarness\nclass Fast(GlooHarness):\n    def __init__(self):\n"
+                     "        GlooHarness.__init__(self)\n").empty());
+  EXPECT_EQ(passed("from pkg.harness import GlooHarness\nGlooHarness(8, args.backend)\n"),
+            (std::set<std::string>{"GlooHarness:backend"}));
+  EXPECT_EQ(passed("from pkg import harness\nharness.setup(0, 8, backend=args.backend)\n"),
+            (std::set<std::string>{"setup:backend"}));
+  EXPECT_EQ(passed("def main(args):\n    from pkg.harness import setup\n    setup(0, 8, **vars(args))\n"),
+            (std::set<std::string>{"setup:backend"}));
+}
 
 // A name passed on is read where the call stands: its last assignment in the calling function, or
 // the calling function's own parameter of that name, whose callers then decide.

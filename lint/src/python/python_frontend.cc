@@ -25,7 +25,7 @@
 #include "python/python_names.h"
 #include "python/python_parse.h"
 #include "python/python_project.h"
-#include "python/python_values.h"
+#include "python/python_parameter_callers.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 
@@ -437,14 +437,27 @@ class PythonWalker {
     model_.functions.push_back(name);
     functions_.push_back(std::move(name));
     arm_ = -1;
-    bindParameters(field(node, kField.parameters));
+    bindParameters(field(node, kField.parameters), parameterKeyName(node));
   }
 
   // A function's parameters are bound to values its callers choose: not read here. A string
   // literal default is kept as the parameter's string (`backend: str = "gloo"`), the value the
   // function works with, unless a call in the scanned tree passes another value
   // (NameEquivalences::parametersCallersPass): then the value is the caller's, unknown here.
-  void bindParameters(TSNode parameters) {
+  // The name the tree's callers reach a function by, for its parameters' keys: a class's for its
+  // __init__ (parametersCallersPass).
+  std::string parameterKeyName(TSNode function) const {
+    std::string name = textOf(field(function, kField.name));
+    if (name != "__init__") return name;
+    TSNode parent = ts_node_parent(function);
+    if (!ts_node_is_null(parent) && typeOf(parent) == "decorated_definition") parent = ts_node_parent(parent);
+    if (ts_node_is_null(parent) || typeOf(parent) != "block") return name;
+    TSNode owner = ts_node_parent(parent);
+    if (ts_node_is_null(owner) || typeOf(owner) != "class_definition") return name;
+    return textOf(field(owner, kField.name));
+  }
+
+  void bindParameters(TSNode parameters, const std::string& keyName) {
     ValueNode positional{ValueNode::Kind::Sequence, "", "", {}, locationOf(parameters)};
     bool keywordOnly = false;
     auto record = [&](TSNode name) {
@@ -469,8 +482,7 @@ class PythonWalker {
       bind(textOf(name), -1, name);
       TSNode byDefault = field(p, kField.value);
       bool literal = typeOf(byDefault) == "string" || typeOf(byDefault) == "concatenated_string";
-      bool callersPass = equivalences_.parametersCallersPass.contains(
-          callerParameterKey(functions_[static_cast<size_t>(function_)], textOf(name)));
+      bool callersPass = equivalences_.parametersCallersPass.contains(callerParameterKey(keyName, textOf(name)));
       parameters_[{function_, textOf(name)}] = literal && !callersPass ? stringValueOf(byDefault) : std::nullopt;
     });
     model_.bindings.push_back({kParameters, addValue(std::move(positional)), function_, {}, locationOf(parameters)});

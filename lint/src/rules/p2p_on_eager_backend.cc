@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nccl_migrate/lint/rule.h"
+#include "python/python_frontend.h"
 #include "registry.h"
 #include "torch_names.h"
 
@@ -58,7 +59,7 @@ const Argument* transferredTensor(const Call& call) {
 
 // torch's factories that make a tensor on the default device unless given `device=`.
 bool isDefaultDeviceFactory(const std::string& callee) {
-  for (const char* name : {"ones", "zeros", "empty", "full", "rand", "randn", "randint", "arange"})
+  for (const char* name : {"ones", "zeros", "empty", "full", "rand", "randn", "randint", "arange", "tensor"})
     if (callee == std::string("torch.") + name) return true;
   return false;
 }
@@ -69,8 +70,8 @@ std::string_view lastName(std::string_view dotted) {
 }
 
 // Whether the traced value is a tensor on the CPU on every path the file shows: `t.cpu()`,
-// `t.to("cpu")`, or a factory of torch's given no device in a file that does not change the default
-// device. NCCL takes CUDA tensors only, so such a transfer runs on a CPU backend (gloo), whatever
+// `t.to("cpu")`, a factory of torch's given `device="cpu"`, or one given no device in a file that
+// does not change the default device. NCCL takes CUDA tensors only, so such a transfer runs on a CPU backend (gloo), whatever
 // the group.
 bool onCpu(const TracedValue& value, const ValueNode& n, bool defaultDeviceIsCpu, int depth = 0) {
   using Kind = ValueNode::Kind;
@@ -87,10 +88,16 @@ bool onCpu(const TracedValue& value, const ValueNode& n, bool defaultDeviceIsCpu
     const ValueNode& target = value.operand(n, 0);
     return target.kind == Kind::Literal && target.text == "cpu" && (target.keyword.empty() || target.keyword == "device");
   }
-  if (!defaultDeviceIsCpu || !isDefaultDeviceFactory(n.text)) return false;
-  for (size_t i = 0; i < n.operands.size(); ++i)
-    if (value.operand(n, i).keyword == "device") return false;
-  return true;
+  if (!isDefaultDeviceFactory(n.text)) return false;
+  for (size_t i = 0; i < n.operands.size(); ++i) {
+    const ValueNode& device = value.operand(n, i);
+    if (device.keyword != "device") continue;
+    // `device="cpu"` or `torch.device("cpu")`: the CPU whatever the default device.
+    if (device.kind == Kind::Literal) return device.text == "cpu";
+    return device.kind == Kind::Call && device.text == "torch.device" && !device.operands.empty() &&
+           value.operand(device, 0).kind == Kind::Literal && value.operand(device, 0).text == "cpu";
+  }
+  return defaultDeviceIsCpu;
 }
 
 // Whether a device argument names a CUDA device: "cuda", "cuda:N", f"cuda:{i}",
@@ -182,28 +189,58 @@ bool changesDefaultDevice(const SourceModel& model) {
   return false;
 }
 
+// A backend value that is not eager NCCL's: a string such as "gloo", or torch's constant for one
+// (`dist.Backend.GLOO`, `Backend.MPI`).
+bool namesOtherBackend(const ValueNode& backend) {
+  if (backend.kind == ValueNode::Kind::Literal) return !selectsEagerNccl(backend.text);
+  if (backend.kind != ValueNode::Kind::Attribute) return false;
+  std::string_view constant = lastName(backend.text);
+  return backend.text.find("Backend.") != std::string::npos && (constant == "GLOO" || constant == "MPI" || constant == "UCC");
+}
+
+// Whether a traced value is a group made with a backend that is not eager NCCL, on every path
+// (`new_group(ranks, backend="gloo")`), or a name or attribute `others` holds such a group in.
+bool otherBackendGroup(const TracedValue& value, const ValueNode& n, const std::set<std::string>& others) {
+  using Kind = ValueNode::Kind;
+  if (n.kind == Kind::OneOf) {
+    for (size_t i = 0; i < n.operands.size(); ++i)
+      if (!otherBackendGroup(value, value.operand(n, i), others)) return false;
+    return !n.operands.empty();
+  }
+  if (n.kind == Kind::Name || n.kind == Kind::Attribute) return others.contains(n.text);
+  if (n.kind != Kind::Call) return false;
+  if (!isDistributed(n.text, "new_group") && !isDistributed(n.text, "split_group") &&
+      !isDistributed(n.text, "_new_process_group_helper"))
+    return false;
+  for (size_t i = 0; i < n.operands.size(); ++i)
+    if (value.operand(n, i).keyword == "backend") return namesOtherBackend(value.operand(n, i));
+  return false;
+}
+
+// The names and attributes the file keeps a group of another backend in, in any function: `cpu_group =
+// new_group(ranks, backend="gloo")`, then `self.cpu_group = cpu_group` in a constructor, so that
+// another method's `group=self.cpu_group` (or a local copy of it) is that group.
+std::set<std::string> otherBackendGroupNames(const SourceModel& model) {
+  std::set<std::string> names;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const Binding& b : model.bindings) {
+      if (b.name.empty() || names.contains(b.name)) continue;
+      TracedValue value = traceBinding(model, b);
+      if (value.root() && otherBackendGroup(value, *value.root(), names)) grew = names.insert(b.name).second || grew;
+    }
+  }
+  return names;
+}
+
 // Whether the group a transfer names is one the file shows made with a backend that is not eager
-// NCCL (`pg = dist.new_group(ranks, backend="gloo")`): its transfers never reach NCCL.
-bool onGroupShownNotNccl(const SourceModel& model, const Call& call) {
+// NCCL: its transfers never reach NCCL.
+bool onOtherBackendGroup(const SourceModel& model, const Call& call, const std::set<std::string>& others) {
   size_t position = isDistributed(call.qualifiedName, "P2POp") ? 3 : 2;
   const Argument* group = call.argument("group", position);
   if (!group) return false;
   TracedValue value = traceValue(model, call, *group);
-  if (!value.root()) return false;
-  auto notNccl = [&](const ValueNode& made) {
-    if (made.kind != ValueNode::Kind::Call) return false;
-    if (!isDistributed(made.text, "new_group") && !isDistributed(made.text, "split_group")) return false;
-    for (size_t i = 0; i < made.operands.size(); ++i) {
-      const ValueNode& backend = value.operand(made, i);
-      if (backend.keyword == "backend") return backend.kind == ValueNode::Kind::Literal && !selectsEagerNccl(backend.text);
-    }
-    return false;
-  };
-  const ValueNode& root = *value.root();
-  if (root.kind != ValueNode::Kind::OneOf) return notNccl(root);
-  for (size_t i = 0; i < root.operands.size(); ++i)
-    if (!notNccl(value.operand(root, i))) return false;
-  return !root.operands.empty();
+  return value.root() && otherBackendGroup(value, *value.root(), others);
 }
 
 class P2pOnEagerBackend final : public Rule {
@@ -244,6 +281,7 @@ class P2pOnEagerBackend final : public Rule {
       if (device == Device::Cuda) cudaShown = true;
     }
     bool unshownMayBeNccl = cudaShown || makesGroupWithCudaOnNccl(model);
+    std::set<std::string> otherGroups = otherBackendGroupNames(model);
     // Whether the file shows a transfer's tensor off NCCL: on the CPU, or not shown on a group the
     // file shows carrying CPU tensors only.
     auto offNccl = [&](Device device, const std::string& group) {
@@ -257,7 +295,7 @@ class P2pOnEagerBackend final : public Rule {
       bool inLoop = call.loopDepth > 0;
       if (!inLoop && call.calledInLoopAt.empty()) continue;
       if (auto device = devices.find(&call); device != devices.end() && offNccl(device->second, groupOf(call))) continue;
-      if (inCoalescingBlock(model, call) || onGroupShownNotNccl(model, call)) continue;
+      if (inCoalescingBlock(model, call) || onOtherBackendGroup(model, call, otherGroups)) continue;
       std::string where = inLoop ? "() in a loop" : "() in " + call.function + "(), " + call.calledInLoopAt;
       out.push_back(finding(model, call.where,
                             call.spelling + where + ": torch 2.15's NCCL backend runs send/recv on the group's "
@@ -293,14 +331,16 @@ class P2pOnEagerBackend final : public Rule {
                    "tables of an object's methods (`self.funcs[\"send\"] = self.isend`, called as "
                    "`self.backend.funcs[name](...)`). NCCL takes CUDA tensors "
                    "only: a transfer of a tensor the file shows on the CPU (t.cpu(), t.to(\"cpu\"), a torch factory "
-                   "given no device) is not reported, nor is one whose tensor the file does not show (a queue's, a "
+                   "given device=\"cpu\", or no device) is not reported, nor is one whose tensor the file does not show (a queue's, a "
                    "parameter's) on a group the file shows carrying CPU tensors, when the file shows no CUDA tensor on "
                    "any group and makes no group whose CUDA tensors go to NCCL (init_process_group with no backend "
                    "or a device map such as \"cpu:gloo,cuda:nccl\"): that group's point-to-point traffic is not "
                    "shown to reach NCCL. Groups are told apart by how their argument is written, and `pg` and "
                    "`self.pg` may be one group, so a CUDA tensor on any group counts against all of them. Not "
                    "reported either: a transfer on a group the file shows made with a backend other than NCCL "
-                   "(`pg = new_group(ranks, backend=\"gloo\")`), a file whose every init_process_group names a world "
+                   "(`pg = new_group(ranks, backend=\"gloo\")`, or dist.Backend.GLOO), kept in a name or an "
+                   "attribute in any function of the file (`self.cpu_group = cpu_group` in a constructor, then "
+                   "`group=self.cpu_group` in a method), a file whose every init_process_group names a world "
                    "without NCCL and that calls no other initialiser, a module that imports torch_npu at module "
                    "level (it runs only on Ascend NPUs, HCCL's), and a file or a caller's file that names "
                    "nccl-lazy. Any other \"gloo\" (a comparison with the run's backend, a parameter's default its "
@@ -312,7 +352,9 @@ class P2pOnEagerBackend final : public Rule {
       .enabledByDefault = true,
       .triggers = {{.anyOf = {"send(", "recv(", "isend(", "irecv("},
                     .module = "torch.distributed"}},
-      .contextWords = {"nccl-lazy", "init_process_group"},
+      // A group made with another backend is read where it is made, in any function: its backend's
+      // words bring that function to the parse.
+      .contextWords = {"nccl-lazy", "init_process_group", "\"gloo\"", "'gloo'", "GLOO"},
   };
 };
 
