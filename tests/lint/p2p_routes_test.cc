@@ -282,6 +282,29 @@ TEST_F(PointToPointRoutes, AForwardOfNoModelIsNotReported) {
   EXPECT_TRUE(findings().empty());
 }
 
+// A class without a base beside a model in one module: its `forward` runs when it is called, and
+// the model's is its own class's, each named in the message.
+TEST_F(PointToPointRoutes, AForwardOfNoModelBesideAModel) {
+  write("relay/__init__.py", "");
+  write("relay/ops.py",
+        "import torch\n"
+        "import torch.distributed as dist\n"
+        "\n"
+        "\n"
+        "class Handshake:\n"
+        "    def forward(self, t, peer):\n"
+        "        dist.send(t, peer)\n"
+        "\n"
+        "\n"
+        "class SendStage(torch.nn.Module):\n"
+        "    def forward(self, t):\n"
+        "        dist.send(t, 1)\n"
+        "        return t\n");
+  EXPECT_EQ(findings(), (std::vector<std::string>{"ops.py:12"}));
+  ASSERT_EQ(messages_.size(), 1u);
+  EXPECT_NE(messages_[0].find("a model's SendStage.forward()"), std::string::npos) << messages_[0];
+}
+
 // A forward's transfer of a tensor the file shows on the CPU stays on gloo: not reported.
 TEST_F(PointToPointRoutes, AForwardsCpuTransferIsNotReported) {
   write("pp/__init__.py", "");

@@ -840,8 +840,10 @@ class Inference {
         bool step = isModelStep(f);
         for (const CallInFunction& c : f.calls) {
           visit(c, f, wrappers_.contains(key) ? key : "", step);
+          // A model's own transfer: keyed by its class too, as the module's key is every class's
+          // method of that name (a class without a base may define `forward` beside the model).
           if (step && c.loopDepth == 0 && roots_.names.contains(c.name) && roots_.isRoot(c.name, c.qualifiedName) && repeats())
-            note(key, {i, c.row, LoopedCall::Repeat::IsForward, callerName(f), ""});
+            note(modelStepKey(modules_[i], f.owner, f.function), {i, c.row, LoopedCall::Repeat::IsForward, callerName(f), ""});
         }
       }
       for (const CallInFunction& c : readings_[i].module.calls) visit(c, moduleLevel, "", false);

@@ -433,7 +433,7 @@ class PythonWalker {
     function_ = static_cast<int>(functions_.size());
     classBody_ = false;  // a method's names are its own
     functionIsWrapper_.push_back(isGroupWrapperFunction(name));
-    functionCalledInLoopAt_.push_back(calledInLoopAt(name));
+    functionCalledInLoopAt_.push_back(calledInLoopAt(name, enclosingClassName(node)));
     model_.functions.push_back(name);
     functions_.push_back(std::move(name));
     arm_ = -1;
@@ -444,17 +444,22 @@ class PythonWalker {
   // literal default is kept as the parameter's string (`backend: str = "gloo"`), the value the
   // function works with, unless a call in the scanned tree passes another value
   // (NameEquivalences::parametersCallersPass): then the value is the caller's, unknown here.
+  // The class a function is a method of, by name; empty for any other function.
+  std::string enclosingClassName(TSNode function) const {
+    TSNode parent = ts_node_parent(function);
+    if (!ts_node_is_null(parent) && typeOf(parent) == "decorated_definition") parent = ts_node_parent(parent);
+    if (ts_node_is_null(parent) || typeOf(parent) != "block") return "";
+    TSNode owner = ts_node_parent(parent);
+    if (ts_node_is_null(owner) || typeOf(owner) != "class_definition") return "";
+    return textOf(field(owner, kField.name));
+  }
+
   // The name the tree's callers reach a function by, for its parameters' keys: a class's for its
   // __init__ (parametersCallersPass).
   std::string parameterKeyName(TSNode function) const {
     std::string name = textOf(field(function, kField.name));
-    if (name != "__init__") return name;
-    TSNode parent = ts_node_parent(function);
-    if (!ts_node_is_null(parent) && typeOf(parent) == "decorated_definition") parent = ts_node_parent(parent);
-    if (ts_node_is_null(parent) || typeOf(parent) != "block") return name;
-    TSNode owner = ts_node_parent(parent);
-    if (ts_node_is_null(owner) || typeOf(owner) != "class_definition") return name;
-    return textOf(field(owner, kField.name));
+    std::string owner = name == "__init__" ? enclosingClassName(function) : "";
+    return owner.empty() ? name : owner;
   }
 
   void bindParameters(TSNode parameters, const std::string& keyName) {
@@ -1053,9 +1058,11 @@ class PythonWalker {
 
   // Where the project model saw this file's function `name` called in a loop (a module's function,
   // a method or a nested function of that name here); empty if nowhere.
-  std::string calledInLoopAt(const std::string& name) const {
+  std::string calledInLoopAt(const std::string& name, const std::string& owner) const {
     const std::map<std::string, std::string>& table = equivalences_.functionsCalledInLoops;
     if (table.empty()) return "";
+    if (!owner.empty())
+      if (auto it = table.find(modelStepKey(module_, owner, name)); it != table.end()) return it->second;
     for (const char* scope : {":", "#self:", "#local:"})
       if (auto it = table.find(module_ + scope + name); it != table.end()) return it->second;
     return "";

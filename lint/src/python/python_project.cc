@@ -362,6 +362,10 @@ std::string pythonModuleOf(const std::string& path) {
   return module;
 }
 
+std::string modelStepKey(const std::string& module, const std::string& owner, const std::string& method) {
+  return module + "#self:" + owner + "." + method;
+}
+
 std::string groupWrapperKey(const std::string& module, const FunctionCalls& function) {
   switch (function.scope) {
     case FunctionScope::Method: return module + "#self:" + function.function;

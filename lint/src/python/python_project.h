@@ -101,6 +101,10 @@ std::string pythonModuleOf(const std::string& path);
 // (a bare name is read as ":<name>").
 std::string groupWrapperKey(const std::string& module, const FunctionCalls& function);
 std::string groupWrapperName(const std::string& key);
+// The key of a model's forward or backward (a method of a class with a base) that issues a transfer
+// itself, among NM502's table's keys: its class's, "mod#self:Conv.forward", since groupWrapperKey's
+// "mod#self:forward" stands for the method of that name of every class of the module.
+std::string modelStepKey(const std::string& module, const std::string& owner, const std::string& method);
 // Whether the module of a file (`module`, unknown when empty) is the one `imported` names: the same
 // dotted name or its last components, or the package above it (a name its __init__.py re-exports).
 bool moduleNamedBy(const std::string& module, const std::string& imported);
