@@ -762,15 +762,21 @@ std::map<std::string, std::string> pointToPointLoopSites(const std::vector<fs::p
                                                          const std::vector<std::string_view>& texts,
                                                          const std::vector<std::string>& modules, unsigned jobs,
                                                          const TreeSurvey& survey) {
-  // A file that names nccl-lazy has chosen the backend of its point-to-point groups, and one that
-  // initialises its world with gloo and never names NCCL runs on gloo: their loops do not count.
-  // Otherwise whether a group is gloo is read where the transfer is (NM502's own check): a caller
-  // that compares the run's backend with "gloo" still loops on whatever the callee's group is.
+  // A file that names nccl-lazy has chosen the backend of its point-to-point groups; one whose
+  // init_process_group is written with gloo (and that never names NCCL), or that imports torch_npu
+  // at its top (it runs on Ascend, HCCL's), runs on another backend: their loops do not count. This
+  // is read from the text, as the table parses no caller whole; the transfer's own file is read
+  // by NM502 itself (worldShownNotNccl). A "gloo" elsewhere (a command line's default, a
+  // comparison with the run's backend) decides nothing.
   auto loopCounts = [&](size_t k) {
     std::string_view text = texts[k];
     auto names = [&](std::string_view word) { return text.find(word) != std::string_view::npos; };
-    bool glooWorld = names("init_process_group") && (names("\"gloo\"") || names("'gloo'")) && !names("nccl");
-    return files[wanted[k]].extension() != ".ipynb" && !names("nccl-lazy") && !glooWorld;
+    bool glooInit = false;
+    for (std::string_view init : {"init_process_group(\"gloo\"", "init_process_group('gloo'",
+                                  "init_process_group(backend=\"gloo\"", "init_process_group(backend='gloo'"})
+      glooInit |= names(init);
+    bool ascend = text.starts_with("import torch_npu") || names("\nimport torch_npu");
+    return files[wanted[k]].extension() != ".ipynb" && !names("nccl-lazy") && !(glooInit && !names("nccl")) && !ascend;
   };
   std::map<std::string, std::string> sites;
   for (const auto& [key, at] : pointToPointInLoops(texts, modules, jobs, loopCounts, &survey))

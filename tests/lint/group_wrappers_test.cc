@@ -540,6 +540,14 @@ TEST_F(ProjectModelTree, ALibrarysOtherNameForItsModuleIsTheTreesWrapperToo) {
   EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"parallel_state.py:6:NM401"}));
 }
 
+// A test's stand-in for the library, under a tests folder, is no copy of it: the row stays in
+// force for the application's call of the library.
+TEST_F(ProjectModelTree, ATestsStandInForTheLibraryLeavesTheRowInForce) {
+  write(root_ / "tests/megatron/core/fake_state.py", kInitializeModelParallel);
+  write(root_ / "train.py", kCallsInitializeModelParallel);
+  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"fake_state.py:6:NM401", "train.py:4:NM401"}));
+}
+
 // The same library installed where lint runs: the catalogue's row says what the call makes (a
 // group per block of ranks), which one call of an installed wrapper would not show.
 TEST_F(ProjectModelTree, ALibraryFunctionInstalledIsReportedAtItsCall) {

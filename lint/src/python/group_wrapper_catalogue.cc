@@ -41,11 +41,18 @@ bool createsManyGroupsInOneCall(const KnownWrapper& row) {
 
 // Whether the tree's `module` lies in the package that holds the row's module (`megatron.core` for
 // `megatron.core.mpu`; a top-level module its own package). Tree modules are named from where lint
-// found them, so the package may stand after a folder's components (`src.megatron.core.x`).
+// found them, so the package may stand after a folder's components (`src.megatron.core.x`); under a
+// tests folder (`tests.vllm.fake_state`) it is a test's stand-in, not the library.
 bool inRowsPackage(const std::string& module, const std::string& rowModule) {
   size_t dot = rowModule.rfind('.');
   std::string package = dot == std::string::npos ? rowModule : rowModule.substr(0, dot);
-  return ("." + module + ".").find("." + package + ".") != std::string::npos;
+  std::string dotted = "." + module + ".";
+  size_t at = dotted.find("." + package + ".");
+  if (at == std::string::npos) return false;
+  std::string before = dotted.substr(0, at + 1);
+  for (const char* folder : {".tests.", ".test.", ".testing.", ".unit_tests."})
+    if (before.find(folder) != std::string::npos) return false;
+  return true;
 }
 
 }  // namespace

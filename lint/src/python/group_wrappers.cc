@@ -1491,8 +1491,7 @@ std::string describeLoopedCall(const LoopedCall& at, const std::string& where) {
   return "which " + at.caller + " calls in a loop at " + where + through;
 }
 
-std::set<std::string> functionsCalling
-(std::string_view source, const std::set<std::string>& creators) {
+std::set<std::string> functionsCalling(std::string_view source, const std::set<std::string>& creators) {
   std::set<std::string> found;
   GroupWrapperIndex none;
   for (const FunctionCalls& f : pythonFunctionCalls(source, {})) {

@@ -126,7 +126,7 @@ struct LoopedCall {
 // What runs the function repeatedly, for a finding's message, `where` the call's "path:line":
 // "which Bench.ping calls in a loop at bench.py:12, through self.backend", "which Conv.forward
 // calls at conv.py:8, once per step of the model", or, for a forward that issues the transfer
-// itself, "a model's forward (Conv.forward), which runs once per step".
+// itself, "a model's Conv.forward(), which runs once per step".
 std::string describeLoopedCall(const LoopedCall& at, const std::string& where);
 // A loop counts only in a source that `loopCounts` accepts (asked once per source that has one;
 // unset: every source); the others are read for the functions they define.

@@ -838,10 +838,13 @@ class PythonWalker {
     if (type != "dictionary_comprehension") return false;
     TSNode pair = field(node, kField.body);
     TSNode clause{};
+    int clauses = 0;
     forEachNamedChild(node, [&](TSNode child) {
       if (typeOf(child) == "for_in_clause" && ts_node_is_null(clause)) clause = child;
+      // A second `for` or an `if` leaves out or changes items: no copy of the environment.
+      if (typeOf(child) == "for_in_clause" || typeOf(child) == "if_clause") ++clauses;
     });
-    if (typeOf(pair) != "pair" || ts_node_is_null(clause)) return false;
+    if (typeOf(pair) != "pair" || ts_node_is_null(clause) || clauses != 1) return false;
     TSNode key = field(pair, kField.key), value = field(pair, kField.value);
     TSNode target = field(clause, kField.left), iterable = field(clause, kField.right);
     if (typeOf(value) == "subscript" && isEnviron(field(value, kField.value))) {
@@ -1013,11 +1016,24 @@ class PythonWalker {
   }
 
   void onSubscriptAssignment(TSNode target, TSNode right) {
+    forgetChangedEnvironmentCopy(field(target, kField.value));
     if (!isEnviron(field(target, kField.value))) return;
     auto key = stringValueOf(field(target, kField.subscript));
     if (!key || ts_node_is_null(right)) return;
     model_.settings.push_back({*key, stringValueOf(right).value_or(""), locationOf(target), true});
     bind(environmentBinding(*key), valueOf(right), target);
+  }
+
+  // A name holding a copy of the environment that the code then changes (`env["RANK"] = ...`,
+  // `env.update(...)`, `env.pop(...)`): from there on its items are no longer the environment's, and
+  // the name holds a value not read here.
+  void forgetChangedEnvironmentCopy(TSNode container) {
+    if (typeOf(container) != "identifier") return;
+    std::string name = textOf(container);
+    auto assigned = assigned_.find(name);
+    if (assigned == assigned_.end() || assigned->second.find("environ") == std::string::npos) return;
+    bind(name, -1, container);
+    assigned_.erase(assigned);
   }
 
   bool isEnviron(TSNode node) const {
@@ -1082,6 +1098,11 @@ class PythonWalker {
   void onCall(TSNode node) {
     TSNode function = field(node, kField.function);
     std::string dotted = dottedOf(function);
+    if (typeOf(function) == "attribute") {
+      std::string_view method = textOf(field(function, kField.attribute));
+      if (method == "update" || method == "pop" || method == "setdefault" || method == "clear" || method == "popitem")
+        forgetChangedEnvironmentCopy(field(function, kField.object));
+    }
     // A call through a dict's entry (`_SAVED["new_group"](ranks)`) may be one of torch's functions
     // kept there (keepSaved): recorded aside, it joins the calls if so.
     bool throughEntry = typeOf(function) == "subscript" && typeOf(field(function, kField.subscript)) == "string";

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -250,28 +251,44 @@ struct Passed {
 
 // Where a call stands, to read a name it passes: the text, the call's offset, and the definition it
 // stands in (none at module level).
+// The `name = value` statements of one function (or a module's top, `from` 0), by where they stand,
+// read up to `scanned` and extended as later calls ask: a module may hold thousands of calls passing
+// one name, and each reads only what the ones before it did not.
+struct AssignmentsSeen {
+  size_t scanned = 0;
+  std::vector<std::pair<size_t, std::string_view>> found;  // offset, assigned value
+};
+using Assignments = std::map<std::pair<size_t, std::string>, AssignmentsSeen>;
+
 struct CallSite {
   std::string_view text;
   size_t at = 0;
   const DefinitionLine* in = nullptr;
+  Assignments* assignments = nullptr;  // this text's, filled as names are asked for
 };
 
 // The last `name = value` statement in the site's function (or module, for a call outside any)
 // before the call; empty when there is none.
 std::string_view lastAssignment(const CallSite& site, std::string_view name) {
-  std::string_view last;
   size_t from = site.in ? site.in->body : 0;  // its parameters are no assignments
-  for (size_t at = site.text.find(name, from); at != std::string_view::npos && at < site.at; at = site.text.find(name, at + 1)) {
+  auto [it, fresh] = site.assignments->try_emplace({from, std::string(name)});
+  AssignmentsSeen& seen = it->second;
+  if (fresh) seen.scanned = from;
+  for (size_t at = site.text.find(name, seen.scanned); at != std::string_view::npos && at < site.at;
+       at = site.text.find(name, at + 1)) {
     size_t line = site.text.rfind('\n', at);
     line = line == std::string_view::npos ? 0 : line + 1;
     if (firstNonBlank(site.text, line) != at) continue;  // not where a statement starts
-    std::string_view rest = site.text.substr(at + name.size(), std::min<size_t>(site.at - at - name.size(), 4096));
+    std::string_view rest = site.text.substr(at + name.size(), std::min<size_t>(site.text.size() - at - name.size(), 4096));
     rest = rest.substr(0, rest.find('\n'));
     size_t eq = assignmentAt(rest);
     if (eq == std::string_view::npos || (!trimmed(rest.substr(0, eq)).empty() && !trimmed(rest.substr(0, eq)).starts_with(":"))) continue;
-    last = trimmed(rest.substr(eq + 1));
+    seen.found.emplace_back(at, trimmed(rest.substr(eq + 1)));
   }
-  return last;
+  seen.scanned = std::max(seen.scanned, site.at);
+  // The last before the call (calls of one function come in order, so every one found is).
+  auto after = std::lower_bound(seen.found.begin(), seen.found.end(), std::make_pair(site.at, std::string_view()));
+  return after == seen.found.begin() ? std::string_view() : std::prev(after)->second;
 }
 
 // What the argument text `value` passes for a parameter whose default is `byDefault`: a string
@@ -385,6 +402,7 @@ std::set<std::string> parametersCallersPass(const std::vector<std::string_view>&
   inParallel([&](unsigned part, size_t t) {
     std::string_view text = texts[t];
     std::string name;
+    Assignments assignments;
     for (size_t open = text.find('('); open != std::string_view::npos; open = text.find('(', open + 1)) {
       size_t start = open;
       while (start > 0 && identifierChar(text[start - 1])) --start;
@@ -394,7 +412,7 @@ std::set<std::string> parametersCallersPass(const std::vector<std::string_view>&
       if (it == callables.end() || definedHere(text, start)) continue;
       std::vector<std::string_view> items = listItems(text, open);
       bool onObject = start > 0 && text[start - 1] == '.';
-      CallSite site{text, start, enclosingDefinition(definitions[t], text, start)};
+      CallSite site{text, start, enclosingDefinition(definitions[t], text, start), &assignments};
       for (const Callable& callable : it->second)
         if (reaches(callable, t, onObject, texts, modules)) addPassed(callable, onObject, items, site, passedIn[part], forwardedIn[part]);
     }

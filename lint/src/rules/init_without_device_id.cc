@@ -499,7 +499,9 @@ class InitWithoutDeviceId final : public Rule {
         TracedValue value = traceValue(model, call, *library.index);
         evidence = DeviceReader(model, value, spawnIndexOf(model, call.functionId)).read();
       }
-      selections.push_back({&call, evidence, library.index ? library.index->text : ""});
+      // Quoted as the argument stands among the call's others: `..., local_rank=rank % 4`.
+      std::string quoted = !library.index ? "" : "..., " + (library.index->keyword.empty() ? "" : library.index->keyword + "=") + library.index->text;
+      selections.push_back({&call, evidence, quoted});
     }
     if (selections.empty()) return checkReturnedDevice(model, out);
     for (const Call& call : model.calls) {
@@ -547,8 +549,8 @@ class InitWithoutDeviceId final : public Rule {
       if (!device) return;
       const Binding& returned = *device->returned;
       std::string seen = returned.name + "() returns cuda:" + shownIndex(device->evidence) + " at line " +
-                         std::to_string(returned.where.line) + ", the device this file gives the process (it calls no "
-                         "set_device)";
+                         std::to_string(returned.where.line) + " and the file selects no GPU with set_device (where that is the "
+                         "device its processes use)";
       out.push_back(finding(model, call.where, message(call, backend, seen, device->evidence)));
     }
   }
