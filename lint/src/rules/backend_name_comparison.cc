@@ -88,7 +88,9 @@ class BackendNameComparison final : public Rule {
       .fixSafety = FixSafety::Safe,
       .languages = {Language::Python},
       .enabledByDefault = true,
-      .triggers = {{.anyOf = {"\"nccl\"", "'nccl'"}}},
+      // The comparisons reported have a `.name()` call or get_backend for their subject: a file that
+      // writes neither (most files naming "nccl" pass it to init_process_group) is not parsed for it.
+      .triggers = {{.anyOf = {"\"nccl\"", "'nccl'"}, .andAnyOf = {".name", "get_backend"}}},
       // Groups created under other NCCL spellings make get_backend comparisons wrong.
       .contextWords = {"nccl2", "nccl-lazy", "nccl-legacy", "cuda:nccl", "cuda:NCCL"},
   };
