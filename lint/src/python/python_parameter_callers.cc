@@ -308,19 +308,10 @@ Passed passedValue(std::string_view value, const std::optional<std::string>& byD
   return {};
 }
 
-// Whether a call of `callable`'s name in text `caller` can reach it: in its own text; on an object
-// for a method (whose receiver is not read); else where the caller names the defining module's
-// last name, as an import of it must (`from pkg.harness import setup`, `import pkg.harness as h`).
-// A name alone would join every `setup` of the tree (setuptools' in setup.py). Texts of unknown
-// modules (a test's two snippets) reach by name.
-bool reaches(const Callable& callable, size_t caller, bool onObject, const std::vector<std::string_view>& texts,
-             const std::vector<std::string>& modules) {
-  if (callable.text == caller || modules.size() != texts.size()) return true;
-  if (onObject && callable.definition->method && !callable.constructor) return true;
-  const std::string& module = modules[callable.text];
+// Whether `text` writes the last name of `module` as a word, as an import of the module must.
+bool namesModule(std::string_view text, const std::string& module) {
   if (module.empty()) return true;
   std::string_view last = std::string_view(module).substr(module.rfind('.') + 1);
-  std::string_view text = texts[caller];
   for (size_t at = text.find(last); at != std::string_view::npos; at = text.find(last, at + 1)) {
     bool startsWord = at == 0 || !isIdentifierByte(text[at - 1]);
     size_t end = at + last.size();
@@ -328,6 +319,21 @@ bool reaches(const Callable& callable, size_t caller, bool onObject, const std::
     if (startsWord && endsWord) return true;
   }
   return false;
+}
+
+// Whether a call of `callable`'s name in text `caller` can reach it: in its own text; on an object
+// for a method (whose receiver is not read); else where the caller names the defining module's
+// last name, as an import of it must (`from pkg.harness import setup`, `import pkg.harness as h`).
+// A name alone would join every `setup` of the tree (setuptools' in setup.py). Texts of unknown
+// modules (a test's two snippets) reach by name.
+// `named` keeps, for the caller's text, whether it names each defining text's module (a text is
+// searched once per module, not once per call).
+bool reaches(const Callable& callable, size_t caller, bool onObject, const std::vector<std::string_view>& texts,
+             const std::vector<std::string>& modules, std::unordered_map<size_t, bool>& named) {
+  if (callable.text == caller || modules.size() != texts.size()) return true;
+  if (onObject && callable.definition->method && !callable.constructor) return true;
+  if (auto known = named.find(callable.text); known != named.end()) return known->second;
+  return named[callable.text] = namesModule(texts[caller], modules[callable.text]);
 }
 
 // The parameters of `callable` that a call with `items` for arguments passes a value, added to
@@ -403,6 +409,7 @@ std::set<std::string> parametersCallersPass(const std::vector<std::string_view>&
     std::string_view text = texts[t];
     std::string name;
     Assignments assignments;
+    std::unordered_map<size_t, bool> named;  // defining text -> whether this text names its module
     for (size_t open = text.find('('); open != std::string_view::npos; open = text.find('(', open + 1)) {
       size_t start = open;
       while (start > 0 && identifierChar(text[start - 1])) --start;
@@ -414,7 +421,7 @@ std::set<std::string> parametersCallersPass(const std::vector<std::string_view>&
       bool onObject = start > 0 && text[start - 1] == '.';
       CallSite site{text, start, enclosingDefinition(definitions[t], text, start), &assignments};
       for (const Callable& callable : it->second)
-        if (reaches(callable, t, onObject, texts, modules)) addPassed(callable, onObject, items, site, passedIn[part], forwardedIn[part]);
+        if (reaches(callable, t, onObject, texts, modules, named)) addPassed(callable, onObject, items, site, passedIn[part], forwardedIn[part]);
     }
   });
   std::vector<std::pair<std::string, std::string>> forwarded;
