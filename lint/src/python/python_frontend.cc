@@ -1099,7 +1099,7 @@ class PythonWalker {
     TSNode function = field(node, kField.function);
     std::string dotted = dottedOf(function);
     if (typeOf(function) == "attribute") {
-      std::string_view method = textOf(field(function, kField.attribute));
+      std::string method = textOf(field(function, kField.attribute));
       if (method == "update" || method == "pop" || method == "setdefault" || method == "clear" || method == "popitem")
         forgetChangedEnvironmentCopy(field(function, kField.object));
     }
