@@ -356,11 +356,31 @@ TEST(ParametersCallersPass, OnlyCallsThatCanReachTheDefinition) {
   EXPECT_TRUE(passed("from pkg.harness import GlooHarness\nclass Fast(GlooHarness):\n    def __init__(self):\n"
                      "        GlooHarness.__init__(self)\n").empty());
   EXPECT_EQ(passed("from pkg.harness import GlooHarness\nGlooHarness(8, args.backend)\n"),
-            (std::set<std::string>{"GlooHarness:backend"}));
+            (std::set<std::string>{"pkg.harness.GlooHarness:backend"}));
   EXPECT_EQ(passed("from pkg import harness\nharness.setup(0, 8, backend=args.backend)\n"),
-            (std::set<std::string>{"setup:backend"}));
+            (std::set<std::string>{"pkg.harness.setup:backend"}));
   EXPECT_EQ(passed("def main(args):\n    from pkg.harness import setup\n    setup(0, 8, **vars(args))\n"),
-            (std::set<std::string>{"setup:backend"}));
+            (std::set<std::string>{"pkg.harness.setup:backend"}));
+}
+
+// The defining module is named only by an import of it: `torch.utils` in code, or an import of
+// torch's utils, is no import of the tree's `pkg.utils`.
+TEST(ParametersCallersPass, AModulesNameOnlyInAnImportOfIt) {
+  std::string utils = "def init_dist(backend=\"gloo\"):\n    pass\n";
+  std::vector<std::string> modules{"pkg.utils", "train"};
+  auto passed = [&](const std::string& other) { return parametersCallersPass({utils, other}, modules, 1); };
+  EXPECT_TRUE(passed("import torch.utils.data\nfrom launcher.helpers import init_dist\ninit_dist(\"nccl\")\n").empty());
+  EXPECT_TRUE(passed("# see pkg/utils.py\nx = loader.utils\ninit_dist(\"nccl\")\n").empty());
+  EXPECT_EQ(passed("from pkg.utils import init_dist\ninit_dist(\"nccl\")\n"), (std::set<std::string>{"pkg.utils.init_dist:backend"}));
+  EXPECT_EQ(passed("from pkg import utils\nutils.init_dist(backend=\"nccl\")\n"), (std::set<std::string>{"pkg.utils.init_dist:backend"}));
+}
+
+// Two functions of one name in two modules keep their own callers: a logging helper's
+// `setup("syslog")` passes nothing to a training script's `setup(backend="gloo")`.
+TEST(ParametersCallersPass, FunctionsOfOneNameInTwoModules) {
+  std::string job = "def setup(backend=\"gloo\"):\n    pass\nsetup()\n";
+  std::string logs = "def setup(backend=\"gloo\"):\n    pass\nsetup(\"syslog\")\n";
+  EXPECT_EQ(parametersCallersPass({job, logs}, {"a.job", "b.other"}, 1), (std::set<std::string>{"b.other.setup:backend"}));
 }
 
 // A name passed on is read where the call stands: its last assignment in the calling function, or

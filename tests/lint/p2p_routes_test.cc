@@ -455,6 +455,47 @@ TEST_F(PointToPointRoutes, AnObjectKeptOnARegistryClassThroughALocal) {
   EXPECT_EQ(findings(), (std::vector<std::string>{"executor.py:30", "executor.py:35", "executor.py:40"}));
 }
 
+// A classmethod's `cls.runner` is its own class's: another class of the module keeping an executor
+// under the same attribute text says nothing of it. Nor does a parameter's attribute (`ctx.engine`)
+// in one function tell what another function's parameter of that name holds.
+TEST_F(PointToPointRoutes, AnAttributeOfClsOrAParameterIsItsOwnFunctionsOrClasss) {
+  write("engine/executor.py", kExecutors);
+  write("engine/jobs.py",
+        "from engine.executor import PipeExecutor\n"
+        "\n"
+        "\n"
+        "class Trace:\n"
+        "    def step(self, tasks):\n"
+        "        return tasks\n"
+        "\n"
+        "\n"
+        "class Serving:\n"
+        "    @classmethod\n"
+        "    def setup(cls, args):\n"
+        "        cls.runner = PipeExecutor(args)\n"
+        "\n"
+        "\n"
+        "class Replay:\n"
+        "    @classmethod\n"
+        "    def setup(cls, args):\n"
+        "        cls.runner = Trace()\n"
+        "\n"
+        "    @classmethod\n"
+        "    def run(cls, events):\n"
+        "        for tasks in events:\n"
+        "            cls.runner.step(tasks)\n"
+        "\n"
+        "\n"
+        "def prepare(ctx, args):\n"
+        "    ctx.engine = PipeExecutor(args)\n"
+        "\n"
+        "\n"
+        "def replay(ctx, events):\n"
+        "    for tasks in events:\n"
+        "        ctx.engine.step(tasks)\n");
+  EXPECT_TRUE(findings().empty());
+}
+
 // A factory method called on an object, or a method of another class of the same name, makes no
 // executor: a same-named `build` elsewhere is not the factory.
 TEST_F(PointToPointRoutes, AnotherClassesBuildIsNotTheFactory) {

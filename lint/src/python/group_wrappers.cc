@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -489,6 +490,13 @@ std::vector<size_t> entryCalls(std::string_view text, std::string_view table) {
 
 // A class whose methods create groups (or whose construction does), as the tree or an installed
 // package defines it.
+// An attribute of a capitalised name, as a class kept as a registry is written: `Backend.executor`.
+bool isRegistryAttribute(const std::string& receiver) {
+  size_t dot = receiver.find('.');
+  return dot != std::string::npos && dot > 0 && std::isupper(static_cast<unsigned char>(receiver[0])) &&
+         !receiver.ends_with("()");
+}
+
 // A function that makes instances of a class, where: a module's, or a class's (`owner`) called on it.
 struct Factory {
   std::string module, made, owner;
@@ -898,7 +906,7 @@ class Inference {
           for (const CallInFunction& c : f.calls) {
             // An attribute of self, or of a named object of the module (a class kept as a registry,
             // `Backend.executor`), whose binding the statements read so far do not show.
-            bool attribute = c.receiver.find('.') != std::string::npos && !c.receiver.ends_with("()");
+            bool attribute = c.receiver.starts_with("self.") || c.receiver.starts_with("cls.") || isRegistryAttribute(c.receiver);
             if (step == 0 && c.onAttribute && !c.onSelf && attribute && methodNames_.contains(c.name) &&
                 receiverClasses(c, f, i).empty())
               targets[i].insert(c.receiver);
@@ -907,7 +915,8 @@ class Inference {
           }
           if (step == 1)
             for (const Construction& b : f.constructions)
-              if (b.alias && b.target.find('.') != std::string::npos) targets[i].insert(b.callee);
+              if (b.alias && (b.target.starts_with("self.") || b.target.starts_with("cls.") || isRegistryAttribute(b.target)))
+                targets[i].insert(b.callee);
         }
       for (size_t i = 0; i < readings_.size(); ++i) {
         if (targets[i].empty()) continue;
@@ -1163,7 +1172,8 @@ class Inference {
     const std::string& r = call.receiver;
     if (r.ends_with("()")) return classesMadeBy(r.substr(0, r.size() - 2), call.receiverQualified, source);
     const SourceReading& reading = readings_[source];
-    if (r.starts_with("self.")) {
+    // `self.x` and a classmethod's `cls.x`: bound in any method of the same class.
+    if (r.starts_with("self.") || r.starts_with("cls.")) {
       std::vector<const ClassEntry*> out;
       for (const FunctionCalls& g : reading.functions)
         if (!f.owner.empty() && g.owner == f.owner)
@@ -1172,9 +1182,10 @@ class Inference {
     }
     if (std::vector<const ClassEntry*> out = boundIn(f, r, source, 0); !out.empty()) return out;
     if (std::vector<const ClassEntry*> out = madeFor(reading.module.constructions, r, source); !out.empty()) return out;
-    // An attribute of a named object (a class used as a registry, `Backend.executor`), set in any
-    // function of the module: `Backend.executor = Executor.build(args)`, or through a local.
-    if (r.find('.') != std::string::npos && followsObjectRoutes_) {
+    // An attribute of a class used as a registry (`Backend.executor`, a capitalised name), set in
+    // any function of the module: `Backend.executor = Executor.build(args)`, or through a local. A
+    // lower-case head is a parameter or local (`ctx.comm`, `state.engine`) of each function alone.
+    if (isRegistryAttribute(r) && followsObjectRoutes_) {
       std::vector<const ClassEntry*> out;
       for (const FunctionCalls& g : reading.functions)
         if (&g != &f)

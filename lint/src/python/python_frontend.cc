@@ -99,7 +99,7 @@ class PythonWalker {
         leftOut_(leftOut) {
     names_.setEquivalentModules(&equivalences.modules);
     // The module the project-wide table knows this file as (linter.cc names it the same way).
-    if (!wrappers_.empty() || !equivalences.functionsCalledInLoops.empty()) {
+    if (!wrappers_.empty() || !equivalences.functionsCalledInLoops.empty() || !equivalences.parametersCallersPass.empty()) {
       std::error_code ec;
       module_ = pythonModuleOf(std::filesystem::absolute(model.path, ec).lexically_normal().generic_string());
     }
@@ -487,7 +487,7 @@ class PythonWalker {
       bind(textOf(name), -1, name);
       TSNode byDefault = field(p, kField.value);
       bool literal = typeOf(byDefault) == "string" || typeOf(byDefault) == "concatenated_string";
-      bool callersPass = equivalences_.parametersCallersPass.contains(callerParameterKey(keyName, textOf(name)));
+      bool callersPass = equivalences_.parametersCallersPass.contains(callerParameterKey(module_, keyName, textOf(name)));
       parameters_[{function_, textOf(name)}] = literal && !callersPass ? stringValueOf(byDefault) : std::nullopt;
     });
     model_.bindings.push_back({kParameters, addValue(std::move(positional)), function_, {}, locationOf(parameters)});

@@ -33,7 +33,7 @@ struct NameEquivalences {
   // that this file imports is followed into them (see kOtherFileReturns).
   std::map<std::string, std::vector<TracedValue>> functionReturns;
   // The parameters with a string default that some call in the scanned tree passes another value,
-  // as callerParameterKey names them ("initialize_backend:backend", python_parameter_callers.h): their value
+  // as callerParameterKey names them ("bench.backend.initialize_backend:backend", python_parameter_callers.h): their value
   // is the caller's, not the default. A parameter absent here works with its default.
   std::set<std::string> parametersCallersPass;
 };

@@ -127,6 +127,7 @@ struct Parameter {
 };
 
 struct Definition {
+  std::string module;  // the defining text's, as the run names it (empty: unknown)
   std::string name;
   std::vector<Parameter> parameters;  // those with a string default
   bool method = false;                // its first parameter is self or cls
@@ -134,7 +135,7 @@ struct Definition {
 
 // A definition's parameters from its list's items: `*` and `*args` end the positional ones.
 Definition definitionOf(std::string_view name, const std::vector<std::string_view>& items) {
-  Definition d{std::string(name), {}, false};
+  Definition d{"", std::string(name), {}, false};
   int position = 0;
   for (std::string_view item : items) {
     if (item.starts_with("*")) {
@@ -172,7 +173,7 @@ struct DefinitionLine {
 
 // Adds the definitions of `text` with a string default to `callables`; returns where every
 // definition of the text starts.
-std::vector<DefinitionLine> addDefinitions(std::string_view text, size_t index,
+std::vector<DefinitionLine> addDefinitions(std::string_view text, size_t index, const std::string& module,
                                            std::unordered_map<std::string, std::vector<Callable>>& callables) {
   struct Class {
     size_t indent;
@@ -207,7 +208,9 @@ std::vector<DefinitionLine> addDefinitions(std::string_view text, size_t index,
     // of this one (a subclass passing its own value there is not followed).
     bool constructor = name == "__init__" && !classes.empty() && classes.back().indent < indent;
     if (constructor) name = classes.back().name;
-    auto definition = std::make_shared<Definition>(definitionOf(name, listItems(text, at, &body)));
+    Definition read = definitionOf(name, listItems(text, at, &body));
+    read.module = module;
+    auto definition = std::make_shared<Definition>(std::move(read));
     lines.push_back({offset, body, indent, definition});
     if (definition->parameters.empty()) continue;
     if (constructor && !definition->method) continue;
@@ -222,6 +225,7 @@ const DefinitionLine* enclosingDefinition(const std::vector<DefinitionLine>& lin
   size_t line = text.rfind('\n', at);
   line = line == std::string_view::npos ? 0 : line + 1;
   size_t indent = firstNonBlank(text, line) - line;
+  if (indent == 0) return nullptr;  // a statement at the module's top: no definition holds it
   auto after = std::upper_bound(lines.begin(), lines.end(), at, [](size_t a, const DefinitionLine& d) { return a < d.offset; });
   for (auto it = std::make_reverse_iterator(after); it != lines.rend(); ++it)
     if (it->indent < indent) return &*it;
@@ -304,11 +308,13 @@ Passed passedValue(std::string_view value, const std::optional<std::string>& byD
   }
   if (!site.in) return {};
   for (const Parameter& p : site.in->definition->parameters)
-    if (p.name == value && p.byDefault == byDefault) return {Passed::Kind::Forwarded, callerParameterKey(site.in->definition->name, p.name)};
+    if (p.name == value && p.byDefault == byDefault) return {Passed::Kind::Forwarded, callerParameterKey(site.in->definition->module, site.in->definition->name, p.name)};
   return {};
 }
 
-// Whether `text` writes the last name of `module` as a word, as an import of the module must.
+// Whether `text` imports `module` or a name from it: an import statement's line (`from pkg.utils
+// import f`, `import pkg.utils as u`, `from pkg import utils`) that writes the module's last name as
+// a word. A word elsewhere (`torch.utils.data` in code, a comment) is no import of the tree's module.
 bool namesModule(std::string_view text, const std::string& module) {
   if (module.empty()) return true;
   std::string_view last = std::string_view(module).substr(module.rfind('.') + 1);
@@ -316,7 +322,26 @@ bool namesModule(std::string_view text, const std::string& module) {
     bool startsWord = at == 0 || !isIdentifierByte(text[at - 1]);
     size_t end = at + last.size();
     bool endsWord = end == text.size() || !isIdentifierByte(text[end]);
-    if (startsWord && endsWord) return true;
+    if (!startsWord || !endsWord) continue;
+    size_t line = text.rfind('\n', at);
+    line = line == std::string_view::npos ? 0 : line + 1;
+    size_t first = firstNonBlank(text, line);
+    if (first == std::string_view::npos || first > at) continue;
+    std::string_view statement = text.substr(first, at - first);
+    if (!statement.starts_with("from ") && !statement.starts_with("import ")) continue;
+    // `import torch.utils` names torch's utils, not the tree's: the dotted path must end in the
+    // module's own parent, or the module must stand alone (`from pkg import utils`, `import utils`).
+    size_t parentEnd = module.rfind('.');
+    std::string_view before = text.substr(first, at - first);
+    if (before.ends_with(".")) {
+      if (parentEnd == std::string::npos) continue;
+      std::string_view parent = std::string_view(module).substr(0, parentEnd);
+      std::string_view written = before.substr(0, before.size() - 1);
+      size_t parentLast = parent.rfind('.');
+      std::string_view parentName = parentLast == std::string_view::npos ? parent : parent.substr(parentLast + 1);
+      if (!written.ends_with(parentName)) continue;
+    }
+    return true;
   }
   return false;
 }
@@ -345,7 +370,7 @@ void addPassed(const Callable& callable, bool onObject, const std::vector<std::s
   // object, or a class called for its `__init__`, has `self` passed already.
   int first = callable.constructor || (onObject && d.method) ? 1 : 0;
   for (const Parameter& p : d.parameters) {
-    std::string key = callerParameterKey(d.name, p.name);
+    std::string key = callerParameterKey(d.module, d.name, p.name);
     if (passed.contains(key)) continue;
     int position = first;
     std::optional<std::string_view> value;  // the argument written for it
@@ -370,7 +395,8 @@ void addPassed(const Callable& callable, bool onObject, const std::vector<std::s
 
 }  // namespace
 
-std::string callerParameterKey(std::string_view function, std::string_view parameter) {
+std::string callerParameterKey(std::string_view module, std::string_view function, std::string_view parameter) {
+  if (!module.empty()) return std::string(module) + "." + std::string(function) + ":" + std::string(parameter);
   return std::string(function) + ":" + std::string(parameter);
 }
 
@@ -396,7 +422,9 @@ std::set<std::string> parametersCallersPass(const std::vector<std::string_view>&
   unsigned parts = std::max(1u, jobs);
   std::vector<std::unordered_map<std::string, std::vector<Callable>>> found(parts);
   std::vector<std::vector<DefinitionLine>> definitions(texts.size());
-  inParallel([&](unsigned part, size_t t) { definitions[t] = addDefinitions(texts[t], t, found[part]); });
+  inParallel([&](unsigned part, size_t t) {
+    definitions[t] = addDefinitions(texts[t], t, modules.size() == texts.size() ? modules[t] : std::string(), found[part]);
+  });
   std::unordered_map<std::string, std::vector<Callable>> callables = std::move(found.front());
   for (size_t part = 1; part < found.size(); ++part)
     for (auto& [name, more] : found[part]) callables[name].insert(callables[name].end(), more.begin(), more.end());

@@ -10,9 +10,11 @@
 
 namespace nccl_migrate::lint {
 
-// The key of a function's parameter in parametersCallersPass: "<function's name>:<parameter>", a
-// class's name for its __init__ ("Harness:backend"), which calls of the class reach.
-std::string callerParameterKey(std::string_view function, std::string_view parameter);
+// The key of a function's parameter in parametersCallersPass: "<module>.<function's name>:<parameter>"
+// ("pkg.harness.setup:backend"; "setup:backend" where the module is unknown), a class's name for its
+// __init__ ("pkg.harness.Harness:backend"), which calls of the class reach. Functions of one name in
+// different modules keep their own callers.
+std::string callerParameterKey(std::string_view module, std::string_view function, std::string_view parameter);
 
 // The parameters with a string literal default, defined anywhere in `texts` (`def f(..., backend="gloo")`),
 // that some call in `texts` passes a value other than that default: by keyword, by position (past

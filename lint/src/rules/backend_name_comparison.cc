@@ -90,7 +90,7 @@ class BackendNameComparison final : public Rule {
       .enabledByDefault = true,
       // The comparisons reported have a `.name()` call or get_backend for their subject: a file that
       // writes neither (most files naming "nccl" pass it to init_process_group) is not parsed for it.
-      .triggers = {{.anyOf = {"\"nccl\"", "'nccl'"}, .andAnyOf = {".name", "get_backend"}}},
+      .triggers = {{.anyOf = {"\"nccl\"", "'nccl'"}, .andAnyOf = {".name", "name()", "get_backend"}}},
       // Groups created under other NCCL spellings make get_backend comparisons wrong.
       .contextWords = {"nccl2", "nccl-lazy", "nccl-legacy", "cuda:nccl", "cuda:NCCL"},
   };

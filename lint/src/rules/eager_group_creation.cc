@@ -100,7 +100,8 @@ class EagerGroupCreation final : public Rule {
                    "(`def build_groups(layout, backend=\"gloo\")`, in new_group or in the file's init_process_group) "
                    "is that string only where no call in the linted tree passes that argument another value (by "
                    "keyword, by position, or through *args/**kwargs; calls are found by the function's name in the "
-                   "text, so two functions of one name share their callers); where one does, the backend is the "
+                   "text and count in its module, in a file importing that module, as a method's call on an object "
+                   "or a class's call for its __init__); where one does, the backend is the "
                    "caller's and the groups are reported.",
       .example = "groups = [dist.new_group(ranks) for ranks in layout]",
       .fix = "Create groups once and reuse them, derive a family with one split_group, or use backend=\"nccl-lazy\". "

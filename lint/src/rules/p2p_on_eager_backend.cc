@@ -198,16 +198,24 @@ bool namesOtherBackend(const ValueNode& backend) {
   return backend.text.find("Backend.") != std::string::npos && (constant == "GLOO" || constant == "MPI" || constant == "UCC");
 }
 
-// Whether a traced value is a group made with a backend that is not eager NCCL, on every path
-// (`new_group(ranks, backend="gloo")`), or a name or attribute `others` holds such a group in.
-bool otherBackendGroup(const TracedValue& value, const ValueNode& n, const std::set<std::string>& others) {
+// How a name that may hold a group is known: a local by its function (`group@3`; module-level
+// names `@-1`), an attribute (`self.cpu_group`) by its text in the whole file.
+std::string groupNameKey(const std::string& name, int functionId) {
+  return name.find('.') != std::string::npos ? name : name + "@" + std::to_string(functionId);
+}
+
+// Whether a traced value (in function `functionId`) is a group made with a backend that is not
+// eager NCCL, on every path (`new_group(ranks, backend="gloo")`), or a name or attribute `others`
+// holds such a group in.
+bool otherBackendGroup(const TracedValue& value, const ValueNode& n, const std::set<std::string>& others, int functionId) {
   using Kind = ValueNode::Kind;
   if (n.kind == Kind::OneOf) {
     for (size_t i = 0; i < n.operands.size(); ++i)
-      if (!otherBackendGroup(value, value.operand(n, i), others)) return false;
+      if (!otherBackendGroup(value, value.operand(n, i), others, functionId)) return false;
     return !n.operands.empty();
   }
-  if (n.kind == Kind::Name || n.kind == Kind::Attribute) return others.contains(n.text);
+  if (n.kind == Kind::Attribute) return others.contains(n.text);
+  if (n.kind == Kind::Name) return others.contains(groupNameKey(n.text, functionId)) || others.contains(groupNameKey(n.text, -1));
   if (n.kind != Kind::Call) return false;
   if (!isDistributed(n.text, "new_group") && !isDistributed(n.text, "split_group") &&
       !isDistributed(n.text, "_new_process_group_helper"))
@@ -217,19 +225,27 @@ bool otherBackendGroup(const TracedValue& value, const ValueNode& n, const std::
   return false;
 }
 
-// The names and attributes the file keeps a group of another backend in, in any function: `cpu_group =
-// new_group(ranks, backend="gloo")`, then `self.cpu_group = cpu_group` in a constructor, so that
-// another method's `group=self.cpu_group` (or a local copy of it) is that group.
+// The names and attributes the file keeps a group of another backend in: `cpu_group =
+// new_group(ranks, backend="gloo")` in its function, then `self.cpu_group = cpu_group` in a
+// constructor, so that another method's `group=self.cpu_group` (or a local copy of it) is that
+// group. An attribute counts only where every binding of it in the file is such a group (another
+// class's `self.pg` of the same text may be NCCL's); a local only in its own function.
 std::set<std::string> otherBackendGroupNames(const SourceModel& model) {
   std::set<std::string> names;
+  auto other = [&](const Binding& b) {
+    TracedValue value = traceBinding(model, b);
+    return value.root() && otherBackendGroup(value, *value.root(), names, b.functionId);
+  };
   for (bool grew = true; grew;) {
     grew = false;
-    for (const Binding& b : model.bindings) {
-      if (b.name.empty() || names.contains(b.name)) continue;
-      TracedValue value = traceBinding(model, b);
-      if (value.root() && otherBackendGroup(value, *value.root(), names)) grew = names.insert(b.name).second || grew;
-    }
+    for (const Binding& b : model.bindings)
+      if (!b.name.empty() && !names.contains(groupNameKey(b.name, b.functionId)) && other(b))
+        grew = names.insert(groupNameKey(b.name, b.functionId)).second || grew;
   }
+  std::set<std::string> mixed;  // attributes bound to something else too
+  for (const Binding& b : model.bindings)
+    if (b.name.find('.') != std::string::npos && names.contains(b.name) && !other(b)) mixed.insert(b.name);
+  for (const std::string& name : mixed) names.erase(name);
   return names;
 }
 
@@ -240,7 +256,7 @@ bool onOtherBackendGroup(const SourceModel& model, const Call& call, const std::
   const Argument* group = call.argument("group", position);
   if (!group) return false;
   TracedValue value = traceValue(model, call, *group);
-  return value.root() && otherBackendGroup(value, *value.root(), others);
+  return value.root() && otherBackendGroup(value, *value.root(), others, call.functionId);
 }
 
 class P2pOnEagerBackend final : public Rule {
@@ -325,8 +341,9 @@ class P2pOnEagerBackend final : public Rule {
                    "installed class, so which base is not checked). The project's calls are followed through "
                    "objects whose class it shows, locals included (`backend = A(...) if c else B(...)`, then "
                    "`self.backend = backend`), a static factory method that returns one class or another "
-                   "(`Executor.build(args)`), an object kept on a registry class (`Backend.executor = executor`, "
-                   "set in one function of the module and called in another), methods their classes inherit from "
+                   "(`Executor.build(args)`), an object kept on a registry class (a capitalised name: "
+                   "`Backend.executor = executor`, set in one function of the module and called in another; a "
+                   "classmethod's `cls.x` is its own class's), methods their classes inherit from "
                    "the project's classes or override, and "
                    "tables of an object's methods (`self.funcs[\"send\"] = self.isend`, called as "
                    "`self.backend.funcs[name](...)`). NCCL takes CUDA tensors "
@@ -338,9 +355,10 @@ class P2pOnEagerBackend final : public Rule {
                    "shown to reach NCCL. Groups are told apart by how their argument is written, and `pg` and "
                    "`self.pg` may be one group, so a CUDA tensor on any group counts against all of them. Not "
                    "reported either: a transfer on a group the file shows made with a backend other than NCCL "
-                   "(`pg = new_group(ranks, backend=\"gloo\")`, or dist.Backend.GLOO), kept in a name or an "
-                   "attribute in any function of the file (`self.cpu_group = cpu_group` in a constructor, then "
-                   "`group=self.cpu_group` in a method), a file whose every init_process_group names a world "
+                   "(`pg = new_group(ranks, backend=\"gloo\")`, or dist.Backend.GLOO), kept in a local of the "
+                   "transfer's function or the module, or in an attribute every binding of which in the file is "
+                   "such a group (`self.cpu_group = cpu_group` in a constructor, then `group=self.cpu_group` in a "
+                   "method), a file whose every init_process_group names a world "
                    "without NCCL and that calls no other initialiser, a module that imports torch_npu at module "
                    "level (it runs only on Ascend NPUs, HCCL's), and a file or a caller's file that names "
                    "nccl-lazy. Any other \"gloo\" (a comparison with the run's backend, a parameter's default its "
