@@ -244,16 +244,19 @@ TEST_F(PointToPointRoutes, AHelperAModelsForwardCalls) {
   EXPECT_EQ(findings(), (std::vector<std::string>{"halo.py:7", "halo.py:10"}));
 }
 
+// The head of a pipeline op written as an autograd Function, up to its forward's body.
+const char* kSendForwardHeader =
+    "import torch\n"
+    "import torch.distributed as dist\n"
+    "\n"
+    "\n"
+    "class SendForward(torch.autograd.Function):\n"
+    "    @staticmethod\n"
+    "    def forward(ctx, t, peer):\n";
+
 TEST_F(PointToPointRoutes, ATransferInAnAutogradFunctionsForward) {
   write("pp/__init__.py", "");
-  write("pp/ops.py",
-        "import torch\n"
-        "import torch.distributed as dist\n"
-        "\n"
-        "\n"
-        "class SendForward(torch.autograd.Function):\n"
-        "    @staticmethod\n"
-        "    def forward(ctx, t, peer):\n"
+  write("pp/ops.py", std::string(kSendForwardHeader) +
         "        ctx.peer = peer\n"
         "        dist.send(t, peer)\n"
         "        return t\n"
@@ -308,14 +311,7 @@ TEST_F(PointToPointRoutes, AForwardOfNoModelBesideAModel) {
 // A forward's transfer of a tensor the file shows on the CPU stays on gloo: not reported.
 TEST_F(PointToPointRoutes, AForwardsCpuTransferIsNotReported) {
   write("pp/__init__.py", "");
-  write("pp/ops.py",
-        "import torch\n"
-        "import torch.distributed as dist\n"
-        "\n"
-        "\n"
-        "class SendForward(torch.autograd.Function):\n"
-        "    @staticmethod\n"
-        "    def forward(ctx, t, peer):\n"
+  write("pp/ops.py", std::string(kSendForwardHeader) +
         "        dist.send(t.cpu(), peer)\n"
         "        return t\n");
   EXPECT_TRUE(findings().empty());
