@@ -242,6 +242,8 @@ def main(argv=None):
     try:
         files = load_set(args.set_file)
         check_snapshots(files, args.snapshots)
+        # Lint runs inside each snapshot's folder: a relative path is taken from where the tool was started.
+        args.cli = os.path.abspath(args.cli)
         if not os.access(args.cli, os.X_OK):
             raise BadInput(f"{args.cli} is not an executable nccl-migrate (build it, or pass --cli)")
     except BadInput as e:

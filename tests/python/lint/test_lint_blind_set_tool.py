@@ -135,3 +135,15 @@ def test_malformed_set_is_bad_input(tmp_path, broken):
     done = _scorer(set_file, "--snapshots", snapshots, "--cli", CLI)
     assert done.returncode == 2
     assert "set file" in done.stderr or "TOML" in done.stderr
+
+
+def test_relative_cli_is_taken_from_where_the_scorer_starts(tmp_path):
+    # Lint runs inside each snapshot's folder; a --cli relative to the caller's folder must still be found.
+    if not os.access(CLI, os.X_OK):
+        pytest.skip(f"{CLI} is not built")
+    set_file, snapshots = _layout(tmp_path)
+    cli_folder, cli_name = os.path.split(os.path.abspath(CLI))
+    done = subprocess.run([sys.executable, SCORER, set_file, "--snapshots", snapshots, "--cli", os.path.join(".", cli_name),
+                           "--json"], capture_output=True, text=True, timeout=300, check=False, cwd=cli_folder)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["totals"]["tp"] == 1
