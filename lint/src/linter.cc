@@ -61,6 +61,7 @@ struct ResolvedCall {
 // Facts about the whole run that single files cannot see.
 struct ProjectTables {
   std::set<std::string> groupWrappers;       // inferred group-creating functions, as keys (python_project.h)
+  std::map<std::string, std::set<std::string>> groupWrapperSwitches;  // GroupWrapperTable::switches
   std::set<std::string> legacyClassAliases;  // names the tree's headers give ProcessGroupNCCL
   std::set<std::string> treeModules;         // the tree's Python modules (pythonModuleOf)
   // By file (absolute, normal): calls through objects and installed packages' wrappers.
@@ -144,6 +145,7 @@ struct RulePlan {
     std::vector<Trigger> wrappers = groupWrapperTriggers(config, tables.groupWrappers);
     std::vector<std::string> aliases(tables.legacyClassAliases.begin(), tables.legacyClassAliases.end());
     names.inferredGroupWrappers = std::move(tables.groupWrappers);
+    names.groupWrapperSwitches = std::move(tables.groupWrapperSwitches);
     names.libraryFunctionsTreeDefines = libraryFunctionsTreeDefines(names.inferredGroupWrappers, tables.treeModules);
     std::vector<Trigger> library = manyGroupsCreatorTriggers(names.libraryFunctionsTreeDefines);
     libraryTriggers = library.size();
@@ -973,6 +975,7 @@ ProjectTables projectTables(const std::vector<fs::path>& files, const LintConfig
   environment.wait();
   if (!environment.note().empty()) tables.notes.push_back(environment.note());
   tables.groupWrappers = std::move(table.keys);
+  tables.groupWrapperSwitches = std::move(table.switches);
   tables.treeModules.insert(modules.begin(), modules.end());
   for (const ProjectSite& site : table.sites) {
     const fs::path& path = files[wanted[site.source]];

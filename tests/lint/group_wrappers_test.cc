@@ -449,6 +449,88 @@ TEST_F(ProjectModelTree, MethodsOfAFactorysSingletonInAWhileLoop) {
       << messages_[0];
 }
 
+// A manager class of static methods: one builds a family of subgroups, another calls it on its
+// class for one node of a configuration tree, and a breadth-first walk calls that one for every
+// child, in the class and from another file through the imported class.
+TEST_F(ProjectModelTree, StaticMethodsCalledOnTheirClass) {
+  write(root_ / "sim/distributed/manager.py",
+        "import queue\n"
+        "import torch.distributed as dist\n"
+        "\n"
+        "class DistributedManager:\n"
+        "    @staticmethod\n"
+        "    def create_subgroups(name, size):\n"
+        "        for start in range(0, dist.get_world_size(), size):\n"
+        "            dist.new_group(ranks=list(range(start, start + size)))\n"
+        "\n"
+        "    @staticmethod\n"
+        "    def create_from_node(node):\n"
+        "        DistributedManager.create_subgroups(node.name, node.size)\n"
+        "        return node.name\n"
+        "\n"
+        "    @staticmethod\n"
+        "    def create_from_config(config):\n"
+        "        q = queue.Queue()\n"
+        "        q.put(config.root)\n"
+        "        while not q.empty():\n"
+        "            for child in config.children(q.get()):\n"
+        "                DistributedManager.create_from_node(child)\n"
+        "                q.put(child)\n");
+  write(root_ / "sim/train.py",
+        "from sim.distributed.manager import DistributedManager\n"
+        "\n"
+        "def setup(nodes):\n"
+        "    for node in nodes:\n"
+        "        DistributedManager.create_from_node(node)\n"
+        "    DistributedManager.create_from_node(nodes[0])\n"
+        "\n"
+        "class Other:\n"
+        "    @staticmethod\n"
+        "    def create_from_node(node):\n"
+        "        return node\n"
+        "\n"
+        "def unrelated(nodes):\n"
+        "    for node in nodes:\n"
+        "        Other.create_from_node(node)\n");
+  EXPECT_EQ(findings(fakePython()),
+            (std::vector<std::string>{"manager.py:8:NM401", "manager.py:21:NM401", "train.py:5:NM401"}));
+}
+
+// A mesh class whose constructor creates its groups only where a flag asks for them, as torch's
+// DeviceMesh does with `_init_backend`: a loop of meshes made with the flag False creates none,
+// and a helper that passes the flag through keeps it as its own switch only if it tests it too.
+TEST_F(ProjectModelTree, AKeywordThatTurnsAWrappersCreationOff) {
+  write(root_ / "meshlib/mesh.py",
+        "import torch.distributed as dist\n"
+        "\n"
+        "class Mesh:\n"
+        "    def __init__(self, ranks, init_groups=True):\n"
+        "        self.ranks = ranks\n"
+        "        if init_groups:\n"
+        "            self.groups = Mesh._make_groups(ranks)\n"
+        "\n"
+        "    @staticmethod\n"
+        "    def _make_groups(ranks):\n"
+        "        return [dist.new_group(r) for r in ranks]\n"
+        "\n"
+        "    def submeshes(self, layouts):\n"
+        "        return [Mesh(layout, init_groups=False) for layout in layouts]\n"
+        "\n"
+        "def meshes(layouts):\n"
+        "    for layout in layouts:\n"
+        "        Mesh(layout)\n"
+        "\n"
+        "def views(layouts):\n"
+        "    for layout in layouts:\n"
+        "        Mesh(layout, init_groups=None)\n"
+        "\n"
+        "def unrelated(layouts):\n"
+        "    for layout in layouts:\n"
+        "        Mesh(layout, other=False)\n");
+  EXPECT_EQ(findings(fakePython()),
+            (std::vector<std::string>{"mesh.py:11:NM401", "mesh.py:18:NM401", "mesh.py:26:NM401"}));
+}
+
 // An attribute assigned once in __init__, and a module-level instance imported elsewhere.
 TEST_F(ProjectModelTree, ReceiversTypedByTheirConstruction) {
   write(root_ / "trainer/groups.py",

@@ -799,7 +799,7 @@ class Inference {
           std::string via = objectVia(c, f, i);
           if (via.empty()) {
             std::string key = index_.reached(c, modules_[i]);
-            if (key.empty() || !throughModel_.contains(key)) continue;
+            if (key.empty() || !throughModel_.contains(key) || switchedOff(c, key)) continue;
             via = viaOf(key);
           }
           out.push_back({i, c.row, c.column, c.name, std::move(via)});
@@ -965,6 +965,7 @@ class Inference {
   }
 
   std::set<std::string> wrappers() const { return wrappers_; }
+  const std::map<std::string, std::set<std::string>>& switches() const { return switches_; }
   const std::vector<std::string>& environmentModules() const { return environmentModules_; }
 
  private:
@@ -1071,8 +1072,9 @@ class Inference {
 
   // The classes a callee (`GroupMaker`, `mod.DeviceGroup`, a factory) called in `source` makes,
   // and their bases of the tree.
+  // With `factories` false, only classes of that name (a receiver that is a class, not a call's result).
   std::vector<const ClassEntry*> classesMadeBy(const std::string& callee, const std::string& qualified, size_t source,
-                                               int depth = 0) const {
+                                               int depth = 0, bool factories = true) const {
     std::vector<const ClassEntry*> out;
     std::string last = callee.substr(callee.rfind('.') + 1);
     std::string imported = qualified.find('.') != std::string::npos ? qualified.substr(0, qualified.rfind('.')) : "";
@@ -1084,7 +1086,7 @@ class Inference {
     if (auto it = classes_.find(last); it != classes_.end())
       for (const ClassEntry& c : it->second)
         if (inScope(c.module)) out.push_back(&c);
-    if (auto it = factories_.find(last); it != factories_.end())
+    if (auto it = factories_.find(last); factories && it != factories_.end())
       for (const Factory& factory : it->second)
         if (factory.owner.empty() ? inScope(factory.module) : calledOnItsClass(callee, qualified, factory, source))
           for (const ClassEntry* c : classesMadeBy(factory.made, "", sourceOf(factory.module), depth + 1)) out.push_back(c);
@@ -1195,6 +1197,10 @@ class Inference {
       if (!out.empty()) return out;
     }
     const std::string& q = call.receiverQualified;
+    // A static or class method called on its class (`Manager.make_group(...)`): the class defined
+    // in this module or imported, and the classes it derives from.
+    if (r.find('.') == std::string::npos)
+      if (std::vector<const ClassEntry*> out = classesMadeBy(r, q, source, 0, false); !out.empty()) return out;
     if (r.find('.') != std::string::npos || q.find('.') == std::string::npos) return {};
     std::string imported = q.substr(0, q.rfind('.')), name = q.substr(q.rfind('.') + 1);
     std::vector<const ClassEntry*> out;
@@ -1245,6 +1251,12 @@ class Inference {
   // The wrappers' keys a call reaches: by its name, as a method of its receiver's classes, or as
   // one of the methods a table of its object holds.
   std::vector<std::string> keysReached(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
+    std::vector<std::string> out = keysNamed(call, f, source);
+    if (!call.offKeywords.empty()) std::erase_if(out, [&](const std::string& key) { return switchedOff(call, key); });
+    return out;
+  }
+
+  std::vector<std::string> keysNamed(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
     if (!call.table.empty()) return tableKeys(call, f, source);
     if (std::string key = index_.reached(call, modules_[source]); !key.empty()) return {key};
     std::vector<std::string> out;
@@ -1252,6 +1264,29 @@ class Inference {
     for (const ClassEntry* c : receiverClasses(call, f, source))
       if (c->methods.contains(call.name)) out.push_back(c->module + "#self:" + call.name);
     return out;
+  }
+
+  // Whether `call` passes False or None for a keyword that turns wrapper `key`'s creation off.
+  bool switchedOff(const CallInFunction& call, const std::string& key) const {
+    if (call.offKeywords.empty()) return false;
+    auto it = switches_.find(key);
+    if (it == switches_.end()) return false;
+    return std::any_of(call.offKeywords.begin(), call.offKeywords.end(), [&](const std::string& k) { return it->second.contains(k); });
+  }
+
+  // The names every creating call of `f` stands under (`if init_backend:`); empty where one
+  // stands under none. Read once, when `f` becomes a wrapper.
+  std::set<std::string> switchesOf(const FunctionCalls& f, size_t source) const {
+    std::optional<std::set<std::string>> common;
+    for (const CallInFunction& c : f.calls) {
+      if (common && common->empty()) break;
+      bool throughModel = false;
+      if (creationVia(c, f, source, throughModel).empty()) continue;
+      std::set<std::string> here(c.guards.begin(), c.guards.end());
+      if (!common) common = std::move(here);
+      else std::erase_if(*common, [&](const std::string& g) { return !here.contains(g); });
+    }
+    return common.value_or(std::set<std::string>());
   }
 
   // `self.funcs[name](...)` and `self.backend.funcs[name](...)`: the methods stored in that table
@@ -1289,7 +1324,10 @@ class Inference {
     if (call.backend && !selectsEagerNccl(*call.backend)) return "";
     for (const ClassEntry* c : receiverClasses(call, f, source)) {
       auto m = c->methods.find(call.name);
-      if (m != c->methods.end()) return call.receiver + "." + call.name + " -> " + m->second;
+      if (m == c->methods.end() || switchedOff(call, c->module + "#self:" + call.name)) continue;
+      // Called on its class (`Manager.make_group`), the call is already the chain's first link.
+      if (call.receiver == c->name) return m->second;
+      return call.receiver + "." + call.name + " -> " + m->second;
     }
     return "";
   }
@@ -1301,11 +1339,13 @@ class Inference {
     if (!standIns_ && roots_.names.contains(call.name) && roots_.isRoot(call.name, call.qualifiedName))
       return "torch.distributed." + call.name;
     if (std::string key = index_.reached(call, modules_[source]); !key.empty()) {
+      if (switchedOff(call, key)) return "";
       throughModel = throughModel_.contains(key);
       return viaOf(key);
     }
     if (!call.table.empty()) {
       std::vector<std::string> keys = tableKeys(call, f, source);
+      std::erase_if(keys, [&](const std::string& key) { return switchedOff(call, key); });
       throughModel = !keys.empty();
       return keys.empty() ? "" : call.table + "[...] -> " + viaOf(keys.front());
     }
@@ -1354,6 +1394,8 @@ class Inference {
             if (via.empty()) continue;
             throughModel |= environment_[i];
             std::string chain = display(f, i) + " -> " + via;
+            if (!known && !c.guards.empty())
+              if (std::set<std::string> off = switchesOf(f, i); !off.empty()) switches_[key] = std::move(off);
             if (constructor) {
               // Constructing the class creates a group: its name is called like a function's.
               addWrapper(key, (environment_[i] ? module + "." : "") + f.owner + "() -> " + chain, true, f.owner, module, added);
@@ -1435,6 +1477,9 @@ class Inference {
   std::set<std::string> read_;  // installed modules asked for
   std::vector<std::string> environmentModules_;
   std::set<std::string> wrappers_;
+  // A wrapper's keywords that turn its creation off (switchesOf): `init_backend` where every call
+  // of it that creates stands under `if init_backend:`.
+  std::map<std::string, std::set<std::string>> switches_;
   GroupWrapperIndex index_;
   std::map<std::string, std::string> via_;  // wrapper key -> its chain
   std::set<std::string> throughModel_;      // keys whose chain passes an object or an installed package
@@ -1548,6 +1593,7 @@ GroupWrapperTable buildGroupWrapperTable(const std::vector<std::string_view>& te
   inference.infer();
   GroupWrapperTable table;
   table.keys = inference.wrappers();
+  table.switches = inference.switches();
   table.sites = inference.sites();
   table.environmentModules = inference.environmentModules();
   return table;

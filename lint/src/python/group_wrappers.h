@@ -82,6 +82,9 @@ struct GroupWrapperTable {
   std::set<std::string> keys;      // as inferGroupWrappers gives them, installed packages' included
   std::vector<ProjectSite> sites;  // in the tree's sources
   std::vector<std::string> environmentModules;  // the installed modules read
+  // A wrapper's keywords that turn its creation off: a call passing one as False or None
+  // (`DeviceMesh(..., _init_backend=False)`) creates no group through it.
+  std::map<std::string, std::set<std::string>> switches;
 };
 
 // The wrappers of the tree (texts and modules as for inferGroupWrappers), with the modules its

@@ -1055,7 +1055,7 @@ class PythonWalker {
 
   // A call of a function the project-wide table found creating groups, through the file's imports
   // (a module's function), `self` (a method) or its bare name (a nested function).
-  bool isInferredWrapper(TSNode function, const std::string& dotted, const std::string& qualified) const {
+  bool isInferredWrapper(TSNode function, TSNode arguments, const std::string& dotted, const std::string& qualified) const {
     if (wrappers_.empty() || dotted.empty()) return false;
     CallInFunction call;
     call.name = dotted.substr(dotted.rfind('.') + 1);
@@ -1069,7 +1069,23 @@ class PythonWalker {
     }
     call.onAttribute = typeOf(function) == "attribute";
     call.onSelf = dotted == "self." + call.name || dotted == "cls." + call.name;
-    return wrappers_.reaches(call, module_);
+    std::string key = wrappers_.reached(call, module_);
+    return !key.empty() && !switchedOff(key, arguments);
+  }
+
+  // Whether the call's arguments pass False or None for a keyword that turns wrapper `key`'s
+  // creation off (`DeviceMesh(..., _init_backend=False)`).
+  bool switchedOff(const std::string& key, TSNode arguments) const {
+    auto it = equivalences_.groupWrapperSwitches.find(key);
+    if (it == equivalences_.groupWrapperSwitches.end() || ts_node_is_null(arguments)) return false;
+    uint32_t n = ts_node_named_child_count(arguments);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode argument = ts_node_named_child(arguments, i);
+      if (typeOf(argument) != "keyword_argument") continue;
+      std::string_view value = typeOf(field(argument, kField.value));
+      if ((value == "false" || value == "none") && it->second.contains(textOf(field(argument, kField.name)))) return true;
+    }
+    return false;
   }
 
   // Where the project model saw this file's function `name` called in a loop (a module's function,
@@ -1119,7 +1135,7 @@ class PythonWalker {
     if (!manyGroups.empty()) {
       call.qualifiedName = manyGroups;  // a library's call that creates a group per block of ranks
     } else if (isConfiguredWrapper(call.qualifiedName) || isConfiguredWrapper(dotted) ||
-        (!torchName && isInferredWrapper(function, dotted, call.qualifiedName))) {
+        (!torchName && isInferredWrapper(function, field(node, kField.arguments), dotted, call.qualifiedName))) {
       call.qualifiedName = "torch.distributed.new_group";
     } else if (!torchName && typeOf(function) == "attribute") {
       // A group creator reached through a receiver not resolved here (a project's own mirror of

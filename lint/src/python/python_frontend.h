@@ -21,6 +21,9 @@ struct NameEquivalences {
   // Functions of the scanned tree found to create groups (bare names: a call to `x.name` or
   // `name` stands for torch.distributed.new_group).
   std::set<std::string> inferredGroupWrappers;
+  // Of those, the ones whose keywords turn their creation off, with those keywords: a call passing
+  // one as False or None (`DeviceMesh(..., _init_backend=False)`) is no creation (GroupWrapperTable).
+  std::map<std::string, std::set<std::string>> groupWrapperSwitches;
   // The catalogue's many-group library functions ("megatron.core.parallel_state.initialize_model_parallel")
   // that the scanned tree defines itself: there they are the tree's wrappers (treeDefines).
   std::set<std::string> libraryFunctionsTreeDefines;

@@ -56,6 +56,11 @@ struct Grammar {
   TSSymbol subscript = symbol("subscript");
   TSSymbol dictionary = symbol("dictionary");
   TSSymbol pair = symbol("pair");
+  TSSymbol ifStatement = symbol("if_statement");
+  TSSymbol falseLiteral = symbol("false");
+  TSSymbol noneLiteral = symbol("none");
+  TSFieldId condition = fieldId("condition");
+  TSFieldId consequence = fieldId("consequence");
   TSFieldId left = fieldId("left");
   TSFieldId parameters = fieldId("parameters");
   TSFieldId right = fieldId("right");
@@ -114,6 +119,8 @@ class FunctionCallWalker {
         scopes.push_back({depth, true, textOf(ts_node_child_by_field_id(node, g_.name)), basesOf(node)});
       } else if (isLoop(s)) {
         loops_.push_back(depth);
+      } else if (s == g_.ifStatement) {
+        onIf(node, depth);
       } else if (s == g_.call && !open.empty()) {
         onCall(node, out_[open.back().index].calls, static_cast<int>(loops_.size() - open.back().loops));
       } else if (s == g_.call && module_) {
@@ -147,6 +154,7 @@ class FunctionCallWalker {
       while (!open.empty() && open.back().depth >= depth) open.pop_back();
       while (!scopes.empty() && scopes.back().depth >= depth) scopes.pop_back();
       while (!loops_.empty() && loops_.back() >= depth) loops_.pop_back();
+      while (!guards_.empty() && guards_.back().depth >= depth) guards_.pop_back();
     }
   }
 
@@ -278,8 +286,34 @@ class FunctionCallWalker {
     call.row = at.row;
     call.column = at.column;
     if (std::string dotted = dottedOf(callee); !dotted.empty()) call.qualifiedName = names_.qualify(dotted);
-    call.backend = backendKeyword(ts_node_child_by_field_id(node, g_.arguments));
+    TSNode arguments = ts_node_child_by_field_id(node, g_.arguments);
+    call.backend = backendKeyword(arguments);
+    call.offKeywords = offKeywords(arguments);
+    for (const Guard& guard : guards_)
+      if (ts_node_start_byte(node) >= guard.begin && ts_node_start_byte(node) < guard.end) call.guards.push_back(guard.name);
     calls.push_back(std::move(call));
+  }
+
+  // `if flag:` with a plain name: the calls of its first block stand under that name's truth.
+  void onIf(TSNode node, uint32_t depth) {
+    TSNode condition = ts_node_child_by_field_id(node, g_.condition);
+    TSNode block = ts_node_child_by_field_id(node, g_.consequence);
+    if (ts_node_is_null(condition) || ts_node_is_null(block) || ts_node_symbol(condition) != g_.identifier) return;
+    guards_.push_back({depth, textOf(condition), ts_node_start_byte(block), ts_node_end_byte(block)});
+  }
+
+  // The keywords a call passes as False or None.
+  std::vector<std::string> offKeywords(TSNode arguments) const {
+    std::vector<std::string> off;
+    uint32_t n = ts_node_is_null(arguments) ? 0 : ts_node_named_child_count(arguments);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode argument = ts_node_named_child(arguments, i);
+      if (ts_node_symbol(argument) != g_.keywordArgument) continue;
+      TSNode value = ts_node_child_by_field_id(argument, g_.value);
+      if (!ts_node_is_null(value) && (ts_node_symbol(value) == g_.falseLiteral || ts_node_symbol(value) == g_.noneLiteral))
+        off.push_back(textOf(ts_node_child_by_field_id(argument, g_.name)));
+    }
+    return off;
   }
 
   // The value of `backend="..."` when it is a plain string literal.
@@ -334,6 +368,12 @@ class FunctionCallWalker {
   PythonNames& names_;
   ModuleFacts* module_;
   std::vector<uint32_t> loops_;  // depths of the enclosing loops
+  struct Guard {
+    uint32_t depth;
+    std::string name;
+    uint32_t begin, end;  // the bytes of the arm's block
+  };
+  std::vector<Guard> guards_;  // the enclosing `if name:` arms (onIf)
   std::vector<FunctionCalls> out_;
 };
 

@@ -41,6 +41,11 @@ struct CallInFunction {
   // A call of a table's entry (`self.funcs[name](...)`, name empty): the table as written,
   // "self.funcs"; empty for any other call.
   std::string table;
+  // The names whose truth the call's `if` arms test plainly (`if init_backend:` around it), and the
+  // keywords it passes as False or None (`Mesh(..., init_backend=False)`): a wrapper whose every
+  // creation stands under `if flag:` creates nothing where it is called with `flag=False`.
+  std::vector<std::string> guards;
+  std::vector<std::string> offKeywords;
 };
 
 // `target = Callee(...)`: a local, `self.attr` or a module-level name bound to a call's result,

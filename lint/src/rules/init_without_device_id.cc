@@ -590,6 +590,16 @@ class InitWithoutDeviceId final : public Rule {
   // not: it shows the job lays its processes out n devices apart, which the bound index (cuda:1
   // for a node's second rank) does not follow unless n is 1. A selection that shows the local
   // rank or the bound index clears the init.
+  // Whether a later selection of the same function, which can run after `cleared` (no other arm of
+  // an `if`), selects a device other than the bound one: the process then ends on that device
+  // (`init_distributed_environment(...)` selecting LOCAL_RANK, then `set_device(dist.get_rank())`).
+  static bool supersededByOtherDevice(const std::vector<Selection>& selections, const Selection& cleared, const Call& init) {
+    return std::any_of(selections.begin(), selections.end(), [&](const Selection& later) {
+      return later.call->functionId == cleared.call->functionId && later.call->where.line > cleared.call->where.line &&
+             !later.call->exclusiveWith(*cleared.call) && !later.call->exclusiveWith(init) && showsOtherDevice(later.evidence);
+    });
+  }
+
   static const Selection* evidenceFor(const std::vector<Selection>& selections, const Call& init) {
     std::vector<const Selection*> reaching;
     bool sameFunction = std::any_of(selections.begin(), selections.end(), [&](const Selection& s) {
@@ -602,7 +612,10 @@ class InitWithoutDeviceId final : public Rule {
         unread = true;
         continue;
       }
-      if (!showsOtherDevice(s.evidence)) return nullptr;
+      if (!showsOtherDevice(s.evidence)) {
+        if (supersededByOtherDevice(selections, s, init)) continue;
+        return nullptr;
+      }
       reaching.push_back(&s);
     }
     auto notMultiple = [](const Selection* s) { return s->evidence.source != Evidence::Source::Multiple; };
@@ -661,7 +674,9 @@ class InitWithoutDeviceId final : public Rule {
                    "default); where one does, the backend is the caller's, which the file does not show. An installed "
                    "library's initialiser that selects the GPU itself counts as a selection: xDiT's (xfuser) "
                    "init_distributed_environment selects its local_rank argument, else LOCAL_RANK (its default "
-                   "env:// init), else its rank argument. A module "
+                   "env:// init), else its rank argument. A selection followed in its function, outside the other "
+                   "arms of an `if`, by one that shows another device is overridden: the process ends on the later "
+                   "one (xfuser's initialiser, then set_device(dist.get_rank())). A module "
                    "that imports torch_npu at module level, outside try and if, runs only on Ascend NPUs, whose "
                    "world is HCCL's: not reported.",
       .example = "rank = int(os.environ[\"RANK\"])\ntorch.cuda.set_device(rank % 4)\n"

@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "nccl_migrate/lint/rule.h"
@@ -259,6 +260,62 @@ bool onOtherBackendGroup(const SourceModel& model, const Call& call, const std::
   return value.root() && otherBackendGroup(value, *value.root(), others, call.functionId);
 }
 
+// torch's answer for a group's backend: `dist.get_backend(group)`, `pg.get_backend()`, `pg.name()`.
+bool isBackendQuery(const ValueNode& n) {
+  if (n.kind != ValueNode::Kind::Call) return false;
+  std::string_view last = lastName(n.text);
+  return last == "get_backend" || (last == "name" && n.text.find('.') != std::string::npos && n.operands.empty());
+}
+
+// Whether a comparison `query <op> literal` (either way round) holds only where the backend is
+// not eager NCCL's: `== "gloo"`, `!= "nccl"`, `in ("gloo", "mpi")`. With `ncclHolds`, whether it
+// holds exactly where the backend is NCCL's (`== "nccl"`), so that the `if`'s later arms are not.
+bool comparesBackend(const TracedValue& value, const ValueNode& n, bool ncclHolds) {
+  if (n.kind != ValueNode::Kind::Operator || n.operands.size() != 2) return false;
+  const ValueNode* query = &value.operand(n, 0);
+  const ValueNode* other = &value.operand(n, 1);
+  if (!isBackendQuery(*query)) std::swap(query, other);
+  if (!isBackendQuery(*query)) return false;
+  if (other->kind == ValueNode::Kind::Literal) {
+    if (ncclHolds) return n.text == "==" && other->text == "nccl";
+    if (n.text == "==") return namesOtherBackend(*other);
+    if (n.text == "!=") return selectsEagerNccl(other->text);
+    return false;
+  }
+  if (ncclHolds || n.text != "in" || other->kind != ValueNode::Kind::Sequence || other->operands.empty()) return false;
+  for (size_t i = 0; i < other->operands.size(); ++i)
+    if (!namesOtherBackend(value.operand(*other, i))) return false;
+  return true;
+}
+
+// Whether an arm's condition holds only where the backend is another than eager NCCL's: such a
+// comparison, alone or as a term of `and`.
+bool holdsOffNccl(const TracedValue& value, const ValueNode& n) {
+  if (n.kind == ValueNode::Kind::Operator && n.text == "and") {
+    for (size_t i = 0; i < n.operands.size(); ++i)
+      if (holdsOffNccl(value, value.operand(n, i))) return true;
+    return false;
+  }
+  return comparesBackend(value, n, false);
+}
+
+// Whether a transfer stands in an arm of an `if` that runs only where the group's backend is not
+// eager NCCL: `if dist.get_backend(group) == "gloo":` (an all-to-all's fallback of single
+// transfers), or an arm after `if dist.get_backend(group) == "nccl":`.
+bool onOtherBackendArm(const SourceModel& model, const Call& call) {
+  for (size_t depth = 0; depth < call.branches.size(); ++depth) {
+    int own = call.branches[depth].index;
+    for (int index = 0; index <= own; ++index) {
+      const Binding* condition = armCondition(model, call.functionId, call.branches, depth, index);
+      if (!condition) continue;
+      TracedValue value = traceBinding(model, *condition);
+      if (!value.root()) continue;
+      if (index == own ? holdsOffNccl(value, *value.root()) : comparesBackend(value, *value.root(), true)) return true;
+    }
+  }
+  return false;
+}
+
 class P2pOnEagerBackend final : public Rule {
  public:
   const RuleInfo& info() const override { return info_; }
@@ -311,7 +368,8 @@ class P2pOnEagerBackend final : public Rule {
       bool inLoop = call.loopDepth > 0;
       if (!inLoop && call.calledInLoopAt.empty()) continue;
       if (auto device = devices.find(&call); device != devices.end() && offNccl(device->second, groupOf(call))) continue;
-      if (inCoalescingBlock(model, call) || onOtherBackendGroup(model, call, otherGroups)) continue;
+      if (inCoalescingBlock(model, call) || onOtherBackendGroup(model, call, otherGroups) || onOtherBackendArm(model, call))
+        continue;
       std::string where = inLoop ? "() in a loop" : "() in " + call.function + "(), " + call.calledInLoopAt;
       out.push_back(finding(model, call.where,
                             call.spelling + where + ": torch 2.15's NCCL backend runs send/recv on the group's "
@@ -361,7 +419,10 @@ class P2pOnEagerBackend final : public Rule {
                    "method), a file whose every init_process_group names a world "
                    "without NCCL and that calls no other initialiser, a module that imports torch_npu at module "
                    "level (it runs only on Ascend NPUs, HCCL's), and a file or a caller's file that names "
-                   "nccl-lazy. Any other \"gloo\" (a comparison with the run's backend, a parameter's default its "
+                   "nccl-lazy. So does an arm of an `if` that runs only where the group's backend, as torch "
+                   "reports it (dist.get_backend(group), pg.name()), is not NCCL's: `== \"gloo\"` (alone or as a term of "
+                   "`and`), `!= \"nccl\"`, or an arm after one that holds where it is `== \"nccl\"` (a gloo fallback of "
+                   "an all-to-all). Any other \"gloo\" (a comparison with the run's backend, a parameter's default its "
                    "callers override) decides nothing.",
       .example = "for step in range(n):\n    dist.send(activations, dst=next_stage)",
       .fix = "Create the pipeline's group with new_group(ranks, backend=\"nccl-lazy\", use_local_synchronization=True).",
