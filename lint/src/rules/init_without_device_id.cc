@@ -29,11 +29,11 @@ bool isSetDevice(const std::string& q) { return q == "torch.cuda.set_device" || 
 // another function, a function the file does not define, an item picked by an index not read) is
 // no evidence.
 struct Evidence {
-  enum class Source { LocalRank, AsInferred, GlobalRank, Constant, Multiple, Listed, Unknown };
+  enum class Source { LocalRank, AsInferred, GlobalRank, Constant, Option, Multiple, Listed, Unknown };
   Source source = Source::Unknown;
   std::string shown;    // the index as read: "RANK % 4", "0", "cfg.device_id * num_pipeline_devices"
   std::string divisor;  // for GlobalRank: what the rank is taken modulo ("" when it is not); for
-                        // Multiple: the multiplier n
+                        // Multiple: the multiplier n; for Option: the option as written ("--gpu")
   // Another file's function the index came through, and what it returns: "mypkg.utils.get_rank
   // (defined in another file) returns torch.distributed.get_rank() or 0"; empty when none.
   std::string via;
@@ -48,7 +48,33 @@ std::string lastName(const std::string& dotted) { return dotted.substr(dotted.rf
 // Whether the evidence shows a device other than the one torch binds (on some rank).
 bool showsOtherDevice(const Evidence& e) {
   return e.source == Evidence::Source::GlobalRank || e.source == Evidence::Source::Constant ||
-         e.source == Evidence::Source::Multiple || e.source == Evidence::Source::Listed;
+         e.source == Evidence::Source::Option || e.source == Evidence::Source::Multiple ||
+         e.source == Evidence::Source::Listed;
+}
+
+// The command-line option an attribute reads (`args.gpu` where the file declares
+// `parser.add_argument("--gpu", type=int)`), as the user writes it ("--gpu"): one GPU index the
+// command gives every process it starts alike, as a constant is. A rank's option ("--rank",
+// "--local_rank") differs between processes and is no such value; nor is an option not declared
+// as an integer (type=int, or an integer default). Empty where it is none.
+std::string integerOptionRead(const SourceModel& model, const std::string& attribute) {
+  size_t dot = attribute.rfind('.');
+  if (dot == std::string::npos) return "";
+  std::string dest = attribute.substr(dot + 1);
+  if (dest.find("rank") != std::string::npos) return "";
+  for (const Call& c : model.calls) {
+    if (lastName(c.spelling) != "add_argument") continue;
+    const Argument* flag = c.positional(0);
+    if (!flag || !flag->stringValue || !flag->stringValue->starts_with("--")) continue;
+    std::string named = flag->stringValue->substr(2);
+    std::replace(named.begin(), named.end(), '-', '_');
+    if (const Argument* d = c.keyword("dest"); d && d->stringValue) named = *d->stringValue;
+    if (named != dest) continue;
+    const Argument* type = c.keyword("type");
+    const Argument* fallback = c.keyword("default");
+    if ((type && type->text == "int") || (fallback && digitsOnly(fallback->text))) return *flag->stringValue;
+  }
+  return "";
 }
 
 // The process index that torch.multiprocessing.spawn and start_processes pass a function first
@@ -123,6 +149,7 @@ class DeviceReader {
       case Kind::Attribute: {
         std::string last = lastName(n.text);
         if (last == "local_rank" || last == "localrank" || last == "local_process_index") return {Source::LocalRank, n.text};
+        if (std::string option = integerOptionRead(model_, n.text); !option.empty()) return {Source::Option, n.text, option};
         return {};
       }
 
@@ -355,6 +382,34 @@ class DeviceReader {
   std::string spawnIndex_;
 };
 
+// Where a selection's index is a parameter of its function (`def main_worker(gpu, ...)`, then
+// `args.gpu = gpu`), what a direct call of that function in this file passes for it: a path of its
+// own, whose device is that argument's (the ImageNet example's `main_worker(args.gpu, ...)` beside
+// `mp.spawn(main_worker, ...)`, whose spawn index is the local rank). The first such path that
+// shows another device than the one torch binds, with the call that takes it.
+std::optional<Evidence> directCallerEvidence(const SourceModel& model, int functionId, const TracedValue& value) {
+  const ValueNode* root = value.root();
+  if (!root || root->kind != ValueNode::Kind::Name || functionId < 0 || static_cast<size_t>(functionId) >= model.functions.size())
+    return std::nullopt;
+  size_t position = 0;
+  for (std::string parameter; (parameter = parameterAt(model, functionId, position)) != root->text; ++position)
+    if (parameter.empty()) return std::nullopt;
+  const std::string& function = model.functions[static_cast<size_t>(functionId)];
+  for (const Call& c : model.calls) {
+    if (c.spelling != function || c.functionId == functionId) continue;
+    const Argument* passed = c.argument(root->text, position);
+    if (!passed) continue;
+    TracedValue argument = traceValue(model, c, *passed);
+    Evidence e = DeviceReader(model, argument, spawnIndexOf(model, c.functionId)).read();
+    if (!showsOtherDevice(e)) continue;
+    std::string caller = c.function.empty() ? "the module" : c.function + "()";
+    e.via = "on the path where " + caller + " calls " + function + "() with " + passed->text + " at line " +
+            std::to_string(c.where.line) + (e.via.empty() ? "" : ", " + e.via);
+    return e;
+  }
+  return std::nullopt;
+}
+
 // Whether every run that reaches `later` has passed `earlier` just before in the same function:
 // `earlier` stands in no `if` arm that `later` is not in too.
 bool alwaysBefore(const Call& earlier, const Call& later) {
@@ -489,6 +544,8 @@ class InitWithoutDeviceId final : public Rule {
       Evidence evidence = DeviceReader(model, value, spawnIndexOf(model, call.functionId)).read();
       bool cudaZero = evidence.source == Evidence::Source::Constant && evidence.shown == "0";
       if (cudaZero && oneVisibleDeviceBefore(model, call)) evidence.source = Evidence::Source::AsInferred;
+      if (evidence.source == Evidence::Source::Unknown)
+        if (std::optional<Evidence> path = directCallerEvidence(model, call.functionId, value)) evidence = std::move(*path);
       selections.push_back({&call, evidence, call.arguments.front().text});
     }
     for (const Call& call : model.calls) {
@@ -510,7 +567,8 @@ class InitWithoutDeviceId final : public Rule {
       if (backend == Backend::NotNccl) continue;
       const Selection* chosen = evidenceFor(selections, call);
       if (!chosen) continue;
-      bool constant = chosen->evidence.source == Evidence::Source::Constant;
+      // One process: any device it selects is the one it binds.
+      bool constant = chosen->evidence.source == Evidence::Source::Constant || chosen->evidence.source == Evidence::Source::Option;
       if (constant && singleProcess(model, call)) continue;
       const Call& chooser = *chosen->call;
       std::string seen = chooser.spelling + "(" + chosen->index + ") at line " +
@@ -568,6 +626,10 @@ class InitWithoutDeviceId final : public Rule {
       return e.shown == "0" ? "each process sees one GPU" : "every rank's global rank % device_count() is " + e.shown;
     }
     if (e.source == Evidence::Source::Listed) return "the list holds each rank's global rank % device_count() at its place";
+    if (e.source == Evidence::Source::Option) {
+      return "every rank's global rank % device_count() is the " + e.divisor + " given, which every process of the "
+             "command is given alike";
+    }
     if (!e.divisor.empty()) return "device_count() is " + e.divisor;
     return "the job has no more ranks than a node has GPUs";
   }
@@ -648,12 +710,17 @@ class InitWithoutDeviceId final : public Rule {
                    "modulo something else or not at "
                    "all, a constant index (unless world_size=1, or cuda:0 in a process that sees one GPU: "
                    "CUDA_VISIBLE_DEVICES set in the file to one device, such as str(local_rank), before the selection "
-                   "and before torch.cuda runs), and a multiple of a count (`local_rank * n`, a "
+                   "and before torch.cuda runs), the value of a command-line option the file declares as an integer "
+                   "(`args.gpu` of `add_argument(\"--gpu\", type=int)`; not a rank's option), which every process of "
+                   "the command is given alike, and a multiple of a count (`local_rank * n`, a "
                    "process driving n GPUs: the rank torch binds to cuda:1 selects no multiple of n unless n is 1), "
                    "an item of a list of GPUs the job is given picked by a rank or a constant (`gpus[rank]`, "
                    "`cfg.device_ids[local_rank]`; a list shown to count from zero, `list(range(n))`, picks its "
                    "index; the index torch.multiprocessing.spawn or start_processes passes the function it starts, its "
-                   "first parameter, picks an item as a rank does), naming when the two devices agree. A selection "
+                   "first parameter, picks an item as a rank does), naming when the two devices agree. Where the "
+                   "selected index is a parameter of its function, what a direct call of that function in the file "
+                   "passes for it is a path of its own (`worker(args.gpu, ...)` beside `mp.spawn(worker, ...)`), "
+                   "reported with that call. A selection "
                    "of exactly that index, one from the local rank "
                    "(LOCAL_RANK, SLURM_LOCALID, args.local_rank: the same device under the usual launch), or from "
                    "anything it cannot read (a parameter, a config object's attribute set elsewhere, a function "
