@@ -527,8 +527,21 @@ TEST_F(ProjectModelTree, AKeywordThatTurnsAWrappersCreationOff) {
         "def unrelated(layouts):\n"
         "    for layout in layouts:\n"
         "        Mesh(layout, other=False)\n");
-  EXPECT_EQ(findings(fakePython()),
-            (std::vector<std::string>{"mesh.py:11:NM401", "mesh.py:18:NM401", "mesh.py:26:NM401"}));
+  // A constructor that also creates a group outside the flag's arm keeps creating with it off.
+  write(root_ / "meshlib/world.py",
+        "import torch.distributed as dist\n"
+        "\n"
+        "class World:\n"
+        "    def __init__(self, ranks, init_groups=True):\n"
+        "        if init_groups:\n"
+        "            self.group = dist.new_group(ranks)\n"
+        "        self.cpu = dist.new_group(ranks)\n"
+        "\n"
+        "def worlds(layouts):\n"
+        "    for layout in layouts:\n"
+        "        World(layout, init_groups=False)\n");
+  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"mesh.py:11:NM401", "mesh.py:18:NM401", "mesh.py:26:NM401",
+                                                              "world.py:11:NM401"}));
 }
 
 // An attribute assigned once in __init__, and a module-level instance imported elsewhere.

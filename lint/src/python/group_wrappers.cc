@@ -1251,12 +1251,6 @@ class Inference {
   // The wrappers' keys a call reaches: by its name, as a method of its receiver's classes, or as
   // one of the methods a table of its object holds.
   std::vector<std::string> keysReached(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
-    std::vector<std::string> out = keysNamed(call, f, source);
-    if (!call.offKeywords.empty()) std::erase_if(out, [&](const std::string& key) { return switchedOff(call, key); });
-    return out;
-  }
-
-  std::vector<std::string> keysNamed(const CallInFunction& call, const FunctionCalls& f, size_t source) const {
     if (!call.table.empty()) return tableKeys(call, f, source);
     if (std::string key = index_.reached(call, modules_[source]); !key.empty()) return {key};
     std::vector<std::string> out;

@@ -13,7 +13,6 @@
 namespace nccl_migrate::lint {
 namespace {
 
-bool isSetDevice(const std::string& q) { return q == "torch.cuda.set_device" || q == "torch.accelerator.set_device_index"; }
 
 // What a traced device value shows about the GPU it picks, next to the one torch 2.15's NCCL
 // backend binds when init_process_group gets no device_id: cuda:(global rank % device_count())
@@ -539,7 +538,7 @@ class InitWithoutDeviceId final : public Rule {
     if (worldShownNotNccl(model)) return;  // every init names a world without NCCL, or HCCL's on Ascend
     std::vector<Selection> selections;
     for (const Call& call : model.calls) {
-      if (!isSetDevice(call.qualifiedName) || call.arguments.empty()) continue;
+      if (!selectsCudaDevice(call) || call.arguments.empty()) continue;
       TracedValue value = traceValue(model, call, call.arguments.front());
       Evidence evidence = DeviceReader(model, value, spawnIndexOf(model, call.functionId)).read();
       bool cudaZero = evidence.source == Evidence::Source::Constant && evidence.shown == "0";
@@ -696,7 +695,9 @@ class InitWithoutDeviceId final : public Rule {
       .rationale = "Without device_id, torch 2.15's rewritten NCCL backend infers each process's device. TorchRec hit "
                    "\"Duplicate GPU detected: rank 2 and rank 0 both on CUDA device ...\" this way when its workers "
                    "selected GPUs by something other than LOCAL_RANK, and fixed it by passing each worker's selected "
-                   "device to init_process_group. The rule follows the value given to torch.cuda.set_device through "
+                   "device to init_process_group. The rule follows the value given to torch.cuda.set_device (also "
+                   "torch.accelerator.set_device_index, and set_device of a device module computed from a device type: "
+                   "getattr(torch, device_type), torch.get_device_module(device_type)) through "
                    "the file (assignments in the function and at module level, a config object's attributes set in "
                    "the function (`cfg.device_id = ...`, `cfg.device_id *= n`), the file's own functions' returns, "
                    "a module-level function of another file of the linted tree that the selection itself calls by its "

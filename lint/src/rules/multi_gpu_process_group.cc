@@ -191,6 +191,63 @@ bool onNotDistributedPath(const SourceModel& model, const Call& call) {
   return false;
 }
 
+// Whether two values are written alike: the same kinds, texts and operands (`args.gpu is not None`).
+bool writtenAlike(const SourceModel& model, int a, int b, int depth = 0) {
+  if (a < 0 || b < 0 || depth > 8) return false;
+  const ValueNode& x = model.values[static_cast<size_t>(a)];
+  const ValueNode& y = model.values[static_cast<size_t>(b)];
+  if (x.kind != y.kind || x.text != y.text || x.operands.size() != y.operands.size()) return false;
+  for (size_t i = 0; i < x.operands.size(); ++i)
+    if (!writtenAlike(model, x.operands[i], y.operands[i], depth + 1)) return false;
+  return true;
+}
+
+// Whether a value reads no plain name (`args.gpu is not None`): an object's attributes keep their
+// value from one function to another that is handed the object, where a local's name does not.
+bool readsNoPlainName(const SourceModel& model, int value, int depth = 0) {
+  if (value < 0 || depth > 8) return false;
+  const ValueNode& n = model.values[static_cast<size_t>(value)];
+  if (n.kind == ValueNode::Kind::Name) return false;
+  for (int operand : n.operands)
+    if (!readsNoPlainName(model, operand, depth + 1)) return false;
+  return true;
+}
+
+// The terms a condition holds only where each holds: itself, or those of an `and`.
+void termsOf(const SourceModel& model, int value, std::vector<int>& out, int depth = 0) {
+  if (value < 0) return;
+  const ValueNode& n = model.values[static_cast<size_t>(value)];
+  if (n.kind == ValueNode::Kind::Operator && n.text == "and" && depth < 8) {
+    for (int operand : n.operands) termsOf(model, operand, out, depth + 1);
+    return;
+  }
+  out.push_back(value);
+}
+
+// Whether `a` stands in the first arm of an `if` whose condition holds only where a test holds
+// (the test itself, or a term of an `and`), and `b` in a later arm of another `if` that makes that
+// same test, written alike: the launcher's `if args.gpu is not None: set_device(args.gpu)` and,
+// further down, `if args.gpu is not None: ... else: DDP(model)`. No run passes both. In two
+// functions only where the test reads no plain name (an attribute of the `args` both are handed);
+// the tested names are taken as not rebound between, as such code reads.
+bool oppositeArmsOfOneTest(const SourceModel& model, const Call& a, const Call& b) {
+  for (size_t db = 0; db < b.branches.size(); ++db) {
+    if (b.branches[db].index == 0) continue;
+    const Binding* test = armCondition(model, b.functionId, b.branches, db, 0);
+    if (!test || (a.functionId != b.functionId && !readsNoPlainName(model, test->value))) continue;
+    for (size_t da = 0; da < a.branches.size(); ++da) {
+      if (a.branches[da].index != 0 || a.branches[da].statement == b.branches[db].statement) continue;
+      const Binding* held = armCondition(model, a.functionId, a.branches, da, 0);
+      if (!held) continue;
+      std::vector<int> terms;
+      termsOf(model, held->value, terms);
+      for (int term : terms)
+        if (writtenAlike(model, term, test->value)) return true;
+    }
+  }
+  return false;
+}
+
 class MultiGpuProcessGroup final : public Rule {
  public:
   const RuleInfo& info() const override { return info_; }
@@ -261,7 +318,8 @@ class MultiGpuProcessGroup final : public Rule {
 
   // DDP(model) with no device_ids after model.cuda(), on a path where the process never picks its
   // GPU: every rank's model lands on cuda:0, or one process drives every visible GPU. A GPU picked
-  // in another arm of an `if` (the launcher's `if args.gpu is not None:` branch) does not count.
+  // in another arm of an `if` (the launcher's `if args.gpu is not None:` branch), or in the first arm
+  // of an `if` whose test another `if` repeats with the DDP call in its later arm, does not count.
   // Where the file initialises the process group itself, it shows the process's setup; where it
   // does not (a helper of another file does), that helper may select the GPU, which the file does
   // not show: not reported. A process shown to see one GPU on the path to the DDP call
@@ -273,7 +331,7 @@ class MultiGpuProcessGroup final : public Rule {
     const Call* init = nullptr;
     for (const Call& call : model.calls) {
       if (call.exclusiveWith(ddp)) continue;
-      if (selectsDevice(call)) return;
+      if (selectsDevice(call) && !oppositeArmsOfOneTest(model, call, ddp)) return;
       if (!init && isDistributed(call.qualifiedName, "init_process_group")) init = &call;
       bool toDefaultCuda = call.spelling.ends_with(".cuda") && call.arguments.empty() && call.where.line <= ddp.where.line;
       if (toDefaultCuda && !moved) moved = &call;
@@ -448,7 +506,7 @@ class MultiGpuProcessGroup final : public Rule {
 
   static bool selectsDevice(const Call& call) {
     const std::string& q = call.qualifiedName;
-    if (q == "torch.cuda.set_device" || q == "torch.accelerator.set_device_index" || q == "torch.cuda.device") return true;
+    if (selectsCudaDevice(call) || q == "torch.cuda.device") return true;
     return isDistributed(q, "init_process_group") && call.keyword("device_id");
   }
 
@@ -486,7 +544,9 @@ class MultiGpuProcessGroup final : public Rule {
                    "DDP call), or moves them in a loop to "
                    "the items of a list of several explicit GPUs (a module spread over the process's GPUs), or DDP without device_ids after a bare .cuda() on a path that selects no GPU "
                    "(set_device, device_id=, CUDA_VISIBLE_DEVICES set to one device before it, such as "
-                   "str(local_rank); \"0,1,2,3\" selects none) in a file that initialises the process group itself "
+                   "str(local_rank); \"0,1,2,3\" selects none; a selection under a test that an `if` around the DDP "
+                   "call makes again, written alike, with the DDP call in its `else` (`if args.gpu is not None:`), is "
+                   "not on that path) in a file that initialises the process group itself "
                    "(a setup in another file may select the GPU). A list it cannot count is not reported, nor is a "
                    "file whose every init_process_group names a backend without NCCL (\"gloo\") and that calls no other "
                    "initialiser (deepspeed.init_distributed() and the like); a backend that is a parameter's string "

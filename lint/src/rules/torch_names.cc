@@ -174,6 +174,14 @@ bool cudaRunsBefore(const SourceModel& model, const Binding& b) {
 
 }  // namespace
 
+bool selectsCudaDevice(const Call& call) {
+  const std::string& q = call.qualifiedName;
+  if (q == "torch.cuda.set_device" || q == "torch.accelerator.set_device_index") return true;
+  if (!q.empty() || !call.spelling.ends_with(").set_device")) return false;
+  std::string_view head = call.spelling;
+  return head.starts_with("getattr(torch,") || head.starts_with("torch.get_device_module(");
+}
+
 bool oneVisibleDeviceBefore(const SourceModel& model, const Call& call) {
   for (const Binding& b : model.bindings) {
     if (b.name != environmentBinding("CUDA_VISIBLE_DEVICES") || !reaches(model, b, call) || cudaRunsBefore(model, b)) continue;

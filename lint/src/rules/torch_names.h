@@ -22,6 +22,13 @@ inline bool isDistributed(const std::string& qualified, std::string_view name) {
 bool isLocalRankVariable(std::string_view name);
 bool isGlobalRankVariable(std::string_view name);
 
+// A call that selects the process's CUDA device: torch.cuda.set_device,
+// torch.accelerator.set_device_index, or set_device of the device module a file computes from a
+// device type (`getattr(torch, device_type).set_device(i)`,
+// `torch.get_device_module(device_type).set_device(i)`), which is torch.cuda's where the type is
+// "cuda", the only type an NCCL world runs on.
+bool selectsCudaDevice(const Call& call);
+
 // The file shows its world is not NCCL: it initialises one, every init_process_group names a
 // backend with no NCCL entry ("gloo"), and it calls no other initialiser that may make an NCCL world
 // (isOtherWorldInitialiser). One gloo init in an `if` arm whose other arm calls
