@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nccl_migrate/lint/rule.h"
@@ -51,16 +52,13 @@ bool showsOtherDevice(const Evidence& e) {
          e.source == Evidence::Source::Listed;
 }
 
-// The command-line option an attribute reads (`args.gpu` where the file declares
-// `parser.add_argument("--gpu", type=int)`), as the user writes it ("--gpu"): one GPU index the
-// command gives every process it starts alike, as a constant is. A rank's option ("--rank",
-// "--local_rank") differs between processes and is no such value; nor is an option not declared
-// as an integer (type=int, or an integer default). Empty where it is none.
-std::string integerOptionRead(const SourceModel& model, const std::string& attribute) {
+// The declaration of the command-line option an attribute reads (`args.gpu` where the file calls
+// `parser.add_argument("--gpu", ...)`, or names it with dest=), and the option as the user writes
+// it ("--gpu"); null where the file declares none of that name.
+std::pair<const Call*, std::string> optionDeclared(const SourceModel& model, const std::string& attribute) {
   size_t dot = attribute.rfind('.');
-  if (dot == std::string::npos) return "";
+  if (dot == std::string::npos) return {nullptr, ""};
   std::string dest = attribute.substr(dot + 1);
-  if (dest.find("rank") != std::string::npos) return "";
   for (const Call& c : model.calls) {
     if (lastName(c.spelling) != "add_argument") continue;
     const Argument* flag = c.positional(0);
@@ -68,12 +66,22 @@ std::string integerOptionRead(const SourceModel& model, const std::string& attri
     std::string named = flag->stringValue->substr(2);
     std::replace(named.begin(), named.end(), '-', '_');
     if (const Argument* d = c.keyword("dest"); d && d->stringValue) named = *d->stringValue;
-    if (named != dest) continue;
-    const Argument* type = c.keyword("type");
-    const Argument* fallback = c.keyword("default");
-    if ((type && type->text == "int") || (fallback && digitsOnly(fallback->text))) return *flag->stringValue;
+    if (named == dest) return {&c, *flag->stringValue};
   }
-  return "";
+  return {nullptr, ""};
+}
+
+// The integer option an attribute reads (`args.gpu` of `add_argument("--gpu", type=int)`), as the
+// user writes it: one GPU index the command gives every process it starts alike, as a constant
+// is. A rank's option ("--rank", "--local_rank") differs between processes and is no such value;
+// nor is an option not declared as an integer (type=int, or an integer default). Empty otherwise.
+std::string integerOptionRead(const SourceModel& model, const std::string& attribute) {
+  if (lastName(attribute).find("rank") != std::string::npos) return "";
+  auto [declared, flag] = optionDeclared(model, attribute);
+  if (!declared) return "";
+  const Argument* type = declared->keyword("type");
+  const Argument* fallback = declared->keyword("default");
+  return (type && type->text == "int") || (fallback && digitsOnly(fallback->text)) ? flag : "";
 }
 
 // The process index that torch.multiprocessing.spawn and start_processes pass a function first
@@ -451,7 +459,8 @@ bool singleProcess(const SourceModel& model, const Call& init) {
 // What the file shows of an init's backend. Unread: a value it does not show (a config object's
 // attribute, a parameter), or one of several of which one is nccl: the finding then holds where
 // that value is nccl, and says so.
-enum class Backend { Nccl, NotNccl, Unread };
+// OptionDefaultNccl: a command-line option the file declares, whose default is nccl.
+enum class Backend { Nccl, NotNccl, Unread, OptionDefaultNccl };
 
 Backend backendOf(const SourceModel& model, const Call& init) {
   const Argument* backend = init.argument("backend", 0);
@@ -460,6 +469,12 @@ Backend backendOf(const SourceModel& model, const Call& init) {
   TracedValue value = traceValue(model, init, *backend);
   const ValueNode* root = value.root();
   if (!root) return Backend::Unread;
+  // `backend=args.dist_backend` of `add_argument("--dist-backend", default="nccl")`: nccl unless the
+  // command gives another; an option whose default is another backend ("gloo") is that backend's.
+  if (root->kind == ValueNode::Kind::Attribute)
+    if (const Call* declared = optionDeclared(model, root->text).first)
+      if (const Argument* fallback = declared->keyword("default"); fallback && fallback->stringValue)
+        return selectsDefaultNccl(*fallback->stringValue) ? Backend::OptionDefaultNccl : Backend::NotNccl;
   std::vector<const ValueNode*> choices{root};
   if (root->kind == ValueNode::Kind::OneOf) {
     choices.clear();
@@ -585,6 +600,10 @@ class InitWithoutDeviceId final : public Rule {
     if (backend == Backend::Unread) {
       text += " and backend=" + init.argument("backend", 0)->text +
               ", which this file does not show to be nccl (what follows holds where it is)";
+    }
+    if (backend == Backend::OptionDefaultNccl) {
+      text += " and backend=" + init.argument("backend", 0)->text + ", an option whose default is nccl (what follows "
+              "holds unless the command names another backend)";
     }
     return text + "; " + seen +
            ", while torch 2.15's NCCL backend binds each rank to cuda:(global rank % device_count()) "
@@ -731,7 +750,10 @@ class InitWithoutDeviceId final : public Rule {
                    "torch.device(f\"cuda:{rank % 8}\")`), the device it hands its processes; a constant, a list's "
                    "item or the local rank returned so is not read as the process's device. Where the init's "
                    "function selects no device, the file's selections count: all must "
-                   "show a mismatch, and one the rule cannot read leaves only a multiple standing. A backend the file "
+                   "show a mismatch, and one the rule cannot read leaves only a multiple standing. A backend read from a "
+                   "command-line option the file declares is its default's (`add_argument(\"--dist-backend\", "
+                   "default=\"nccl\")`: reported, saying it holds unless the command names another; a default of "
+                   "\"gloo\": not reported). Another backend the file "
                    "does not show (backend=cfg.backend) is reported as NCCL's only where the rest holds, the finding "
                    "saying it holds where that backend is nccl; a backend shown to be another is not. A parameter's "
                    "string default (`def setup(backend=\"gloo\")`) is the backend only where no call in the linted "
