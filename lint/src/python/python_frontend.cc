@@ -701,6 +701,31 @@ class PythonWalker {
     bind(target, value, left);
   }
 
+  // `items.append(x)` in the body of `for t in iterable:` (the innermost loop around it, in its
+  // function): `items` then holds what `[x for t in iterable]` holds, one item per iteration, as a
+  // comprehension's value reads (`tensors = []; for i in range(torch.cuda.device_count()):
+  // tensors.append(...)`).
+  void bindAppendedInLoop(TSNode list, TSNode call) {
+    if (typeOf(list) != "identifier") return;
+    TSNode loop{};
+    for (TSNode up = ts_node_parent(call); !ts_node_is_null(up); up = ts_node_parent(up)) {
+      std::string_view type = typeOf(up);
+      if (type == "for_statement") {
+        loop = up;
+        break;
+      }
+      if (isLoop(type) || type == "function_definition" || type == "class_definition" || type == "lambda") return;
+    }
+    TSNode arguments = field(call, kField.arguments);
+    if (ts_node_is_null(loop) || ts_node_is_null(arguments) || ts_node_named_child_count(arguments) != 1) return;
+    TSNode item = ts_node_named_child(arguments, 0);
+    TSNode target = field(loop, kField.left);
+    ValueNode comprehension{ValueNode::Kind::Comprehension, "", "", {valueOf(field(loop, kField.right), 1)}, locationOf(call)};
+    comprehension.operands.push_back(valueOf(item, 1));
+    comprehension.operands.push_back(addValue({ValueNode::Kind::Name, textOf(target), "", {}, locationOf(target)}));
+    bind(textOf(list), addValue(std::move(comprehension)), call);
+  }
+
   void bind(std::string name, int value, TSNode where) {
     model_.bindings.push_back({std::move(name), value, function_, arm_ >= 0 ? armsHere() : std::vector<Call::Arm>{}, locationOf(where)});
   }
@@ -1118,6 +1143,7 @@ class PythonWalker {
       std::string method = textOf(field(function, kField.attribute));
       if (method == "update" || method == "pop" || method == "setdefault" || method == "clear" || method == "popitem")
         forgetChangedEnvironmentCopy(field(function, kField.object));
+      if (method == "append") bindAppendedInLoop(field(function, kField.object), node);
     }
     // A call through a dict's entry (`_SAVED["new_group"](ranks)`) may be one of torch's functions
     // kept there (keepSaved): recorded aside, it joins the calls if so.

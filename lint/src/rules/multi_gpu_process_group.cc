@@ -531,7 +531,7 @@ class MultiGpuProcessGroup final : public Rule {
                    "torch.distributed). Under nccl2 an operation on a second device raises \"ProcessGroupNCCL is bound "
                    "to device ... but an operation was issued on ...\". Reported only on what the file shows: a "
                    "list of several tensors or devices (a list display, range(k) with k > 1, "
-                   "range(torch.cuda.device_count()), followed through assignments), DataParallel without device_ids "
+                   "range(torch.cuda.device_count()), a comprehension over one or a list appended to in a `for` loop over one, followed through assignments), DataParallel without device_ids "
                    "(not where it stands in another arm of an `if` than the file's init_process_group (another arm's "
                    "DDP alone is no evidence: an init_process_group before the `if` makes both arms distributed), nor in an "
                    "arm whose condition holds only outside a distributed job (a rank read from the environment or "
