@@ -497,8 +497,8 @@ TEST_F(ProjectModelTree, StaticMethodsCalledOnTheirClass) {
 }
 
 // A mesh class whose constructor creates its groups only where a flag asks for them, as torch's
-// DeviceMesh does with `_init_backend`: a loop of meshes made with the flag False creates none,
-// and a helper that passes the flag through keeps it as its own switch only if it tests it too.
+// DeviceMesh does with `_init_backend`: a loop of meshes made with the flag False creates none;
+// another keyword passed False, or a constructor that also creates outside the flag's arm, does.
 TEST_F(ProjectModelTree, AKeywordThatTurnsAWrappersCreationOff) {
   write(root_ / "meshlib/mesh.py",
         "import torch.distributed as dist\n"
@@ -542,6 +542,56 @@ TEST_F(ProjectModelTree, AKeywordThatTurnsAWrappersCreationOff) {
         "        World(layout, init_groups=False)\n");
   EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"mesh.py:11:NM401", "mesh.py:18:NM401", "mesh.py:26:NM401",
                                                               "world.py:11:NM401"}));
+}
+
+// Where a flag is no switch: a parameter rebound before its test (None meaning "the default"), a
+// creation through a helper that the table finds only in a later pass, a flag of the enclosing
+// function rather than the wrapper's own, and a helper that passes the flag on without testing it.
+TEST_F(ProjectModelTree, ASwitchHoldsOnlyWhereEveryCreationStandsUnderIt) {
+  write(root_ / "meshlib/helpers.py",
+        "import torch.distributed as dist\n"
+        "\n"
+        "def cpu_group(ranks):\n"
+        "    return dist.new_group(ranks)\n");
+  write(root_ / "meshlib/mesh.py",
+        "import torch.distributed as dist\n"
+        "from meshlib.helpers import cpu_group\n"
+        "\n"
+        "def groups_enabled():\n"
+        "    return True\n"
+        "\n"
+        "class Mesh:\n"
+        "    def __init__(self, ranks, init_groups=None):\n"
+        "        if init_groups is None:\n"
+        "            init_groups = groups_enabled()\n"
+        "        if init_groups:\n"
+        "            self.group = dist.new_group(ranks)\n"
+        "\n"
+        "class World:\n"
+        "    def __init__(self, ranks, init_groups=True):\n"
+        "        if init_groups:\n"
+        "            self.group = dist.new_group(ranks)\n"
+        "        self.cpu = cpu_group(ranks)\n"
+        "\n"
+        "def build(layouts, lazy=False):\n"
+        "    if lazy:\n"
+        "        def make(ranks, lazy=False):\n"
+        "            return dist.new_group(ranks)\n"
+        "        for layout in layouts:\n"
+        "            make(layout, lazy=False)\n"
+        "\n"
+        "def make_world(ranks, init_groups=True):\n"
+        "    return World(ranks, init_groups=init_groups)\n"
+        "\n"
+        "def loops(layouts):\n"
+        "    for layout in layouts:\n"
+        "        Mesh(layout, init_groups=None)\n"
+        "    for layout in layouts:\n"
+        "        World(layout, init_groups=False)\n"
+        "    for layout in layouts:\n"
+        "        make_world(layout, init_groups=False)\n");
+  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"mesh.py:25:NM401", "mesh.py:32:NM401", "mesh.py:34:NM401",
+                                                              "mesh.py:36:NM401"}));
 }
 
 // An attribute assigned once in __init__, and a module-level instance imported elsewhere.

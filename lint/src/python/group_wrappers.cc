@@ -1268,9 +1268,9 @@ class Inference {
     return std::any_of(call.offKeywords.begin(), call.offKeywords.end(), [&](const std::string& k) { return it->second.contains(k); });
   }
 
-  // The names every creating call of `f` stands under (`if init_backend:`); empty where one
-  // stands under none. Read once, when `f` becomes a wrapper.
-  std::set<std::string> switchesOf(const FunctionCalls& f, size_t source) const {
+  // The names every creating call of `f` stands under (`if init_backend:`, a parameter of `f` not
+  // rebound before it); empty where one stands under none; none where `f` creates nothing.
+  std::optional<std::set<std::string>> switchesOf(const FunctionCalls& f, size_t source) const {
     std::optional<std::set<std::string>> common;
     for (const CallInFunction& c : f.calls) {
       if (common && common->empty()) break;
@@ -1280,7 +1280,33 @@ class Inference {
       if (!common) common = std::move(here);
       else std::erase_if(*common, [&](const std::string& g) { return !here.contains(g); });
     }
-    return common.value_or(std::set<std::string>());
+    return common;
+  }
+
+  // Each switch read again from every function of its key as the table now knows them: a creation
+  // found since (through a wrapper a later pass found), or another class's method of the same name
+  // (methods share their module's key) that creates outside the flag's arm, narrows it, and a
+  // switch left with no name is dropped. Switches only narrow, so the passes end.
+  bool refreshSwitches() {
+    bool changed = false;
+    for (auto it = switches_.begin(); it != switches_.end();) {
+      std::set<std::string> common = it->second;
+      for (size_t i = 0; i < readings_.size() && !common.empty(); ++i)
+        for (const FunctionCalls& f : readings_[i].functions) {
+          if (common.empty()) break;
+          if (keyOf(f, i) != it->first) continue;
+          if (std::optional<std::set<std::string>> here = switchesOf(f, i))
+            std::erase_if(common, [&](const std::string& g) { return !here->contains(g); });
+        }
+      if (common != it->second) changed = true;
+      if (common.empty()) {
+        it = switches_.erase(it);
+      } else {
+        it->second = std::move(common);
+        ++it;
+      }
+    }
+    return changed;
   }
 
   // `self.funcs[name](...)` and `self.backend.funcs[name](...)`: the methods stored in that table
@@ -1389,7 +1415,7 @@ class Inference {
             throughModel |= environment_[i];
             std::string chain = display(f, i) + " -> " + via;
             if (!known && !c.guards.empty())
-              if (std::set<std::string> off = switchesOf(f, i); !off.empty()) switches_[key] = std::move(off);
+              if (std::optional<std::set<std::string>> off = switchesOf(f, i); off && !off->empty()) switches_[key] = std::move(*off);
             if (constructor) {
               // Constructing the class creates a group: its name is called like a function's.
               addWrapper(key, (environment_[i] ? module + "." : "") + f.owner + "() -> " + chain, true, f.owner, module, added);
@@ -1402,6 +1428,7 @@ class Inference {
           }
         }
       }
+      if (!switches_.empty()) changed |= refreshSwitches();
     }
     return added;
   }

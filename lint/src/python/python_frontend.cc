@@ -1106,9 +1106,7 @@ class PythonWalker {
     uint32_t n = ts_node_named_child_count(arguments);
     for (uint32_t i = 0; i < n; ++i) {
       TSNode argument = ts_node_named_child(arguments, i);
-      if (typeOf(argument) != "keyword_argument") continue;
-      std::string_view value = typeOf(field(argument, kField.value));
-      if ((value == "false" || value == "none") && it->second.contains(textOf(field(argument, kField.name)))) return true;
+      if (passesOff(argument) && it->second.contains(textOf(field(argument, kField.name)))) return true;
     }
     return false;
   }

@@ -23,6 +23,14 @@ PythonTree parsePythonRegions(std::string_view text, const std::vector<ParseRegi
                     &ts_tree_delete);
 }
 
+bool passesOff(TSNode keywordArgument) {
+  if (ts_node_is_null(keywordArgument) || std::string_view(ts_node_type(keywordArgument)) != "keyword_argument") return false;
+  TSNode value = ts_node_child_by_field_name(keywordArgument, "value", 5);
+  if (ts_node_is_null(value)) return false;
+  std::string_view type = ts_node_type(value);
+  return type == "false" || type == "none";
+}
+
 bool pythonHasSyntaxErrors(const std::string& text) {
   PythonTree tree = parsePythonRegions(text, {});
   return !tree || ts_node_has_error(ts_tree_root_node(tree.get()));

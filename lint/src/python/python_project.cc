@@ -4,8 +4,10 @@
 #include "python/python_project.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
@@ -45,6 +47,7 @@ struct Grammar {
   TSSymbol aliasedImport = symbol("aliased_import");
   TSSymbol dottedName = symbol("dotted_name");
   TSSymbol assignment = symbol("assignment");
+  TSSymbol augmentedAssignment = symbol("augmented_assignment");
   TSSymbol forStatement = symbol("for_statement");
   TSSymbol whileStatement = symbol("while_statement");
   TSSymbol listComprehension = symbol("list_comprehension");
@@ -57,8 +60,6 @@ struct Grammar {
   TSSymbol dictionary = symbol("dictionary");
   TSSymbol pair = symbol("pair");
   TSSymbol ifStatement = symbol("if_statement");
-  TSSymbol falseLiteral = symbol("false");
-  TSSymbol noneLiteral = symbol("none");
   TSFieldId condition = fieldId("condition");
   TSFieldId consequence = fieldId("consequence");
   TSFieldId left = fieldId("left");
@@ -92,6 +93,11 @@ class FunctionCallWalker {
       uint32_t depth;
       size_t index;  // in out_
       size_t loops;  // loops_ when it began: the loops outside it do not repeat its calls
+      // Its parameters, and the names it has bound so far (an `if flag:` tests the caller's
+      // value only while `flag` is a parameter it has not rebound), with where its body starts
+      // (statements of it that the regions read leave out are looked for in the text).
+      std::set<std::string> parameters, bound;
+      uint32_t bodyStart = 0;
     };
     std::vector<Open> open;  // the enclosing defs
     struct Scope {
@@ -110,7 +116,9 @@ class FunctionCallWalker {
         FunctionScope scope = scopes.empty() ? FunctionScope::Module : scopes.back().isClass ? FunctionScope::Method : FunctionScope::Nested;
         // A method read without its class's header (an earlier round read that) still takes self.
         if (scope == FunctionScope::Module && takesSelf(node)) scope = FunctionScope::Method;
-        open.push_back({depth, out_.size(), loops_.size()});
+        TSNode parameters = ts_node_child_by_field_id(node, g_.parameters);
+        uint32_t bodyStart = ts_node_is_null(parameters) ? ts_node_start_byte(node) : ts_node_end_byte(parameters);
+        open.push_back({depth, out_.size(), loops_.size(), parameterNames(node), {}, bodyStart});
         std::string name = textOf(ts_node_child_by_field_id(node, g_.name));
         bool inClass = !scopes.empty() && scopes.back().isClass;
         out_.push_back({name, scope, {}, inClass ? scopes.back().name : "", {}, {}, inClass ? scopes.back().bases : std::vector<std::string>{}});
@@ -120,13 +128,16 @@ class FunctionCallWalker {
       } else if (isLoop(s)) {
         loops_.push_back(depth);
       } else if (s == g_.ifStatement) {
-        onIf(node, depth);
+        if (!open.empty()) onIf(node, depth, open.back());
       } else if (s == g_.call && !open.empty()) {
-        onCall(node, out_[open.back().index].calls, static_cast<int>(loops_.size() - open.back().loops));
+        onCall(node, out_[open.back().index].calls, static_cast<int>(loops_.size() - open.back().loops), open.back().index);
       } else if (s == g_.call && module_) {
         onCall(node, module_->calls, static_cast<int>(loops_.size()));
+      } else if (s == g_.augmentedAssignment) {
+        if (!open.empty()) open.back().bound.insert(textOf(ts_node_child_by_field_id(node, g_.left)));
       } else if (s == g_.assignment) {
         if (!open.empty()) {
+          open.back().bound.insert(textOf(ts_node_child_by_field_id(node, g_.left)));
           onAssignment(node, out_[open.back().index].constructions);
           onTableEntries(node, out_[open.back().index].tableEntries);
         } else if (scopes.empty() && module_) {
@@ -251,7 +262,8 @@ class FunctionCallWalker {
     }
   }
 
-  void onCall(TSNode node, std::vector<CallInFunction>& calls, int loopDepth) const {
+  // `function`: the index in out_ of the definition the call stands in (SIZE_MAX at module level).
+  void onCall(TSNode node, std::vector<CallInFunction>& calls, int loopDepth, size_t function = SIZE_MAX) const {
     TSNode callee = ts_node_child_by_field_id(node, g_.function);
     if (ts_node_is_null(callee)) return;
     CallInFunction call;
@@ -290,16 +302,55 @@ class FunctionCallWalker {
     call.backend = backendKeyword(arguments);
     call.offKeywords = offKeywords(arguments);
     for (const Guard& guard : guards_)
-      if (ts_node_start_byte(node) >= guard.begin && ts_node_start_byte(node) < guard.end) call.guards.push_back(guard.name);
+      if (guard.function == function && ts_node_start_byte(node) >= guard.begin && ts_node_start_byte(node) < guard.end)
+        call.guards.push_back(guard.name);
     calls.push_back(std::move(call));
   }
 
-  // `if flag:` with a plain name: the calls of its first block stand under that name's truth.
-  void onIf(TSNode node, uint32_t depth) {
+  // `if flag:` in function `f`, with `flag` one of its parameters not rebound before: the calls of
+  // the first block stand under the truth of the value its caller passed.
+  template <class Open>
+  void onIf(TSNode node, uint32_t depth, const Open& f) {
     TSNode condition = ts_node_child_by_field_id(node, g_.condition);
     TSNode block = ts_node_child_by_field_id(node, g_.consequence);
     if (ts_node_is_null(condition) || ts_node_is_null(block) || ts_node_symbol(condition) != g_.identifier) return;
-    guards_.push_back({depth, textOf(condition), ts_node_start_byte(block), ts_node_end_byte(block)});
+    std::string name = textOf(condition);
+    if (!f.parameters.contains(name) || f.bound.contains(name)) return;
+    if (rebinds(text_.substr(f.bodyStart, ts_node_start_byte(node) - std::min(f.bodyStart, ts_node_start_byte(node))), name)) return;
+    guards_.push_back({depth, std::move(name), ts_node_start_byte(block), ts_node_end_byte(block), f.index});
+  }
+
+  // Whether `text` binds `name` anew: `name = ...` (not `==`), an augmented `name += ...`,
+  // `name := ...`, or `for name in`. A name after a dot is an attribute, not it.
+  static bool rebinds(std::string_view text, const std::string& name) {
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
+      if ((at > 0 && (word(text[at - 1]) || text[at - 1] == '.')) || (at + name.size() < text.size() && word(text[at + name.size()])))
+        continue;
+      size_t next = text.find_first_not_of(" \t", at + name.size());
+      if (next == std::string_view::npos) return false;
+      std::string_view rest = text.substr(next, 3);
+      if ((rest.starts_with("=") && !rest.starts_with("==")) || rest.starts_with(":=")) return true;
+      if (rest.size() >= 2 && rest[1] == '=' && std::string_view("+-*/%|&^@").find(rest[0]) != std::string_view::npos) return true;
+      size_t before = text.find_last_not_of(" \t", at == 0 ? 0 : at - 1);
+      if (at > 0 && before != std::string_view::npos && before >= 2 && text.substr(before - 2, 3) == "for") return true;
+    }
+    return false;
+  }
+
+  // The names of a definition's parameters (`flag`, `flag=True`, `flag: bool = True`).
+  std::set<std::string> parameterNames(TSNode function) const {
+    std::set<std::string> names;
+    TSNode parameters = ts_node_child_by_field_id(function, g_.parameters);
+    uint32_t n = ts_node_is_null(parameters) ? 0 : ts_node_named_child_count(parameters);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode p = ts_node_named_child(parameters, i);
+      if (ts_node_symbol(p) == g_.identifier) names.insert(textOf(p));
+      else if (TSNode named = ts_node_child_by_field_id(p, g_.name); !ts_node_is_null(named)) names.insert(textOf(named));
+      else if (ts_node_named_child_count(p) > 0 && ts_node_symbol(ts_node_named_child(p, 0)) == g_.identifier)
+        names.insert(textOf(ts_node_named_child(p, 0)));  // `flag: bool`
+    }
+    return names;
   }
 
   // The keywords a call passes as False or None.
@@ -308,9 +359,7 @@ class FunctionCallWalker {
     uint32_t n = ts_node_is_null(arguments) ? 0 : ts_node_named_child_count(arguments);
     for (uint32_t i = 0; i < n; ++i) {
       TSNode argument = ts_node_named_child(arguments, i);
-      if (ts_node_symbol(argument) != g_.keywordArgument) continue;
-      TSNode value = ts_node_child_by_field_id(argument, g_.value);
-      if (!ts_node_is_null(value) && (ts_node_symbol(value) == g_.falseLiteral || ts_node_symbol(value) == g_.noneLiteral))
+      if (ts_node_symbol(argument) == g_.keywordArgument && passesOff(argument))
         off.push_back(textOf(ts_node_child_by_field_id(argument, g_.name)));
     }
     return off;
@@ -372,6 +421,7 @@ class FunctionCallWalker {
     uint32_t depth;
     std::string name;
     uint32_t begin, end;  // the bytes of the arm's block
+    size_t function;      // the definition it stands in (index in out_)
   };
   std::vector<Guard> guards_;  // the enclosing `if name:` arms (onIf)
   std::vector<FunctionCalls> out_;

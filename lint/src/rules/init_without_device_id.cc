@@ -33,10 +33,11 @@ struct Evidence {
   Source source = Source::Unknown;
   std::string shown;    // the index as read: "RANK % 4", "0", "cfg.device_id * num_pipeline_devices"
   std::string divisor;  // for GlobalRank: what the rank is taken modulo ("" when it is not); for
-                        // Multiple: the multiplier n; for Option: the option as written ("--gpu")
+                        // Multiple: the multiplier n
   // Another file's function the index came through, and what it returns: "mypkg.utils.get_rank
   // (defined in another file) returns torch.distributed.get_rank() or 0"; empty when none.
   std::string via;
+  std::string option;  // for Option: the option as the user writes it ("--gpu")
 };
 
 bool digitsOnly(const std::string& s) {
@@ -52,33 +53,51 @@ bool showsOtherDevice(const Evidence& e) {
          e.source == Evidence::Source::Listed;
 }
 
-// The declaration of the command-line option an attribute reads (`args.gpu` where the file calls
-// `parser.add_argument("--gpu", ...)`, or names it with dest=), and the option as the user writes
-// it ("--gpu"); null where the file declares none of that name.
+// The declaration of the command-line option an attribute reads, and the option as the user
+// writes it ("--gpu"): `args.gpu` where `args` is what `parser.parse_args()` returns somewhere in the
+// file and the file declares `add_argument(..., "--gpu", ...)` (or names it with dest=). Null where
+// it declares none of that name, where the object is another (`self.gpu`), or where the file sets
+// the attribute itself to anything but a parameter passed on (`args.gpu = int(os.environ[...])`:
+// the option's value is then not what is read).
 std::pair<const Call*, std::string> optionDeclared(const SourceModel& model, const std::string& attribute) {
   size_t dot = attribute.rfind('.');
   if (dot == std::string::npos) return {nullptr, ""};
-  std::string dest = attribute.substr(dot + 1);
+  std::string head = attribute.substr(0, dot), dest = attribute.substr(dot + 1);
+  if (head.find('.') != std::string::npos || head == "self" || head == "cls") return {nullptr, ""};
+  bool parsed = false;
+  for (const Binding& b : model.bindings) {
+    if (b.value < 0) continue;
+    const ValueNode& v = model.values[static_cast<size_t>(b.value)];
+    if (b.name == head && v.kind == ValueNode::Kind::Call && lastName(v.text) == "parse_args") parsed = true;
+    if (b.name == attribute && v.kind != ValueNode::Kind::Name) return {nullptr, ""};
+  }
+  if (!parsed) return {nullptr, ""};
   for (const Call& c : model.calls) {
     if (lastName(c.spelling) != "add_argument") continue;
-    const Argument* flag = c.positional(0);
-    if (!flag || !flag->stringValue || !flag->stringValue->starts_with("--")) continue;
-    std::string named = flag->stringValue->substr(2);
+    std::string flag;
+    for (const Argument& a : c.arguments)
+      if (a.keyword.empty() && a.stringValue && a.stringValue->starts_with("--")) {
+        flag = *a.stringValue;
+        break;
+      }
+    if (flag.empty()) continue;
+    std::string named = flag.substr(2);
     std::replace(named.begin(), named.end(), '-', '_');
     if (const Argument* d = c.keyword("dest"); d && d->stringValue) named = *d->stringValue;
-    if (named == dest) return {&c, *flag->stringValue};
+    if (named == dest) return {&c, flag};
   }
   return {nullptr, ""};
 }
 
 // The integer option an attribute reads (`args.gpu` of `add_argument("--gpu", type=int)`), as the
-// user writes it: one GPU index the command gives every process it starts alike, as a constant
-// is. A rank's option ("--rank", "--local_rank") differs between processes and is no such value;
-// nor is an option not declared as an integer (type=int, or an integer default). Empty otherwise.
+// user writes it: a GPU index the command line gives the process, the same for every process a
+// command starts with the same line, as a constant is. A rank's option ("--rank", "--local_rank",
+// or one whose dest names a rank) differs between processes and is no such value; nor is an option
+// not declared as an integer (type=int, or an integer default). Empty otherwise.
 std::string integerOptionRead(const SourceModel& model, const std::string& attribute) {
   if (lastName(attribute).find("rank") != std::string::npos) return "";
   auto [declared, flag] = optionDeclared(model, attribute);
-  if (!declared) return "";
+  if (!declared || flag.find("rank") != std::string::npos) return "";
   const Argument* type = declared->keyword("type");
   const Argument* fallback = declared->keyword("default");
   return (type && type->text == "int") || (fallback && digitsOnly(fallback->text)) ? flag : "";
@@ -156,7 +175,11 @@ class DeviceReader {
       case Kind::Attribute: {
         std::string last = lastName(n.text);
         if (last == "local_rank" || last == "localrank" || last == "local_process_index") return {Source::LocalRank, n.text};
-        if (std::string option = integerOptionRead(model_, n.text); !option.empty()) return {Source::Option, n.text, option};
+        if (std::string option = integerOptionRead(model_, n.text); !option.empty()) {
+          Evidence e{Source::Option, n.text};
+          e.option = std::move(option);
+          return e;
+        }
         return {};
       }
 
@@ -393,7 +416,7 @@ class DeviceReader {
 // `args.gpu = gpu`), what a direct call of that function in this file passes for it: a path of its
 // own, whose device is that argument's (the ImageNet example's `main_worker(args.gpu, ...)` beside
 // `mp.spawn(main_worker, ...)`, whose spawn index is the local rank). The first such path that
-// shows another device than the one torch binds, with the call that takes it.
+// passes a command-line GPU, with the call that takes it.
 std::optional<Evidence> directCallerEvidence(const SourceModel& model, int functionId, const TracedValue& value) {
   const ValueNode* root = value.root();
   if (!root || root->kind != ValueNode::Kind::Name || functionId < 0 || static_cast<size_t>(functionId) >= model.functions.size())
@@ -407,8 +430,10 @@ std::optional<Evidence> directCallerEvidence(const SourceModel& model, int funct
     const Argument* passed = c.argument(root->text, position);
     if (!passed) continue;
     TracedValue argument = traceValue(model, c, *passed);
+    // Only a command-line GPU: a literal or a rank passed here may go with a world of its own (a
+    // debug path's `run(0, 1)`), which the call's other arguments decide.
     Evidence e = DeviceReader(model, argument, spawnIndexOf(model, c.functionId)).read();
-    if (!showsOtherDevice(e)) continue;
+    if (e.source != Evidence::Source::Option) continue;
     std::string caller = c.function.empty() ? "the module" : c.function + "()";
     e.via = "on the path where " + caller + " calls " + function + "() with " + passed->text + " at line " +
             std::to_string(c.where.line) + (e.via.empty() ? "" : ", " + e.via);
@@ -557,7 +582,9 @@ class InitWithoutDeviceId final : public Rule {
       TracedValue value = traceValue(model, call, call.arguments.front());
       Evidence evidence = DeviceReader(model, value, spawnIndexOf(model, call.functionId)).read();
       bool cudaZero = evidence.source == Evidence::Source::Constant && evidence.shown == "0";
-      if (cudaZero && oneVisibleDeviceBefore(model, call)) evidence.source = Evidence::Source::AsInferred;
+      // One visible GPU: its index 0 is the bound device, and any other index is no device at all.
+      bool fromLine = evidence.source == Evidence::Source::Option;
+      if ((cudaZero || fromLine) && oneVisibleDeviceBefore(model, call)) evidence.source = Evidence::Source::AsInferred;
       if (evidence.source == Evidence::Source::Unknown)
         if (std::optional<Evidence> path = directCallerEvidence(model, call.functionId, value)) evidence = std::move(*path);
       selections.push_back({&call, evidence, call.arguments.front().text});
@@ -645,8 +672,8 @@ class InitWithoutDeviceId final : public Rule {
     }
     if (e.source == Evidence::Source::Listed) return "the list holds each rank's global rank % device_count() at its place";
     if (e.source == Evidence::Source::Option) {
-      return "every rank's global rank % device_count() is the " + e.divisor + " given, which every process of the "
-             "command is given alike";
+      return "each rank is given " + e.option + " equal to its global rank % device_count() (a command that gives "
+             "every process the same " + e.option + ", one process per node, binds them elsewhere)";
     }
     if (!e.divisor.empty()) return "device_count() is " + e.divisor;
     return "the job has no more ranks than a node has GPUs";
@@ -662,14 +689,6 @@ class InitWithoutDeviceId final : public Rule {
     return e.shown.find(' ') == std::string::npos ? e.shown : "(" + e.shown + ")";
   }
 
-  // The selection that shows `init`'s process picks no local-rank GPU: of the selections that can
-  // run with it (those of its function when it has any, else the file's), every one must show it;
-  // the one just before the init in its function is quoted, else the first. Where they are the
-  // file's, one whose value the file does not show (a parameter, an attribute set elsewhere) may
-  // be the one that runs, so it leaves a global rank or a constant unproven; a multiple it does
-  // not: it shows the job lays its processes out n devices apart, which the bound index (cuda:1
-  // for a node's second rank) does not follow unless n is 1. A selection that shows the local
-  // rank or the bound index clears the init.
   // Whether a later selection of the same function, which can run after `cleared` (no other arm of
   // an `if`), selects a device other than the bound one: the process then ends on that device
   // (`init_distributed_environment(...)` selecting LOCAL_RANK, then `set_device(dist.get_rank())`).
@@ -680,6 +699,15 @@ class InitWithoutDeviceId final : public Rule {
     });
   }
 
+  // The selection that shows `init`'s process picks no local-rank GPU: of the selections that can
+  // run with it (those of its function when it has any, else the file's), every one must show it;
+  // the one just before the init in its function is quoted, else the first. Where they are the
+  // file's, one whose value the file does not show (a parameter, an attribute set elsewhere) may
+  // be the one that runs, so it leaves a global rank or a constant unproven; a multiple it does
+  // not: it shows the job lays its processes out n devices apart, which the bound index (cuda:1
+  // for a node's second rank) does not follow unless n is 1. A selection that shows the local
+  // rank or the bound index clears the init, unless a later one of its function overrides it
+  // (supersededByOtherDevice).
   static const Selection* evidenceFor(const std::vector<Selection>& selections, const Call& init) {
     std::vector<const Selection*> reaching;
     bool sameFunction = std::any_of(selections.begin(), selections.end(), [&](const Selection& s) {
@@ -731,16 +759,17 @@ class InitWithoutDeviceId final : public Rule {
                    "all, a constant index (unless world_size=1, or cuda:0 in a process that sees one GPU: "
                    "CUDA_VISIBLE_DEVICES set in the file to one device, such as str(local_rank), before the selection "
                    "and before torch.cuda runs), the value of a command-line option the file declares as an integer "
-                   "(`args.gpu` of `add_argument(\"--gpu\", type=int)`; not a rank's option), which every process of "
-                   "the command is given alike, and a multiple of a count (`local_rank * n`, a "
+                   "(`args.gpu` of `add_argument(\"--gpu\", type=int)`, `args` what parse_args() returns, the file "
+                   "setting it nowhere but to a parameter passed on; not a rank's option), the same on every process "
+                   "one command line starts, and a multiple of a count (`local_rank * n`, a "
                    "process driving n GPUs: the rank torch binds to cuda:1 selects no multiple of n unless n is 1), "
                    "an item of a list of GPUs the job is given picked by a rank or a constant (`gpus[rank]`, "
                    "`cfg.device_ids[local_rank]`; a list shown to count from zero, `list(range(n))`, picks its "
                    "index; the index torch.multiprocessing.spawn or start_processes passes the function it starts, its "
                    "first parameter, picks an item as a rank does), naming when the two devices agree. Where the "
                    "selected index is a parameter of its function, what a direct call of that function in the file "
-                   "passes for it is a path of its own (`worker(args.gpu, ...)` beside `mp.spawn(worker, ...)`), "
-                   "reported with that call. A selection "
+                   "passes for it is a path of its own where it passes such a command-line GPU (`worker(args.gpu, ...)` "
+                   "beside `mp.spawn(worker, ...)`), reported with that call. A selection "
                    "of exactly that index, one from the local rank "
                    "(LOCAL_RANK, SLURM_LOCALID, args.local_rank: the same device under the usual launch), or from "
                    "anything it cannot read (a parameter, a config object's attribute set elsewhere, a function "
@@ -751,7 +780,7 @@ class InitWithoutDeviceId final : public Rule {
                    "item or the local rank returned so is not read as the process's device. Where the init's "
                    "function selects no device, the file's selections count: all must "
                    "show a mismatch, and one the rule cannot read leaves only a multiple standing. A backend read from a "
-                   "command-line option the file declares is its default's (`add_argument(\"--dist-backend\", "
+                   "command-line option the file declares, and sets nowhere itself, is its default's (`add_argument(\"--dist-backend\", "
                    "default=\"nccl\")`: reported, saying it holds unless the command names another; a default of "
                    "\"gloo\": not reported). Another backend the file "
                    "does not show (backend=cfg.backend) is reported as NCCL's only where the rest holds, the finding "

@@ -202,14 +202,18 @@ bool writtenAlike(const SourceModel& model, int a, int b, int depth = 0) {
   return true;
 }
 
-// Whether a value reads no plain name (`args.gpu is not None`): an object's attributes keep their
-// value from one function to another that is handed the object, where a local's name does not.
-bool readsNoPlainName(const SourceModel& model, int value, int depth = 0) {
+// The names and attributes a test reads (`args.gpu` of `args.gpu is not None`), where it reads
+// nothing else that may change between two readings: no call (`dist.is_initialized()` is changed by
+// the init in the first arm), no `self.` or `cls.` attribute (two classes' objects). False otherwise.
+bool plainReads(const SourceModel& model, int value, std::set<std::string>& reads, int depth = 0) {
   if (value < 0 || depth > 8) return false;
   const ValueNode& n = model.values[static_cast<size_t>(value)];
-  if (n.kind == ValueNode::Kind::Name) return false;
+  using Kind = ValueNode::Kind;
+  if (n.kind == Kind::Call || n.kind == Kind::Unknown) return false;
+  if (n.kind == Kind::Attribute && (n.text.starts_with("self.") || n.text.starts_with("cls."))) return false;
+  if (n.kind == Kind::Name || n.kind == Kind::Attribute) reads.insert(n.text);
   for (int operand : n.operands)
-    if (!readsNoPlainName(model, operand, depth + 1)) return false;
+    if (!plainReads(model, operand, reads, depth + 1)) return false;
   return true;
 }
 
@@ -227,22 +231,34 @@ void termsOf(const SourceModel& model, int value, std::vector<int>& out, int dep
 // Whether `a` stands in the first arm of an `if` whose condition holds only where a test holds
 // (the test itself, or a term of an `and`), and `b` in a later arm of another `if` that makes that
 // same test, written alike: the launcher's `if args.gpu is not None: set_device(args.gpu)` and,
-// further down, `if args.gpu is not None: ... else: DDP(model)`. No run passes both. In two
-// functions only where the test reads no plain name (an attribute of the `args` both are handed);
-// the tested names are taken as not rebound between, as such code reads.
+// further down, `if args.gpu is not None: ... else: DDP(model)`. No run passes both, as long as
+// what the test reads stays as it was: a test of plain names and attributes (plainReads) that the
+// file binds nowhere between the two (in one function: no binding after the first test and before
+// `b`; in two: only bindings in `b`'s function before its test, and only attributes, which keep
+// their value from one function to another that is handed the object).
 bool oppositeArmsOfOneTest(const SourceModel& model, const Call& a, const Call& b) {
   for (size_t db = 0; db < b.branches.size(); ++db) {
     if (b.branches[db].index == 0) continue;
     const Binding* test = armCondition(model, b.functionId, b.branches, db, 0);
-    if (!test || (a.functionId != b.functionId && !readsNoPlainName(model, test->value))) continue;
+    std::set<std::string> reads;
+    if (!test || !plainReads(model, test->value, reads)) continue;
+    bool sameFunction = a.functionId == b.functionId;
+    if (!sameFunction && std::any_of(reads.begin(), reads.end(), [](const std::string& r) { return r.find('.') == std::string::npos; }))
+      continue;
     for (size_t da = 0; da < a.branches.size(); ++da) {
       if (a.branches[da].index != 0 || a.branches[da].statement == b.branches[db].statement) continue;
       const Binding* held = armCondition(model, a.functionId, a.branches, da, 0);
       if (!held) continue;
       std::vector<int> terms;
       termsOf(model, held->value, terms);
-      for (int term : terms)
-        if (writtenAlike(model, term, test->value)) return true;
+      if (std::none_of(terms.begin(), terms.end(), [&](int term) { return writtenAlike(model, term, test->value); })) continue;
+      bool rebound = std::any_of(model.bindings.begin(), model.bindings.end(), [&](const Binding& binding) {
+        if (!reads.contains(binding.name)) return false;
+        if (sameFunction)
+          return binding.functionId == b.functionId && binding.where.line > held->where.line && binding.where.line < b.where.line;
+        return !(binding.functionId == b.functionId && binding.where.line < test->where.line);
+      });
+      if (!rebound) return true;
     }
   }
   return false;

@@ -260,58 +260,57 @@ bool onOtherBackendGroup(const SourceModel& model, const Call& call, const std::
   return value.root() && otherBackendGroup(value, *value.root(), others, call.functionId);
 }
 
-// torch's answer for a group's backend: `dist.get_backend(group)`, `pg.get_backend()`, `pg.name()`.
-bool isBackendQuery(const ValueNode& n) {
-  if (n.kind != ValueNode::Kind::Call) return false;
-  std::string_view last = lastName(n.text);
-  return last == "get_backend" || (last == "name" && n.text.find('.') != std::string::npos && n.operands.empty());
+// `dist.get_backend(group)`: torch's answer for a group's backend. Only a positive test of another
+// backend shows a transfer off NCCL: torch 2.15 answers "undefined" for a world made with no backend,
+// the whole device map for "cpu:gloo,cuda:nccl", and a group's name() is "nccl2" on the rewritten
+// backend, so `!= "nccl"` (or an arm after `== "nccl"`) holds on NCCL too.
+bool isGetBackend(const ValueNode& n) {
+  return n.kind == ValueNode::Kind::Call && lastName(n.text) == "get_backend" && n.operands.size() <= 1;
 }
 
-// Whether a comparison `query <op> literal` (either way round) holds only where the backend is
-// not eager NCCL's: `== "gloo"`, `!= "nccl"`, `in ("gloo", "mpi")`. With `ncclHolds`, whether it
-// holds exactly where the backend is NCCL's (`== "nccl"`), so that the `if`'s later arms are not.
-bool comparesBackend(const TracedValue& value, const ValueNode& n, bool ncclHolds) {
-  if (n.kind != ValueNode::Kind::Operator || n.operands.size() != 2) return false;
+// The group a get_backend query asks about, as written (empty: the default group).
+std::string queriedGroup(const TracedValue& value, const ValueNode& query) {
+  return query.operands.empty() ? "" : value.operand(query, 0).text;
+}
+
+// Whether a comparison holds only where the backend of group `group` (as the transfer writes it;
+// empty: the default group) is another than eager NCCL's: `get_backend(group) == "gloo"`, or
+// `in ("gloo", "mpi")`, either way round.
+bool testsOtherBackend(const TracedValue& value, const ValueNode& n, const std::string& group) {
+  if (n.kind != ValueNode::Kind::Operator || n.operands.size() != 2 || (n.text != "==" && n.text != "in")) return false;
   const ValueNode* query = &value.operand(n, 0);
   const ValueNode* other = &value.operand(n, 1);
-  if (!isBackendQuery(*query)) std::swap(query, other);
-  if (!isBackendQuery(*query)) return false;
-  if (other->kind == ValueNode::Kind::Literal) {
-    if (ncclHolds) return n.text == "==" && other->text == "nccl";
-    if (n.text == "==") return namesOtherBackend(*other);
-    if (n.text == "!=") return selectsEagerNccl(other->text);
-    return false;
-  }
-  if (ncclHolds || n.text != "in" || other->kind != ValueNode::Kind::Sequence || other->operands.empty()) return false;
+  if (!isGetBackend(*query) && n.text == "==") std::swap(query, other);
+  if (!isGetBackend(*query) || queriedGroup(value, *query) != group) return false;
+  if (n.text == "==") return namesOtherBackend(*other);
+  if (other->kind != ValueNode::Kind::Sequence || other->operands.empty()) return false;
   for (size_t i = 0; i < other->operands.size(); ++i)
     if (!namesOtherBackend(value.operand(*other, i))) return false;
   return true;
 }
 
-// Whether an arm's condition holds only where the backend is another than eager NCCL's: such a
-// comparison, alone or as a term of `and`.
-bool holdsOffNccl(const TracedValue& value, const ValueNode& n) {
+// Whether an arm's condition holds only where such a test holds: the test, or a term of `and`.
+bool holdsOffNccl(const TracedValue& value, const ValueNode& n, const std::string& group) {
   if (n.kind == ValueNode::Kind::Operator && n.text == "and") {
     for (size_t i = 0; i < n.operands.size(); ++i)
-      if (holdsOffNccl(value, value.operand(n, i))) return true;
+      if (holdsOffNccl(value, value.operand(n, i), group)) return true;
     return false;
   }
-  return comparesBackend(value, n, false);
+  return testsOtherBackend(value, n, group);
 }
 
-// Whether a transfer stands in an arm of an `if` that runs only where the group's backend is not
-// eager NCCL: `if dist.get_backend(group) == "gloo":` (an all-to-all's fallback of single
-// transfers), or an arm after `if dist.get_backend(group) == "nccl":`.
+// Whether a transfer stands in an arm of an `if` that runs only where its group's backend is
+// another than eager NCCL's (`if dist.get_backend(group) == "gloo":`, an all-to-all's fallback of
+// single transfers). The query must name the transfer's group as the transfer writes it.
 bool onOtherBackendArm(const SourceModel& model, const Call& call) {
+  size_t position = isDistributed(call.qualifiedName, "P2POp") ? 3 : 2;
+  const Argument* groupArgument = call.argument("group", position);
+  std::string group = groupArgument ? groupArgument->text : "";
   for (size_t depth = 0; depth < call.branches.size(); ++depth) {
-    int own = call.branches[depth].index;
-    for (int index = 0; index <= own; ++index) {
-      const Binding* condition = armCondition(model, call.functionId, call.branches, depth, index);
-      if (!condition) continue;
-      TracedValue value = traceBinding(model, *condition);
-      if (!value.root()) continue;
-      if (index == own ? holdsOffNccl(value, *value.root()) : comparesBackend(value, *value.root(), true)) return true;
-    }
+    const Binding* condition = armCondition(model, call.functionId, call.branches, depth, call.branches[depth].index);
+    if (!condition) continue;
+    TracedValue value = traceBinding(model, *condition);
+    if (value.root() && holdsOffNccl(value, *value.root(), group)) return true;
   }
   return false;
 }
@@ -419,10 +418,12 @@ class P2pOnEagerBackend final : public Rule {
                    "method), a file whose every init_process_group names a world "
                    "without NCCL and that calls no other initialiser, a module that imports torch_npu at module "
                    "level (it runs only on Ascend NPUs, HCCL's), and a file or a caller's file that names "
-                   "nccl-lazy. So does an arm of an `if` that runs only where the group's backend, as torch "
-                   "reports it (dist.get_backend(group), pg.name()), is not NCCL's: `== \"gloo\"` (alone or as a term of "
-                   "`and`), `!= \"nccl\"`, or an arm after one that holds where it is `== \"nccl\"` (a gloo fallback of "
-                   "an all-to-all). Any other \"gloo\" (a comparison with the run's backend, a parameter's default its "
+                   "nccl-lazy. So does an arm of an `if` that runs only where the transfer's group has another "
+                   "backend by torch's answer: `dist.get_backend(group) == \"gloo\"` (or `in` a list of backends "
+                   "without NCCL), alone or as a term of `and`, for the group the transfer names (a gloo fallback of an "
+                   "all-to-all). `!= \"nccl\"` is no such test: torch 2.15 answers \"undefined\" for a world made "
+                   "without a backend, a device map (\"cpu:gloo,cuda:nccl\") for a group made with one, and a "
+                   "group's name() is \"nccl2\". Any other \"gloo\" (a comparison with the run's backend, a parameter's default its "
                    "callers override) decides nothing.",
       .example = "for step in range(n):\n    dist.send(activations, dst=next_stage)",
       .fix = "Create the pipeline's group with new_group(ranks, backend=\"nccl-lazy\", use_local_synchronization=True).",
