@@ -526,7 +526,11 @@ TEST_F(ProjectModelTree, AKeywordThatTurnsAWrappersCreationOff) {
         "\n"
         "def unrelated(layouts):\n"
         "    for layout in layouts:\n"
-        "        Mesh(layout, other=False)\n");
+        "        Mesh(layout, other=False)\n"
+        "\n"
+        "def eager(layouts):\n"
+        "    for layout in layouts:\n"
+        "        Mesh(layout, init_groups=True)\n");
   // A constructor that also creates a group outside the flag's arm keeps creating with it off.
   write(root_ / "meshlib/world.py",
         "import torch.distributed as dist\n"
@@ -540,8 +544,21 @@ TEST_F(ProjectModelTree, AKeywordThatTurnsAWrappersCreationOff) {
         "def worlds(layouts):\n"
         "    for layout in layouts:\n"
         "        World(layout, init_groups=False)\n");
-  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"mesh.py:11:NM401", "mesh.py:18:NM401", "mesh.py:26:NM401",
-                                                              "world.py:11:NM401"}));
+  // A module's function with a switch, which the frontend decides at each call by its keywords.
+  write(root_ / "meshlib/groups.py",
+        "import torch.distributed as dist\n"
+        "\n"
+        "def make(ranks, init=True):\n"
+        "    if init:\n"
+        "        return dist.new_group(ranks)\n"
+        "\n"
+        "def loops(layouts):\n"
+        "    for layout in layouts:\n"
+        "        make(layout, init=False)\n"
+        "    for layout in layouts:\n"
+        "        make(layout, init=True)\n");
+  EXPECT_EQ(findings(fakePython()), (std::vector<std::string>{"groups.py:11:NM401", "mesh.py:11:NM401", "mesh.py:18:NM401",
+                                                              "mesh.py:26:NM401", "mesh.py:30:NM401", "world.py:11:NM401"}));
 }
 
 // Where a flag is no switch: a parameter rebound before its test (None meaning "the default"), a
