@@ -1288,24 +1288,17 @@ class Inference {
   // (methods share their module's key) that creates outside the flag's arm, narrows it, and a
   // switch left with no name is dropped. Switches only narrow, so the passes end.
   bool refreshSwitches() {
-    bool changed = false;
-    for (auto it = switches_.begin(); it != switches_.end();) {
-      std::set<std::string> common = it->second;
-      for (size_t i = 0; i < readings_.size() && !common.empty(); ++i)
-        for (const FunctionCalls& f : readings_[i].functions) {
-          if (common.empty()) break;
-          if (keyOf(f, i) != it->first) continue;
-          if (std::optional<std::set<std::string>> here = switchesOf(f, i))
-            std::erase_if(common, [&](const std::string& g) { return !here->contains(g); });
-        }
-      if (common != it->second) changed = true;
-      if (common.empty()) {
-        it = switches_.erase(it);
-      } else {
-        it->second = std::move(common);
-        ++it;
+    std::map<std::string, std::set<std::string>> narrowed = switches_;
+    for (size_t i = 0; i < readings_.size(); ++i)
+      for (const FunctionCalls& f : readings_[i].functions) {
+        auto it = narrowed.find(keyOf(f, i));
+        if (it == narrowed.end() || it->second.empty()) continue;
+        if (std::optional<std::set<std::string>> here = switchesOf(f, i))
+          std::erase_if(it->second, [&](const std::string& g) { return !here->contains(g); });
       }
-    }
+    std::erase_if(narrowed, [](const auto& entry) { return entry.second.empty(); });
+    bool changed = narrowed != switches_;
+    switches_ = std::move(narrowed);
     return changed;
   }
 

@@ -1102,13 +1102,9 @@ class PythonWalker {
   // creation off (`DeviceMesh(..., _init_backend=False)`).
   bool switchedOff(const std::string& key, TSNode arguments) const {
     auto it = equivalences_.groupWrapperSwitches.find(key);
-    if (it == equivalences_.groupWrapperSwitches.end() || ts_node_is_null(arguments)) return false;
-    uint32_t n = ts_node_named_child_count(arguments);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode argument = ts_node_named_child(arguments, i);
-      if (passesOff(argument) && it->second.contains(textOf(field(argument, kField.name)))) return true;
-    }
-    return false;
+    if (it == equivalences_.groupWrapperSwitches.end()) return false;
+    std::vector<std::string> off = keywordsPassedOff(arguments, text_);
+    return std::any_of(off.begin(), off.end(), [&](const std::string& k) { return it->second.contains(k); });
   }
 
   // Where the project model saw this file's function `name` called in a loop (a module's function,

@@ -23,12 +23,20 @@ PythonTree parsePythonRegions(std::string_view text, const std::vector<ParseRegi
                     &ts_tree_delete);
 }
 
-bool passesOff(TSNode keywordArgument) {
-  if (ts_node_is_null(keywordArgument) || std::string_view(ts_node_type(keywordArgument)) != "keyword_argument") return false;
-  TSNode value = ts_node_child_by_field_name(keywordArgument, "value", 5);
-  if (ts_node_is_null(value)) return false;
-  std::string_view type = ts_node_type(value);
-  return type == "false" || type == "none";
+std::vector<std::string> keywordsPassedOff(TSNode arguments, std::string_view text) {
+  std::vector<std::string> off;
+  uint32_t n = ts_node_is_null(arguments) ? 0 : ts_node_named_child_count(arguments);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode argument = ts_node_named_child(arguments, i);
+    if (std::string_view(ts_node_type(argument)) != "keyword_argument") continue;
+    TSNode value = ts_node_child_by_field_name(argument, "value", 5);
+    TSNode name = ts_node_child_by_field_name(argument, "name", 4);
+    if (ts_node_is_null(value) || ts_node_is_null(name)) continue;
+    std::string_view type = ts_node_type(value);
+    if (type == "false" || type == "none")
+      off.emplace_back(text.substr(ts_node_start_byte(name), ts_node_end_byte(name) - ts_node_start_byte(name)));
+  }
+  return off;
 }
 
 bool pythonHasSyntaxErrors(const std::string& text) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,10 +20,10 @@ using PythonTree = std::unique_ptr<TSTree, decltype(&ts_tree_delete)>;
 // creating one allocates its stacks and tables.
 PythonTree parsePythonRegions(std::string_view text, const std::vector<ParseRegion>& regions);
 
-// Whether a keyword argument of a call passes False or None (`Mesh(..., init_groups=False)`): a
-// value that turns off a wrapper's creation standing under `if init_groups:` (GroupWrapperTable's
-// switches). Both the wrapper table and the frontend ask it, at each call.
-bool passesOff(TSNode keywordArgument);
+// The keywords a call's argument list passes as False or None (`Mesh(..., init_groups=False)`):
+// values that turn off a wrapper's creation standing under `if init_groups:` (GroupWrapperTable's
+// switches). Both the wrapper table and the frontend read a call's through it.
+std::vector<std::string> keywordsPassedOff(TSNode arguments, std::string_view text);
 
 // Whether tree-sitter finds a syntax error anywhere in `text` (fixes must not add one).
 bool pythonHasSyntaxErrors(const std::string& text);

@@ -47,7 +47,6 @@ struct Grammar {
   TSSymbol aliasedImport = symbol("aliased_import");
   TSSymbol dottedName = symbol("dotted_name");
   TSSymbol assignment = symbol("assignment");
-  TSSymbol augmentedAssignment = symbol("augmented_assignment");
   TSSymbol forStatement = symbol("for_statement");
   TSSymbol whileStatement = symbol("while_statement");
   TSSymbol listComprehension = symbol("list_comprehension");
@@ -93,10 +92,10 @@ class FunctionCallWalker {
       uint32_t depth;
       size_t index;  // in out_
       size_t loops;  // loops_ when it began: the loops outside it do not repeat its calls
-      // Its parameters, and the names it has bound so far (an `if flag:` tests the caller's
-      // value only while `flag` is a parameter it has not rebound), with where its body starts
-      // (statements of it that the regions read leave out are looked for in the text).
-      std::set<std::string> parameters, bound;
+      // Its parameters, and where its body starts: an `if flag:` tests the caller's value only
+      // while `flag` is a parameter the body has not rebound before it, which is read in the text
+      // (the regions read may leave out the statement that rebinds it).
+      std::set<std::string> parameters;
       uint32_t bodyStart = 0;
     };
     std::vector<Open> open;  // the enclosing defs
@@ -118,7 +117,7 @@ class FunctionCallWalker {
         if (scope == FunctionScope::Module && takesSelf(node)) scope = FunctionScope::Method;
         TSNode parameters = ts_node_child_by_field_id(node, g_.parameters);
         uint32_t bodyStart = ts_node_is_null(parameters) ? ts_node_start_byte(node) : ts_node_end_byte(parameters);
-        open.push_back({depth, out_.size(), loops_.size(), parameterNames(node), {}, bodyStart});
+        open.push_back({depth, out_.size(), loops_.size(), parameterNames(node), bodyStart});
         std::string name = textOf(ts_node_child_by_field_id(node, g_.name));
         bool inClass = !scopes.empty() && scopes.back().isClass;
         out_.push_back({name, scope, {}, inClass ? scopes.back().name : "", {}, {}, inClass ? scopes.back().bases : std::vector<std::string>{}});
@@ -133,11 +132,8 @@ class FunctionCallWalker {
         onCall(node, out_[open.back().index].calls, static_cast<int>(loops_.size() - open.back().loops), open.back().index);
       } else if (s == g_.call && module_) {
         onCall(node, module_->calls, static_cast<int>(loops_.size()));
-      } else if (s == g_.augmentedAssignment) {
-        if (!open.empty()) open.back().bound.insert(textOf(ts_node_child_by_field_id(node, g_.left)));
       } else if (s == g_.assignment) {
         if (!open.empty()) {
-          open.back().bound.insert(textOf(ts_node_child_by_field_id(node, g_.left)));
           onAssignment(node, out_[open.back().index].constructions);
           onTableEntries(node, out_[open.back().index].tableEntries);
         } else if (scopes.empty() && module_) {
@@ -300,7 +296,7 @@ class FunctionCallWalker {
     if (std::string dotted = dottedOf(callee); !dotted.empty()) call.qualifiedName = names_.qualify(dotted);
     TSNode arguments = ts_node_child_by_field_id(node, g_.arguments);
     call.backend = backendKeyword(arguments);
-    call.offKeywords = offKeywords(arguments);
+    call.offKeywords = keywordsPassedOff(arguments, text_);
     for (const Guard& guard : guards_)
       if (guard.function == function && ts_node_start_byte(node) >= guard.begin && ts_node_start_byte(node) < guard.end)
         call.guards.push_back(guard.name);
@@ -315,8 +311,8 @@ class FunctionCallWalker {
     TSNode block = ts_node_child_by_field_id(node, g_.consequence);
     if (ts_node_is_null(condition) || ts_node_is_null(block) || ts_node_symbol(condition) != g_.identifier) return;
     std::string name = textOf(condition);
-    if (!f.parameters.contains(name) || f.bound.contains(name)) return;
-    if (rebinds(text_.substr(f.bodyStart, ts_node_start_byte(node) - std::min(f.bodyStart, ts_node_start_byte(node))), name)) return;
+    uint32_t at = ts_node_start_byte(node);
+    if (!f.parameters.contains(name) || (at > f.bodyStart && rebinds(text_.substr(f.bodyStart, at - f.bodyStart), name))) return;
     guards_.push_back({depth, std::move(name), ts_node_start_byte(block), ts_node_end_byte(block), f.index});
   }
 
@@ -351,18 +347,6 @@ class FunctionCallWalker {
         names.insert(textOf(ts_node_named_child(p, 0)));  // `flag: bool`
     }
     return names;
-  }
-
-  // The keywords a call passes as False or None.
-  std::vector<std::string> offKeywords(TSNode arguments) const {
-    std::vector<std::string> off;
-    uint32_t n = ts_node_is_null(arguments) ? 0 : ts_node_named_child_count(arguments);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode argument = ts_node_named_child(arguments, i);
-      if (ts_node_symbol(argument) == g_.keywordArgument && passesOff(argument))
-        off.push_back(textOf(ts_node_child_by_field_id(argument, g_.name)));
-    }
-    return off;
   }
 
   // The value of `backend="..."` when it is a plain string literal.
